@@ -1,0 +1,3 @@
+// Package ipamdgrpc holds the gRPC service of ipamd's CNI-facing API,
+// generated from service.proto.
+package ipamdgrpc
