@@ -1,0 +1,297 @@
+package testenv
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"time"
+
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/credentials/insecure"
+	criapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+
+	"github.com/sandboxipam/sandboxipam/conformance/fixture"
+)
+
+// ContainerdOptions configures StartContainerd.
+type ContainerdOptions struct {
+	// Dir holds all of the daemon's state; required, absolute, at most 64
+	// bytes. It is wiped first if an earlier instance used it.
+	Dir string
+	// CNIConfList is the CNI network config (a conflist JSON). Default:
+	// Debian's bridge plugin (bridge "sbxipam0", in the instance's own
+	// network namespace) with host-local IPAM on 198.19.0.0/24, leases
+	// under Dir.
+	CNIConfList []byte
+	// CNIBinDirs are searched for CNI plugins before /usr/lib/cni, e.g. a
+	// directory holding a CNI plugin under test.
+	CNIBinDirs []string
+	// Logger receives progress messages; nil discards them.
+	Logger *slog.Logger
+}
+
+// Containerd is a running private containerd with its CRI plugin, the
+// pause image imported, and a CNI config of its own. It runs inside a
+// network namespace of its own (NetNSPath), so the bridge plugin's host
+// side never touches the host's network; CNI plugins run there too, in the
+// host's mount namespace, so they reach unix sockets by their host paths.
+// Pod network namespaces are bind-mounted under Dir's state directory.
+type Containerd struct {
+	Dir          string
+	Address      string // the gRPC socket path
+	Endpoint     string // "unix://" + Address, for CRI clients
+	Namespace    string // "k8s.io", where the CRI plugin keeps its containers
+	PauseImage   string // fixture.DefaultPauseImage, also the sandbox_image
+	CgroupParent string // give pods this cgroup parent, so Stop finds them
+	CNIConfDir   string
+	CNIBinDir    string
+	NetNSPath    string // the daemon's network namespace
+	PID          int    // containerd's
+
+	daemon *daemon
+	record instanceRecord
+	logger *slog.Logger
+}
+
+// containerdNamespace is where the CRI plugin keeps images and containers.
+const containerdNamespace = "k8s.io"
+
+// StartContainerd creates a network namespace, writes a config and CNI
+// setup under opts.Dir, starts containerd inside that namespace, imports
+// the pause image and waits until CRI reports the runtime and network
+// ready.
+func StartContainerd(ctx context.Context, opts ContainerdOptions) (*Containerd, error) {
+	logger := loggerOrDiscard(opts.Logger)
+	sweepStale(ctx, logger)
+	c := newContainerd(opts.Dir, logger)
+	if err := prepareDir(ctx, c.record); err != nil {
+		return nil, fmt.Errorf("start containerd: %w", err)
+	}
+	if err := c.start(ctx, opts); err != nil {
+		_ = c.Stop(context.WithoutCancel(ctx))
+		return nil, fmt.Errorf("start containerd: %w", err)
+	}
+	return c, nil
+}
+
+func newContainerd(dir string, logger *slog.Logger) *Containerd {
+	rec := newRecord("containerd", dir)
+	c := &Containerd{
+		Dir:          dir,
+		Address:      filepath.Join(dir, "containerd.sock"),
+		Namespace:    containerdNamespace,
+		PauseImage:   fixture.DefaultPauseImage,
+		CgroupParent: rec.CgroupParent,
+		CNIConfDir:   filepath.Join(dir, "cni", "conf"),
+		CNIBinDir:    filepath.Join(dir, "cni", "bin"),
+		NetNSPath:    filepath.Join(dir, "netns"),
+		logger:       logger,
+	}
+	c.Endpoint = "unix://" + c.Address
+	rec.ShimAddress, rec.ShimNamespace, rec.RuncRoot = c.Address, c.Namespace, c.runcRoot()
+	c.record = rec
+	return c
+}
+
+func (c *Containerd) runcRoot() string { return filepath.Join(c.Dir, "runc") }
+
+func (c *Containerd) start(ctx context.Context, opts ContainerdOptions) error {
+	if err := writeRecord(c.record); err != nil {
+		return err
+	}
+	if err := createNetNS(ctx, c.NetNSPath); err != nil {
+		return err
+	}
+	if err := c.writeCNI(opts); err != nil {
+		return err
+	}
+	configPath := filepath.Join(c.Dir, "config.toml")
+	if err := os.WriteFile(configPath, []byte(containerdConfig(c)), 0o600); err != nil {
+		return fmt.Errorf("write config: %w", err)
+	}
+	began := time.Now()
+	// nsenter execs containerd, so the PID is containerd's own.
+	daemon, err := startDaemon("containerd", filepath.Join(c.Dir, "containerd.log"), c.logger,
+		"nsenter", "--net="+c.NetNSPath, "containerd", "--config", configPath)
+	if err != nil {
+		return err
+	}
+	c.daemon, c.PID = daemon, daemon.pid()
+	return c.waitUsable(ctx, began)
+}
+
+// waitUsable waits for CRI to answer, imports the pause image, then waits
+// until CRI sees the image and reports runtime and network ready.
+func (c *Containerd) waitUsable(ctx context.Context, began time.Time) error {
+	// A gRPC connection that failed once backs off for a second: wait for
+	// the socket itself first.
+	if err := c.daemon.waitReady(ctx, func(ctx context.Context) error { return dialUnix(ctx, c.Address) }); err != nil {
+		return err
+	}
+	conn, err := grpc.NewClient(c.Endpoint, grpc.WithTransportCredentials(insecure.NewCredentials()))
+	if err != nil {
+		return fmt.Errorf("CRI client: %w", err)
+	}
+	defer conn.Close()
+	runtimeService := criapi.NewRuntimeServiceClient(conn)
+	imageService := criapi.NewImageServiceClient(conn)
+	answers := func(ctx context.Context) error {
+		_, err := runtimeService.Version(ctx, &criapi.VersionRequest{})
+		return err
+	}
+	if err := c.daemon.waitReady(ctx, answers); err != nil {
+		return err
+	}
+	c.logger.Info("containerd answers CRI", "after", time.Since(began), "endpoint", c.Endpoint)
+	if err := c.importPauseImage(ctx); err != nil {
+		return err
+	}
+	ready := func(ctx context.Context) error { return criReady(ctx, runtimeService, imageService, c.PauseImage) }
+	if err := c.daemon.waitReady(ctx, ready); err != nil {
+		return err
+	}
+	c.logger.Info("containerd ready", "after", time.Since(began))
+	return nil
+}
+
+// errCRINotReady: the CRI plugin answers but is not ready for pods yet.
+var errCRINotReady = errors.New("CRI not ready")
+
+func criReady(ctx context.Context, rs criapi.RuntimeServiceClient, is criapi.ImageServiceClient, image string) error {
+	img, err := is.ImageStatus(ctx, &criapi.ImageStatusRequest{Image: &criapi.ImageSpec{Image: image}})
+	if err != nil {
+		return err
+	}
+	if img.GetImage() == nil {
+		return fmt.Errorf("%w: image %s not visible", errCRINotReady, image)
+	}
+	status, err := rs.Status(ctx, &criapi.StatusRequest{})
+	if err != nil {
+		return err
+	}
+	for _, cond := range status.GetStatus().GetConditions() {
+		if !cond.GetStatus() {
+			return fmt.Errorf("%w: %s: %s %s", errCRINotReady, cond.GetType(), cond.GetReason(), cond.GetMessage())
+		}
+	}
+	return nil
+}
+
+func (c *Containerd) importPauseImage(ctx context.Context) error {
+	began := time.Now()
+	tarPath, err := BuildPauseImage(ctx, c.Dir, c.PauseImage)
+	if err != nil {
+		return err
+	}
+	if err := runCommand(ctx, "ctr", "--address", c.Address, "--namespace", c.Namespace, "images", "import", tarPath); err != nil {
+		return fmt.Errorf("import pause image: %w", err)
+	}
+	c.logger.Info("pause image imported", "image", c.PauseImage, "took", time.Since(began))
+	return nil
+}
+
+// writeCNI writes the conflist and links the plugins into CNIBinDir.
+func (c *Containerd) writeCNI(opts ContainerdOptions) error {
+	conf := opts.CNIConfList
+	if conf == nil {
+		var err error
+		if conf, err = defaultCNIConfList(filepath.Join(c.Dir, "cni", "ipam")); err != nil {
+			return err
+		}
+	}
+	if err := os.MkdirAll(c.CNIConfDir, 0o755); err != nil {
+		return fmt.Errorf("CNI conf dir: %w", err)
+	}
+	if err := os.WriteFile(filepath.Join(c.CNIConfDir, "10-"+cniNetworkName+".conflist"), conf, 0o644); err != nil {
+		return fmt.Errorf("write CNI config: %w", err)
+	}
+	dirs := make([]string, 0, len(opts.CNIBinDirs)+1)
+	for _, dir := range opts.CNIBinDirs {
+		abs, err := filepath.Abs(dir)
+		if err != nil {
+			return fmt.Errorf("CNI bin dir %s: %w", dir, err)
+		}
+		dirs = append(dirs, abs)
+	}
+	return linkCNIPlugins(c.CNIBinDir, append(dirs, DefaultCNIBinDir))
+}
+
+// createNetNS creates a network namespace bound to path, with loopback up
+// (containerd's stream server listens on 127.0.0.1). unshare binds the
+// namespace and exits; no mount namespace is created, unlike "ip netns
+// exec", so the daemon's mounts stay visible to the harness.
+func createNetNS(ctx context.Context, path string) error {
+	if err := os.WriteFile(path, nil, 0o600); err != nil {
+		return fmt.Errorf("netns file: %w", err)
+	}
+	if err := runCommand(ctx, "unshare", "--net="+path, "true"); err != nil {
+		return fmt.Errorf("create netns: %w", err)
+	}
+	if err := runCommand(ctx, "nsenter", "--net="+path, "ip", "link", "set", "lo", "up"); err != nil {
+		return fmt.Errorf("netns loopback: %w", err)
+	}
+	return nil
+}
+
+// Stop stops and removes every pod through CRI, stops containerd, then
+// kills whatever is left in its cgroup parent or names its Dir (shims),
+// unmounts everything under Dir (pod netns, rootfs, its own netns) and
+// removes Dir. It is safe to call twice.
+func (c *Containerd) Stop(ctx context.Context) error {
+	began := time.Now()
+	var errs []error
+	if c.daemon != nil {
+		if err := c.removeAllPods(ctx); err != nil {
+			errs = append(errs, err)
+		}
+		if err := c.daemon.stop(ctx); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	c.logger.Info("daemon stopped", "dir", c.Dir, "took", time.Since(began))
+	if err := teardown(ctx, c.record); err != nil {
+		errs = append(errs, err)
+	}
+	if err := errors.Join(errs...); err != nil {
+		return fmt.Errorf("stop containerd in %s: %w", c.Dir, err)
+	}
+	_ = os.Remove(recordPath(c.Dir))
+	c.logger.Info("instance removed", "dir", c.Dir, "took", time.Since(began))
+	return nil
+}
+
+// removeAllPods stops and removes every sandbox by ID while containerd
+// runs, so the CNI DEL runs and containerd unmounts what it mounted.
+func (c *Containerd) removeAllPods(ctx context.Context) error {
+	select {
+	case <-c.daemon.exited:
+		return nil
+	default:
+	}
+	ctx, cancel := context.WithTimeout(ctx, stopGrace)
+	defer cancel()
+	conn, err := grpc.NewClient(c.Endpoint, grpc.WithTransportCredentials(insecure.NewCredentials()))
+	if err != nil {
+		return fmt.Errorf("CRI client: %w", err)
+	}
+	defer conn.Close()
+	rs := criapi.NewRuntimeServiceClient(conn)
+	list, err := rs.ListPodSandbox(ctx, &criapi.ListPodSandboxRequest{})
+	if err != nil {
+		return fmt.Errorf("list sandboxes: %w", err)
+	}
+	var errs []error
+	for _, sb := range list.GetItems() {
+		if _, err := rs.StopPodSandbox(ctx, &criapi.StopPodSandboxRequest{PodSandboxId: sb.GetId()}); err != nil {
+			errs = append(errs, fmt.Errorf("stop sandbox %s: %w", sb.GetId(), err))
+			continue
+		}
+		if _, err := rs.RemovePodSandbox(ctx, &criapi.RemovePodSandboxRequest{PodSandboxId: sb.GetId()}); err != nil {
+			errs = append(errs, fmt.Errorf("remove sandbox %s: %w", sb.GetId(), err))
+		}
+	}
+	return errors.Join(errs...)
+}

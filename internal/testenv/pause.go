@@ -1,0 +1,123 @@
+package testenv
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"sync"
+
+	"github.com/sandboxipam/sandboxipam/conformance/fixture"
+)
+
+// ErrNoModuleRoot: BuildPause ran outside this module's source tree.
+var ErrNoModuleRoot = errors.New("go.mod not found above the working directory")
+
+// pauseBuild caches the one pause build of this process: compiling takes
+// seconds, copying the result a millisecond.
+var pauseBuild struct {
+	mu   sync.Mutex
+	path string
+}
+
+// BuildPause builds cmd/pause static (CGO_ENABLED=0) and returns the path
+// of the binary, dir/pause. The first call compiles; later calls copy that
+// binary into their dir.
+func BuildPause(ctx context.Context, dir string) (string, error) {
+	pauseBuild.mu.Lock()
+	defer pauseBuild.mu.Unlock()
+	dest := filepath.Join(dir, "pause")
+	if pauseBuild.path == dest {
+		if _, err := os.Stat(dest); err == nil {
+			return dest, nil
+		}
+	} else if pauseBuild.path != "" {
+		if err := copyFile(pauseBuild.path, dest, 0o755); err == nil {
+			return dest, nil
+		}
+		// The first dir is gone: build again.
+	}
+	if err := compilePause(ctx, dest); err != nil {
+		return "", err
+	}
+	pauseBuild.path = dest
+	return dest, nil
+}
+
+func compilePause(ctx context.Context, dest string) error {
+	root, err := moduleRoot()
+	if err != nil {
+		return fmt.Errorf("build pause: %w", err)
+	}
+	cmd := exec.CommandContext(ctx, "go", "build", "-trimpath", "-ldflags=-s -w", "-o", dest, "./cmd/pause")
+	cmd.Dir = root
+	cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
+	if out, err := cmd.CombinedOutput(); err != nil {
+		return fmt.Errorf("build pause: go build: %w: %s", err, out)
+	}
+	return nil
+}
+
+// moduleRoot walks up from the working directory (a test's package
+// directory) to the directory holding go.mod.
+func moduleRoot() (string, error) {
+	dir, err := os.Getwd()
+	if err != nil {
+		return "", fmt.Errorf("working directory: %w", err)
+	}
+	for {
+		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
+			return dir, nil
+		}
+		parent := filepath.Dir(dir)
+		if parent == dir {
+			return "", ErrNoModuleRoot
+		}
+		dir = parent
+	}
+}
+
+// BuildPauseImage builds the pause binary into dir and wraps it into
+// dir/pause-image.tar, a docker-save archive tagged ref.
+func BuildPauseImage(ctx context.Context, dir, ref string) (tarPath string, err error) {
+	binary, err := BuildPause(ctx, dir)
+	if err != nil {
+		return "", err
+	}
+	tarPath = filepath.Join(dir, "pause-image.tar")
+	f, err := os.Create(tarPath)
+	if err != nil {
+		return "", fmt.Errorf("pause image: %w", err)
+	}
+	if err := fixture.WritePauseImageTar(f, binary, ref); err != nil {
+		f.Close()
+		return "", err
+	}
+	if err := f.Close(); err != nil {
+		return "", fmt.Errorf("pause image: close %s: %w", tarPath, err)
+	}
+	return tarPath, nil
+}
+
+func copyFile(src, dest string, mode os.FileMode) error {
+	in, err := os.Open(src)
+	if err != nil {
+		return fmt.Errorf("copy %s: %w", src, err)
+	}
+	defer in.Close()
+	out, err := os.OpenFile(dest, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, mode)
+	if err != nil {
+		return fmt.Errorf("copy to %s: %w", dest, err)
+	}
+	if _, err := io.Copy(out, in); err != nil {
+		out.Close()
+		return fmt.Errorf("copy to %s: %w", dest, err)
+	}
+	if err := out.Close(); err != nil {
+		return fmt.Errorf("copy to %s: %w", dest, err)
+	}
+	return nil
+}
