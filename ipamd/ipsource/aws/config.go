@@ -1,0 +1,131 @@
+package aws
+
+import (
+	"errors"
+	"fmt"
+	"net/url"
+	"time"
+)
+
+// Config is the aws source's part of ipamd's configuration. Field comments
+// give the default (DefaultConfig) and the environment variable that
+// overrides the field; the struct tags carry the same names for the
+// daemon's config loader.
+//
+// The three targets follow the AWS VPC CNI: when WarmIPTarget or
+// MinimumIPTarget is above zero they decide and WarmENITarget is ignored;
+// the pool then keeps at least WarmIPTarget free addresses and at least
+// MinimumIPTarget addresses in all. With neither set, the pool keeps
+// WarmENITarget whole ENIs' worth of free addresses and grows and shrinks
+// by whole ENIs.
+type Config struct {
+	// WarmIPTarget is how many free addresses the pool keeps ready for new
+	// pods. Default 0 (not set). Env IPAMD_AWS_WARM_IP_TARGET.
+	WarmIPTarget int `yaml:"warmIPTarget" env:"IPAMD_AWS_WARM_IP_TARGET"`
+	// MinimumIPTarget is the fewest addresses the pool holds, free or
+	// not. Default 0 (not set). Env IPAMD_AWS_MINIMUM_IP_TARGET.
+	MinimumIPTarget int `yaml:"minimumIPTarget" env:"IPAMD_AWS_MINIMUM_IP_TARGET"`
+	// WarmENITarget is how many ENIs' worth of free addresses the pool
+	// keeps when neither IP target is set. Default 1.
+	// Env IPAMD_AWS_WARM_ENI_TARGET.
+	WarmENITarget int `yaml:"warmENITarget" env:"IPAMD_AWS_WARM_ENI_TARGET"`
+	// MaxENIs caps the ENIs the node uses, primary included, below the
+	// instance type's limit. Default 0 (the instance type's limit).
+	// Env IPAMD_AWS_MAX_ENI.
+	MaxENIs int `yaml:"maxENIs" env:"IPAMD_AWS_MAX_ENI"`
+	// PoolCheckInterval is how often the pool is compared with the
+	// targets. Default 1s. Env IPAMD_AWS_POOL_CHECK_INTERVAL.
+	PoolCheckInterval time.Duration `yaml:"poolCheckInterval" env:"IPAMD_AWS_POOL_CHECK_INTERVAL"`
+	// ShrinkInterval is the least time between two shrinks, so a burst
+	// of pod deletions followed by creations does not return addresses to
+	// EC2 only to ask for them again. Default 30s; 0 shrinks at once.
+	// Env IPAMD_AWS_SHRINK_INTERVAL.
+	ShrinkInterval time.Duration `yaml:"shrinkInterval" env:"IPAMD_AWS_SHRINK_INTERVAL"`
+	// ResyncInterval is how often the attached ENIs are read back from
+	// EC2 and every address they hold is put in the pool again, which
+	// repairs the pool after a call whose outcome was unknown.
+	// Default 1m. Env IPAMD_AWS_RESYNC_INTERVAL.
+	ResyncInterval time.Duration `yaml:"resyncInterval" env:"IPAMD_AWS_RESYNC_INTERVAL"`
+	// LeakedENICleanupInterval is how often detached ENIs this node's
+	// ipamd created are deleted (also once at start). Default 30m.
+	// Env IPAMD_AWS_LEAKED_ENI_CLEANUP_INTERVAL.
+	LeakedENICleanupInterval time.Duration `yaml:"leakedENICleanupInterval" env:"IPAMD_AWS_LEAKED_ENI_CLEANUP_INTERVAL"`
+	// MaxAttempts is how many times the SDK's standard retryer tries one
+	// EC2 call (throttling included) before the source sees the error.
+	// Default 10. Env IPAMD_AWS_MAX_ATTEMPTS.
+	MaxAttempts int `yaml:"maxAttempts" env:"IPAMD_AWS_MAX_ATTEMPTS"`
+	// MaxBackoff caps the retryer's exponential backoff with jitter.
+	// Default 20s. Env IPAMD_AWS_MAX_BACKOFF.
+	MaxBackoff time.Duration `yaml:"maxBackoff" env:"IPAMD_AWS_MAX_BACKOFF"`
+	// Region of the EC2 endpoint. Default "" (the instance's region, read
+	// from IMDS). Env IPAMD_AWS_REGION.
+	Region string `yaml:"region" env:"IPAMD_AWS_REGION"`
+	// EC2Endpoint replaces the regional EC2 endpoint, for a VPC endpoint
+	// or a test server. Default "" (the SDK's endpoint).
+	// Env IPAMD_AWS_EC2_ENDPOINT.
+	EC2Endpoint string `yaml:"ec2Endpoint" env:"IPAMD_AWS_EC2_ENDPOINT"`
+	// IMDSEndpoint replaces the instance metadata endpoint. Default ""
+	// (the SDK's, http://169.254.169.254). Env IPAMD_AWS_IMDS_ENDPOINT.
+	IMDSEndpoint string `yaml:"imdsEndpoint" env:"IPAMD_AWS_IMDS_ENDPOINT"`
+}
+
+// DefaultConfig returns the defaults stated on Config's fields.
+func DefaultConfig() Config {
+	return Config{
+		WarmENITarget:            1,
+		PoolCheckInterval:        time.Second,
+		ShrinkInterval:           30 * time.Second,
+		ResyncInterval:           time.Minute,
+		LeakedENICleanupInterval: 30 * time.Minute,
+		MaxAttempts:              10,
+		MaxBackoff:               20 * time.Second,
+	}
+}
+
+// Validate reports every invalid field, each named as in the config file.
+func (c Config) Validate() error {
+	var errs []error
+	nonNegative := func(name string, v int) {
+		if v < 0 {
+			errs = append(errs, fmt.Errorf("aws.%s must be >= 0, got %d", name, v))
+		}
+	}
+	nonNegative("warmIPTarget", c.WarmIPTarget)
+	nonNegative("minimumIPTarget", c.MinimumIPTarget)
+	nonNegative("warmENITarget", c.WarmENITarget)
+	nonNegative("maxENIs", c.MaxENIs)
+	if c.WarmIPTarget <= 0 && c.MinimumIPTarget <= 0 && c.WarmENITarget <= 0 {
+		errs = append(errs, errors.New("aws.warmIPTarget, aws.minimumIPTarget or aws.warmENITarget must be > 0, got all 0: the pool would never grow"))
+	}
+	positive := func(name string, d time.Duration) {
+		if d <= 0 {
+			errs = append(errs, fmt.Errorf("aws.%s must be > 0, got %s", name, d))
+		}
+	}
+	positive("poolCheckInterval", c.PoolCheckInterval)
+	positive("resyncInterval", c.ResyncInterval)
+	positive("leakedENICleanupInterval", c.LeakedENICleanupInterval)
+	positive("maxBackoff", c.MaxBackoff)
+	if c.ShrinkInterval < 0 {
+		errs = append(errs, fmt.Errorf("aws.shrinkInterval must be >= 0, got %s", c.ShrinkInterval))
+	}
+	if c.MaxAttempts < 1 {
+		errs = append(errs, fmt.Errorf("aws.maxAttempts must be >= 1, got %d", c.MaxAttempts))
+	}
+	errs = append(errs, validEndpoint("ec2Endpoint", c.EC2Endpoint), validEndpoint("imdsEndpoint", c.IMDSEndpoint))
+	return errors.Join(errs...)
+}
+
+func validEndpoint(name, endpoint string) error {
+	if endpoint == "" {
+		return nil
+	}
+	u, err := url.Parse(endpoint)
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		return fmt.Errorf("aws.%s must be an http or https URL, got %q", name, endpoint)
+	}
+	return nil
+}
+
+// ipTargetsSet reports whether the IP targets decide, as in the VPC CNI.
+func (c Config) ipTargetsSet() bool { return c.WarmIPTarget > 0 || c.MinimumIPTarget > 0 }
