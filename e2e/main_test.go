@@ -1,0 +1,88 @@
+// Package e2e runs the seed bug's scenario end to end with real parts: a
+// private containerd calling the sandboxipam CNI plugin, ipamd as a real
+// process with a real adapter plugin, and the same scenario on Docker
+// Engine with pods laid out as dockershim does.
+package e2e
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/sandboxipam/sandboxipam/internal/scenario"
+	"github.com/sandboxipam/sandboxipam/internal/testenv"
+)
+
+var binaries struct {
+	once sync.Once
+	dir  string
+	err  error
+}
+
+func TestMain(m *testing.M) {
+	code := m.Run()
+	if binaries.dir != "" {
+		os.RemoveAll(binaries.dir)
+	}
+	os.Exit(code)
+}
+
+// requireNode skips (or fails under CI=true) where real runtimes cannot
+// run, and returns the directory of freshly built binaries.
+func requireNode(t *testing.T) string {
+	t.Helper()
+	if testing.Short() {
+		t.Skip("skipping end-to-end test in -short mode")
+	}
+	testenv.Require(t)
+	binaries.once.Do(func() {
+		root, err := scenario.ModuleRoot()
+		if err != nil {
+			binaries.err = err
+			return
+		}
+		binaries.dir, binaries.err = os.MkdirTemp("", "sbxipam-e2e-bin-")
+		if binaries.err == nil {
+			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
+			defer cancel()
+			binaries.err = scenario.BuildBinaries(ctx, root, binaries.dir)
+		}
+	})
+	if binaries.err != nil {
+		t.Fatalf("build binaries: %v", binaries.err)
+	}
+	return binaries.dir
+}
+
+// shortDir is a fresh directory short enough for unix socket paths.
+func shortDir(t *testing.T, prefix string) string {
+	t.Helper()
+	dir, err := os.MkdirTemp("/tmp", prefix)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(dir) })
+	return filepath.Clean(dir)
+}
+
+// waitFor polls cond until it holds or the deadline passes.
+func waitFor(t *testing.T, timeout time.Duration, what string, cond func() (bool, string)) {
+	t.Helper()
+	deadline := time.Now().Add(timeout)
+	for {
+		ok, state := cond()
+		if ok {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out after %s waiting for %s; last state: %s", timeout, what, state)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
+
+func describe(v any) string { return fmt.Sprintf("%+v", v) }

@@ -1,0 +1,177 @@
+package scenario
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/sandboxipam/sandboxipam/conformance/fixture"
+	"github.com/sandboxipam/sandboxipam/internal/testenv"
+)
+
+// Demo walks a newcomer through the seed bug's scenario on real parts,
+// saying in plain words what happens and showing ipamctl's view.
+type Demo struct {
+	BinDir string    // make build's bin/
+	Dir    string    // work directory; empty: a fresh one under /tmp
+	Out    io.Writer // narration
+}
+
+// Run runs the demo and cleans up everything it started.
+func (d Demo) Run(ctx context.Context) error {
+	if os.Geteuid() != 0 {
+		return fmt.Errorf("the demo starts a private containerd and needs root")
+	}
+	d.say("Installing containerd, runc and the CNI plugins from Debian's packages if they are missing...")
+	if err := testenv.EnsurePackages(ctx); err != nil {
+		return err
+	}
+	dir := d.Dir
+	if dir == "" {
+		var err error
+		if dir, err = os.MkdirTemp("/tmp", "sbx-demo-"); err != nil {
+			return err
+		}
+		defer os.RemoveAll(dir)
+	}
+	d.say("Starting a private containerd (its own root, sockets and network namespace) whose CNI config")
+	d.say("calls the sandboxipam plugin, and ipamd with the containerd adapter as a plugin process...")
+	node, err := StartNode(ctx, Options{Dir: dir, BinDir: d.BinDir, Grace: 2 * time.Second})
+	if err != nil {
+		return err
+	}
+	defer func() {
+		d.say("\nCleaning up: removing the pods, stopping ipamd and containerd.")
+		node.Stop(context.WithoutCancel(ctx))
+	}()
+	return d.scenario(ctx, node)
+}
+
+func (d Demo) scenario(ctx context.Context, node *Node) error {
+	d.step("1. Three pods are created through CRI, as kubelet would. For each, containerd runs the")
+	d.say("   sandboxipam CNI plugin with CNI_CONTAINERID = the pod's infra sandbox ID; ipamd records")
+	d.say("   the address under exactly that ID.")
+	var pods []fixture.Pod
+	for _, name := range []string{"web-0", "web-1", "web-2"} {
+		pod, err := node.Pods.CreatePod(ctx, fixture.PodSpec{Name: name, Namespace: "shop", UID: "uid-" + name, Containers: []string{"app"}})
+		if err != nil {
+			return err
+		}
+		inside, err := node.AddressInPod(ctx, pod.SandboxID)
+		if err != nil {
+			return err
+		}
+		d.say("   pod %s: sandbox %s, eth0 inside the pod has %s", name, pod.SandboxID, inside)
+		pods = append(pods, pod)
+	}
+	if err := d.ctl(ctx, node, "pods"); err != nil {
+		return err
+	}
+
+	d.step("2. ipamd is killed with SIGKILL (a crash, an OOM kill, an upgrade gone wrong) and started again.")
+	d.say("   The bug's daemon rebuilt its state from the Kubernetes API and recorded app container IDs")
+	d.say("   here. ipamd reloads its checkpoint and asks the runtime, through the adapter, which sandboxes exist.")
+	if err := node.IPAMD.Kill(); err != nil {
+		return err
+	}
+	if err := node.IPAMD.Start(ctx); err != nil {
+		return err
+	}
+	if err := d.ctl(ctx, node, "pods"); err != nil {
+		return err
+	}
+
+	d.step("3. Pod web-0 is deleted. containerd's CNI DEL carries the sandbox ID; ipamd finds the")
+	d.say("   assignment under that ID and releases the address (the bug answered \"unknown pod\" here).")
+	if err := node.Pods.RemovePod(ctx, pods[0]); err != nil {
+		return err
+	}
+	if err := d.ctl(ctx, node, "pods"); err != nil {
+		return err
+	}
+
+	d.step("4. ipamd goes down again, and pod web-1 is deleted meanwhile. Its CNI DEL cannot reach ipamd:")
+	if err := node.IPAMD.Kill(); err != nil {
+		return err
+	}
+	if err := node.Pods.StopPod(ctx, pods[1]); err != nil {
+		d.say("   containerd says: %s", firstLine(err.Error()))
+	}
+	d.say("   The pod is then force-removed, so that DEL never reaches ipamd.")
+	if err := node.LoseDEL(ctx, pods[1]); err != nil {
+		return err
+	}
+
+	d.step("5. ipamd starts again. Its reconciler lists the sandboxes through the adapter; web-1's sandbox")
+	d.say("   is gone, so once its assignment is older than the grace period, its address is released.")
+	if err := node.IPAMD.Start(ctx); err != nil {
+		return err
+	}
+	if err := d.waitReleased(ctx, node, pods[1].SandboxID); err != nil {
+		return err
+	}
+	for _, args := range [][]string{{"adapter"}, {"pods"}, {"pool"}} {
+		if err := d.ctl(ctx, node, args...); err != nil {
+			return err
+		}
+	}
+	d.step("Only web-2's address is still assigned, under web-2's sandbox ID, exactly as the runtime says:")
+	view, err := node.SandboxIPs(ctx)
+	if err != nil {
+		return err
+	}
+	for id, ip := range view {
+		d.say("   runtime: sandbox %s has %s", id, ip)
+	}
+	return nil
+}
+
+func (d Demo) waitReleased(ctx context.Context, node *Node, sandboxID string) error {
+	deadline := time.Now().Add(30 * time.Second)
+	for time.Now().Before(deadline) {
+		pods, err := node.IPAMD.Client().Pods(ctx)
+		if err != nil {
+			return err
+		}
+		held := false
+		for _, p := range pods.Pods {
+			held = held || p.SandboxID == sandboxID
+		}
+		if !held {
+			return nil
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+	return fmt.Errorf("the reconciler did not release sandbox %s within 30s", sandboxID)
+}
+
+func (d Demo) ctl(ctx context.Context, node *Node, args ...string) error {
+	out, err := node.IPAMD.RunCtl(ctx, args...)
+	if err != nil {
+		return err
+	}
+	d.say("\n   $ ipamctl %s", strings.Join(args, " "))
+	for _, line := range strings.Split(strings.TrimRight(out, "\n"), "\n") {
+		d.say("   %s", line)
+	}
+	return nil
+}
+
+func (d Demo) step(format string, args ...any) {
+	fmt.Fprintln(d.Out)
+	d.say(format, args...)
+}
+
+func (d Demo) say(format string, args ...any) {
+	fmt.Fprintf(d.Out, format+"\n", args...)
+}
+
+func firstLine(s string) string {
+	if i := strings.IndexByte(s, '\n'); i >= 0 {
+		return s[:i]
+	}
+	return s
+}

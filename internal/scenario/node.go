@@ -1,0 +1,243 @@
+package scenario
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"log/slog"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/credentials/insecure"
+	criapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+
+	"github.com/sandboxipam/sandboxipam/conformance/fixture"
+	"github.com/sandboxipam/sandboxipam/internal/testenv"
+)
+
+// NetworkName is the CNI network the scenario's pods attach to; ipamd's
+// config names the same network.
+const NetworkName = "sandboxipam"
+
+// Options configures a Node.
+type Options struct {
+	// Dir is the node's work directory: absolute and short (containerd's
+	// sockets live under it). It must not exist yet or be empty.
+	Dir string
+	// BinDir holds ipamd, ipamctl, sandboxipam (the CNI plugin) and
+	// adapters/containerd, as `make build` lays them out in bin/.
+	BinDir string
+	// CIDR is ipamd's static pool. Default "198.18.0.0/28".
+	CIDR string
+	// Grace is the reconciler's grace period. Default 3s.
+	Grace time.Duration
+	// Logger receives the harness's progress; nil discards it.
+	Logger *slog.Logger
+}
+
+// Node is one Kubernetes node's worth of real parts: a private containerd
+// whose CRI plugin calls the sandboxipam CNI plugin, and ipamd with the
+// containerd adapter.
+type Node struct {
+	Containerd *testenv.Containerd
+	Pods       *fixture.CRI
+	IPAMD      *IPAMD
+
+	opts    Options
+	runtime criapi.RuntimeServiceClient
+	conn    *grpc.ClientConn
+}
+
+// StartNode starts containerd with the sandboxipam CNI config, then ipamd.
+func StartNode(ctx context.Context, opts Options) (*Node, error) {
+	if opts.CIDR == "" {
+		opts.CIDR = "198.18.0.0/28"
+	}
+	if opts.Grace == 0 {
+		opts.Grace = 3 * time.Second
+	}
+	n := &Node{opts: opts}
+	ipamdDir := filepath.Join(opts.Dir, "ipamd")
+	var err error
+	n.IPAMD, err = NewIPAMD(IPAMDConfig{
+		Dir: ipamdDir, BinDir: opts.BinDir, Adapter: "containerd",
+		CIDR: opts.CIDR, Grace: opts.Grace, Cooldown: time.Second,
+		Endpoint: "unix://" + filepath.Join(opts.Dir, "ctd", "containerd.sock"),
+	})
+	if err != nil {
+		return nil, err
+	}
+	if err := n.startContainerd(ctx); err != nil {
+		return nil, err
+	}
+	if n.IPAMD.Endpoint() != n.Containerd.Endpoint {
+		n.Stop(ctx)
+		return nil, fmt.Errorf("containerd serves %s, ipamd was configured for %s", n.Containerd.Endpoint, n.IPAMD.Endpoint())
+	}
+	if err := n.IPAMD.Start(ctx); err != nil {
+		n.Stop(ctx)
+		return nil, err
+	}
+	return n, nil
+}
+
+func (n *Node) startContainerd(ctx context.Context) error {
+	c, err := testenv.StartContainerd(ctx, testenv.ContainerdOptions{
+		Dir:         filepath.Join(n.opts.Dir, "ctd"),
+		CNIConfList: n.conflist(),
+		CNIBinDirs:  []string{n.opts.BinDir},
+		Logger:      n.opts.Logger,
+	})
+	if err != nil {
+		return err
+	}
+	n.Containerd = c
+	n.Pods, err = fixture.NewCRI(ctx, fixture.CRIConfig{Endpoint: c.Endpoint, PauseImage: c.PauseImage, CgroupParent: c.CgroupParent})
+	if err != nil {
+		n.Stop(ctx)
+		return err
+	}
+	n.conn, err = grpc.NewClient(c.Endpoint, grpc.WithTransportCredentials(insecure.NewCredentials()))
+	if err != nil {
+		n.Stop(ctx)
+		return err
+	}
+	n.runtime = criapi.NewRuntimeServiceClient(n.conn)
+	return nil
+}
+
+// conflist is the CNI config containerd runs pods with: the sandboxipam
+// plugin, talking to this node's ipamd.
+func (n *Node) conflist() []byte {
+	return fmt.Appendf(nil, `{
+  "cniVersion": "1.0.0",
+  "name": %q,
+  "plugins": [{"type": "sandboxipam", "ipamdSocket": %q}]
+}`, NetworkName, n.IPAMD.Socket)
+}
+
+// Stop removes every pod, stops ipamd and containerd, and leaves nothing.
+func (n *Node) Stop(ctx context.Context) {
+	if n.Pods != nil {
+		_ = n.Pods.Cleanup(ctx)
+		_ = n.Pods.Close()
+	}
+	if n.conn != nil {
+		_ = n.conn.Close()
+	}
+	if n.Containerd != nil {
+		_ = n.Containerd.Stop(ctx)
+	}
+	if n.IPAMD != nil {
+		_ = n.IPAMD.Kill()
+	}
+}
+
+// RuntimeView is what the runtime itself says: sandbox ID -> pod IP, for
+// the sandboxes that still exist.
+type RuntimeView map[string]string
+
+// SandboxIPs lists every sandbox through CRI with the IP its status
+// records (the address the CNI plugin returned on ADD).
+func (n *Node) SandboxIPs(ctx context.Context) (RuntimeView, error) {
+	list, err := n.runtime.ListPodSandbox(ctx, &criapi.ListPodSandboxRequest{})
+	if err != nil {
+		return nil, fmt.Errorf("list sandboxes: %w", err)
+	}
+	view := RuntimeView{}
+	for _, sb := range list.GetItems() {
+		st, err := n.runtime.PodSandboxStatus(ctx, &criapi.PodSandboxStatusRequest{PodSandboxId: sb.GetId()})
+		if err != nil {
+			return nil, fmt.Errorf("status of sandbox %s: %w", sb.GetId(), err)
+		}
+		view[sb.GetId()] = st.GetStatus().GetNetwork().GetIp()
+	}
+	return view, nil
+}
+
+// AddressInPod reads the IPv4 address of eth0 inside the pod's network
+// namespace, found through the pause process, the way an operator would
+// check it with nsenter.
+func (n *Node) AddressInPod(ctx context.Context, sandboxID string) (string, error) {
+	st, err := n.runtime.PodSandboxStatus(ctx, &criapi.PodSandboxStatusRequest{PodSandboxId: sandboxID, Verbose: true})
+	if err != nil {
+		return "", fmt.Errorf("status of sandbox %s: %w", sandboxID, err)
+	}
+	var info struct {
+		Pid int `json:"pid"`
+	}
+	if err := json.Unmarshal([]byte(st.GetInfo()["info"]), &info); err != nil || info.Pid == 0 {
+		return "", fmt.Errorf("sandbox %s: no pause pid in verbose status (%v)", sandboxID, err)
+	}
+	out, err := exec.CommandContext(ctx, "nsenter", fmt.Sprintf("--net=/proc/%d/ns/net", info.Pid),
+		"ip", "-4", "-o", "addr", "show", "dev", "eth0").CombinedOutput()
+	if err != nil {
+		return "", fmt.Errorf("read eth0 of sandbox %s: %w: %s", sandboxID, err, out)
+	}
+	// "2: eth0    inet 198.18.0.2/28 brd ... scope global eth0"
+	fields := strings.Fields(string(out))
+	for i, f := range fields {
+		if f == "inet" && i+1 < len(fields) {
+			return fields[i+1], nil
+		}
+	}
+	return "", fmt.Errorf("sandbox %s: no IPv4 address on eth0: %s", sandboxID, out)
+}
+
+// LoseDEL removes a pod while making sure its CNI DEL never reaches
+// ipamd, as happens when ipamd is down and the pod is force-removed after
+// the runtime's retries gave up. containerd will not remove a sandbox
+// whose network teardown fails, so the CNI config is swapped for a
+// loopback-only one while the pod is removed, then restored.
+func (n *Node) LoseDEL(ctx context.Context, pod fixture.Pod) error {
+	confPath, original, err := n.currentConf()
+	if err != nil {
+		return err
+	}
+	noop := fmt.Appendf(nil, `{"cniVersion": "1.0.0", "name": %q, "plugins": [{"type": "loopback"}]}`, NetworkName)
+	if err := writeAtomic(confPath, noop); err != nil {
+		return err
+	}
+	defer func() { _ = writeAtomic(confPath, original) }()
+	// containerd reloads its CNI config when the directory changes; retry
+	// until the removal goes through with the loopback-only config.
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		err := n.Pods.RemovePod(ctx, pod)
+		if err == nil {
+			return nil
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("remove pod %s with its DEL kept from ipamd: %w", pod.Spec.Name, err)
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+}
+
+// currentConf returns the path and content of containerd's conflist.
+func (n *Node) currentConf() (string, []byte, error) {
+	entries, err := os.ReadDir(n.Containerd.CNIConfDir)
+	if err != nil {
+		return "", nil, fmt.Errorf("read CNI conf dir: %w", err)
+	}
+	for _, e := range entries {
+		if strings.HasSuffix(e.Name(), ".conflist") {
+			path := filepath.Join(n.Containerd.CNIConfDir, e.Name())
+			data, err := os.ReadFile(path)
+			return path, data, err
+		}
+	}
+	return "", nil, fmt.Errorf("no .conflist in %s", n.Containerd.CNIConfDir)
+}
+
+func writeAtomic(path string, data []byte) error {
+	tmp := path + ".tmp"
+	if err := os.WriteFile(tmp, data, 0o644); err != nil {
+		return err
+	}
+	return os.Rename(tmp, path)
+}
