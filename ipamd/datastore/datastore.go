@@ -1,0 +1,259 @@
+// Package datastore is ipamd's record of which pod interface holds which
+// address, and of the pool those addresses come from.
+//
+// An assignment is keyed by (network name, infra sandbox ID, interface
+// name): exactly what the CNI plugin receives on ADD and DEL. Pod name,
+// namespace and UID are kept as metadata for operators and are never
+// matched on, because StatefulSets reuse pod names with new sandboxes.
+//
+// Every change is in the checkpoint file before the call that made it
+// returns. Concurrent callers share one write and one fsync (group commit):
+// a single writer goroutine snapshots the whole state, writes it with
+// checkpoint.WriteAtomic and wakes every caller whose change the snapshot
+// holds. A failed write fails every caller of that batch. Their changes are
+// not rolled back in memory (a later change may already build on them);
+// they stay in memory, are never handed out twice, and are written by the
+// next successful write. Any later Assign, Release, ReleaseSandbox or GC,
+// including a repeated ADD or DEL that changes nothing, returns only once
+// the state it saw is on disk. So nothing acknowledged is
+// ever lost, and an ADD whose write failed leaves at worst an assignment
+// that the CNI's DEL or the reconciler releases.
+//
+// The checkpoint holds assignments, cooling releases (with their release
+// time) and quarantine, not the free pool: the IP sources add the pool again
+// at every start, so a config that drops a CIDR never brings its addresses
+// back. An assignment whose address has left the pool is kept, and the
+// address is handed out again only once it is back in the pool and free.
+//
+// Allocation is round-robin over the sorted pool from the address handed
+// out last (the cursor, also in the checkpoint): deterministic given the
+// state, and it avoids reusing a just-cooled address first.
+//
+// One process at a time: Open takes an exclusive flock on <path>.lock and
+// fails with ErrLocked while another store holds it.
+//
+// A lost checkpoint is never mistaken for an empty node. A damaged or
+// unreadable file is kept aside, and the store starts unproven: every
+// address is quarantined and Assign fails with ErrUnproven until Adopt
+// rebuilds the assignments from the container runtime's listing.
+package datastore
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/netip"
+	"os"
+	"path/filepath"
+	"sync"
+	"time"
+
+	"github.com/sandboxipam/sandboxipam/ipamd/ipsource"
+)
+
+// DefaultCooldown is how long a released address waits before reuse, so
+// that a late packet or a slow DEL of the old pod never reaches a new one.
+const DefaultCooldown = 30 * time.Second
+
+// Errors callers branch on.
+var (
+	// ErrPoolExhausted: no address is free and past its cooldown.
+	ErrPoolExhausted = errors.New("address pool exhausted")
+	// ErrCheckpointCorrupt: the checkpoint could not be trusted.
+	ErrCheckpointCorrupt = errors.New("checkpoint corrupt")
+	// ErrClosed: the store was closed.
+	ErrClosed = errors.New("datastore closed")
+	// ErrUnproven: the checkpoint was lost and the runtime has not yet
+	// proven which addresses are free, so none is handed out.
+	ErrUnproven = errors.New("datastore unproven: checkpoint was lost and the runtime listing has not been adopted yet")
+	// ErrInvalidKey: a key lacks its network, sandbox ID or interface name.
+	ErrInvalidKey = errors.New("invalid assignment key")
+	// ErrLocked: another process has the checkpoint open.
+	ErrLocked = errors.New("checkpoint is in use by another process")
+)
+
+// Key identifies one pod interface, as the CNI plugin names it.
+type Key struct{ Network, SandboxID, IfName string }
+
+// Pod is the pod's identity: metadata only, never matched on.
+type Pod struct{ Name, Namespace, UID string }
+
+// Assignment is one pod interface's address.
+type Assignment struct {
+	Key
+	Pod        Pod
+	Address    ipsource.Address
+	AssignedAt time.Time
+}
+
+// Options configure Open.
+type Options struct {
+	// Path is the checkpoint file; its directory is created 0700.
+	Path string
+	// Cooldown is how long a released address waits before reuse;
+	// zero means DefaultCooldown.
+	Cooldown time.Duration
+	// Logger receives the store's log; nil discards it.
+	Logger *slog.Logger
+	// Now is the clock; nil means time.Now.
+	Now func() time.Time
+	// ProveWhenMissing starts a store without a checkpoint unproven, as
+	// after a corrupt one, instead of trusting it as a first start: use
+	// it where the state directory may be wiped under running pods.
+	ProveWhenMissing bool
+}
+
+// Recovery says how Open found the checkpoint.
+type Recovery struct {
+	// Checkpoint is "loaded", "missing" (first start) or "corrupt".
+	Checkpoint string
+	// Detail explains a corrupt or unproven checkpoint.
+	Detail string
+	// Assignments is how many assignments were loaded.
+	Assignments int
+	// Unproven is how many addresses are quarantined right now.
+	Unproven int
+}
+
+// Recovery outcomes.
+const (
+	RecoveryLoaded  = "loaded"
+	RecoveryMissing = "missing"
+	RecoveryCorrupt = "corrupt"
+)
+
+// Stats counts the pool's addresses. Total counts addresses in the pool;
+// Assigned counts assignments, including any whose address has left the
+// pool.
+type Stats struct{ Total, Assigned, Free, Cooling, Unproven int }
+
+// Store is the datastore. It is safe for concurrent use and implements
+// ipsource.Pool.
+type Store struct {
+	path     string
+	lock     *os.File
+	cooldown time.Duration
+	// proveWhenMissing: see Options.ProveWhenMissing.
+	proveWhenMissing bool
+	log              *slog.Logger
+	now              func() time.Time
+
+	mu    sync.Mutex
+	addrs map[netip.Addr]*entry
+	order []netip.Addr // pool addresses, sorted; nil when stale
+	// marked holds the addresses that are cooling or quarantined, so a
+	// checkpoint write visits assignments and these, never the whole
+	// pool (65,536 addresses would cost milliseconds per write).
+	marked      map[netip.Addr]struct{}
+	assignments map[Key]*Assignment
+	cursor      netip.Addr
+	unproven    bool
+	recovery    Recovery
+	closed      bool
+	commit      commitState
+
+	wake    chan struct{}
+	stop    chan struct{}
+	stopped chan struct{}
+}
+
+var _ ipsource.Pool = (*Store)(nil)
+
+// Open loads the checkpoint at opts.Path, or starts empty when there is
+// none, and starts the writer. See Recovery for what it found.
+func Open(ctx context.Context, opts Options) (*Store, error) {
+	if opts.Path == "" {
+		return nil, errors.New("open datastore: Options.Path is empty")
+	}
+	if err := os.MkdirAll(filepath.Dir(opts.Path), 0o700); err != nil {
+		return nil, fmt.Errorf("open datastore: %w", err)
+	}
+	lock, err := lockFile(opts.Path + ".lock")
+	if err != nil {
+		return nil, fmt.Errorf("open datastore: %w", err)
+	}
+	s := newStore(opts)
+	s.lock = lock
+	if err := s.load(ctx); err != nil {
+		s.unlock()
+		return nil, err
+	}
+	go s.writer()
+	return s, nil
+}
+
+func newStore(opts Options) *Store {
+	s := &Store{
+		path:             opts.Path,
+		cooldown:         opts.Cooldown,
+		proveWhenMissing: opts.ProveWhenMissing,
+		log:              opts.Logger,
+		now:              opts.Now,
+		addrs:            make(map[netip.Addr]*entry),
+		marked:           make(map[netip.Addr]struct{}),
+		assignments:      make(map[Key]*Assignment),
+		wake:             make(chan struct{}, 1),
+		stop:             make(chan struct{}),
+		stopped:          make(chan struct{}),
+	}
+	if s.cooldown <= 0 {
+		s.cooldown = DefaultCooldown
+	}
+	if s.log == nil {
+		s.log = slog.New(slog.DiscardHandler)
+	}
+	if s.now == nil {
+		s.now = time.Now
+	}
+	return s
+}
+
+// unlock releases the checkpoint lock.
+func (s *Store) unlock() {
+	if s.lock != nil {
+		_ = s.lock.Close()
+		s.lock = nil
+	}
+}
+
+// Recovery reports how Open found the checkpoint; Unproven is current.
+func (s *Store) Recovery() Recovery {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	r := s.recovery
+	r.Unproven = s.statsLocked().Unproven
+	return r
+}
+
+// Unproven reports whether Assign is refused until Adopt proves the pool.
+func (s *Store) Unproven() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.unproven
+}
+
+// Close writes any pending change, stops the writer and fails later calls
+// with ErrClosed.
+func (s *Store) Close() error {
+	s.mu.Lock()
+	if s.closed {
+		s.mu.Unlock()
+		return nil
+	}
+	s.closed = true
+	pending := s.syncLocked()
+	s.mu.Unlock()
+	var err error
+	if pending != nil {
+		<-pending.done
+		err = pending.err
+	}
+	close(s.stop)
+	<-s.stopped
+	s.unlock()
+	if err != nil {
+		return fmt.Errorf("close datastore: last write: %w", err)
+	}
+	return nil
+}

@@ -1,0 +1,131 @@
+package static_test
+
+import (
+	"context"
+	"net/netip"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/sandboxipam/sandboxipam/ipamd/datastore"
+	"github.com/sandboxipam/sandboxipam/ipamd/ipsource"
+	"github.com/sandboxipam/sandboxipam/ipamd/ipsource/static"
+)
+
+func ips(addrs []ipsource.Address) []string {
+	out := make([]string, len(addrs))
+	for i, a := range addrs {
+		out[i] = a.IP.String()
+	}
+	return out
+}
+
+func mustNew(t *testing.T, cidrs, reserved, gateways []string) *static.Source {
+	t.Helper()
+	cfg, err := static.ParseConfig(cidrs, reserved, gateways)
+	if err != nil {
+		t.Fatal(err)
+	}
+	src, err := static.New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return src
+}
+
+func TestIPv4ExcludesNetworkBroadcastAndReserved(t *testing.T) {
+	src := mustNew(t, []string{"198.18.0.0/29"}, []string{"198.18.0.3"}, nil)
+	got := strings.Join(ips(src.Addresses()), " ")
+	want := "198.18.0.1 198.18.0.2 198.18.0.4 198.18.0.5 198.18.0.6"
+	if got != want {
+		t.Fatalf("addresses = %s, want %s", got, want)
+	}
+	a := src.Addresses()[0]
+	if a.Subnet != netip.MustParsePrefix("198.18.0.0/29") || a.Group != "static" || a.Gateway.IsValid() {
+		t.Fatalf("address = %+v", a)
+	}
+}
+
+func TestPointToPointPrefixesUseEveryAddress(t *testing.T) {
+	if got := strings.Join(ips(mustNew(t, []string{"198.18.0.0/31"}, nil, nil).Addresses()), " "); got != "198.18.0.0 198.18.0.1" {
+		t.Fatalf("/31 = %s", got)
+	}
+	if got := strings.Join(ips(mustNew(t, []string{"198.18.0.7/32"}, nil, nil).Addresses()), " "); got != "198.18.0.7" {
+		t.Fatalf("/32 = %s", got)
+	}
+}
+
+func TestGatewayPerCIDRIsReportedAndNeverHandedOut(t *testing.T) {
+	src := mustNew(t, []string{"198.18.0.0/30", "198.18.1.0/30"}, nil, []string{"198.18.0.1", ""})
+	got := src.Addresses()
+	if strings.Join(ips(got), " ") != "198.18.0.2 198.18.1.1 198.18.1.2" {
+		t.Fatalf("addresses = %v", ips(got))
+	}
+	if got[0].Gateway != netip.MustParseAddr("198.18.0.1") || got[1].Gateway.IsValid() {
+		t.Fatalf("gateways = %s, %s", got[0].Gateway, got[1].Gateway)
+	}
+}
+
+func TestIPv6Prefix(t *testing.T) {
+	src := mustNew(t, []string{"2001:db8::/126"}, []string{"2001:db8::1"}, nil)
+	if got := strings.Join(ips(src.Addresses()), " "); got != "2001:db8:: 2001:db8::2 2001:db8::3" {
+		t.Fatalf("addresses = %s", got)
+	}
+	if n := len(mustNew(t, []string{"2001:db8::/112"}, nil, nil).Addresses()); n != 65536 {
+		t.Fatalf("/112 = %d addresses, want 65536", n)
+	}
+}
+
+func TestConfigErrorsNameFieldAndValue(t *testing.T) {
+	cases := []struct {
+		cidrs, reserved, gateways []string
+		want                      string
+	}{
+		{[]string{"198.18.0.0/24", "198.18.0.0/33"}, nil, nil, `static.cidrs[1]: "198.18.0.0/33" is not a valid CIDR`},
+		{nil, nil, nil, `static.cidrs: at least one CIDR is required`},
+		{[]string{"198.18.0.0/16", "198.18.4.0/24"}, nil, nil, `static.cidrs[1]: "198.18.4.0/24" overlaps static.cidrs[0] "198.18.0.0/16"`},
+		{[]string{"198.18.0.1/24"}, nil, nil, `static.cidrs[0]: "198.18.0.1/24" has host bits set; did you mean "198.18.0.0/24"?`},
+		{[]string{"2001:db8::/64"}, nil, nil, `static.cidrs[0]: "2001:db8::/64" holds more than 65536 addresses; split it or use a longer prefix`},
+		{[]string{"198.18.0.0/24"}, []string{"10.0.0.1"}, nil, `static.reserved[0]: "10.0.0.1" is not an address in any of static.cidrs`},
+		{[]string{"198.18.0.0/24"}, []string{"nope"}, nil, `static.reserved[0]: "nope" is not a valid IP address`},
+		{[]string{"198.18.0.0/24"}, nil, []string{"198.19.0.1"}, `static.gateways[0]: "198.19.0.1" is not in static.cidrs[0] "198.18.0.0/24"`},
+		{[]string{"198.18.0.0/24", "198.18.1.0/24"}, nil, []string{"198.18.0.1"}, `static.gateways: 1 entries for 2 CIDRs; give one per CIDR (empty for none)`},
+	}
+	for _, c := range cases {
+		_, err := static.ParseConfig(c.cidrs, c.reserved, c.gateways)
+		if err == nil || err.Error() != c.want {
+			t.Errorf("ParseConfig(%v, %v, %v) = %v\nwant %s", c.cidrs, c.reserved, c.gateways, err, c.want)
+		}
+	}
+}
+
+func TestInvalidPrefixValueIsRejectedByNew(t *testing.T) {
+	bad := netip.PrefixFrom(netip.MustParseAddr("198.18.0.0"), 33)
+	_, err := static.New(static.Config{CIDRs: []netip.Prefix{netip.MustParsePrefix("198.19.0.0/24"), bad}})
+	if err == nil || !strings.HasPrefix(err.Error(), "static.cidrs[1]: ") {
+		t.Fatalf("err = %v", err)
+	}
+}
+
+func TestRunFillsARealStore(t *testing.T) {
+	ctx := context.Background()
+	store, err := datastore.Open(ctx, datastore.Options{Path: filepath.Join(t.TempDir(), "cp")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer store.Close()
+	src := mustNew(t, []string{"198.18.0.0/28"}, []string{"198.18.0.1"}, nil)
+	if src.Name() != "static" {
+		t.Fatalf("Name = %q", src.Name())
+	}
+	if err := src.Run(ctx, store); err != nil {
+		t.Fatal(err)
+	}
+	if got := store.Usage(); len(got) != 1 || got[0] != (ipsource.GroupUsage{Group: "static", Total: 13}) {
+		t.Fatalf("Usage = %+v", got)
+	}
+	a, err := store.Assign(ctx, datastore.Key{Network: "pods", SandboxID: "s", IfName: "eth0"}, datastore.Pod{})
+	if err != nil || a.Address.IP != netip.MustParseAddr("198.18.0.2") {
+		t.Fatalf("Assign = %+v, %v", a, err)
+	}
+}
