@@ -18,7 +18,9 @@ all: build
 
 build:
 	@mkdir -p $(BIN)/adapters
-	$(GO) build $(GOFLAGS_BUILD) -o $(BIN)/ ./cmd/ipamd ./cmd/ipamctl ./cmd/conformance ./cmd/sandboxipam
+	$(GO) build $(GOFLAGS_BUILD) -o $(BIN)/ ./cmd/ipamd ./cmd/ipamctl ./cmd/conformance
+	# The CNI plugin is exec'd per ADD and DEL: static, so no dynamic loader runs.
+	CGO_ENABLED=0 $(GO) build $(GOFLAGS_BUILD) -o $(BIN)/ ./cmd/sandboxipam
 	$(GO) build $(GOFLAGS_BUILD) -o $(BIN)/adapters/ ./cmd/adapters/...
 
 # The whole suite, real runtimes included. Tests that need root or a runtime

@@ -12,15 +12,22 @@ import (
 // lays out bin/: ipamd, ipamctl, sandboxipam (the CNI plugin) and
 // adapters/<name>. moduleRoot is the repository's root.
 func BuildBinaries(ctx context.Context, moduleRoot, dir string) error {
-	builds := [][]string{
-		{"-o", dir + "/", "./cmd/ipamd", "./cmd/ipamctl", "./cmd/sandboxipam"},
-		{"-o", filepath.Join(dir, "adapters") + "/", "./cmd/adapters/containerd", "./cmd/adapters/docker"},
+	builds := []struct {
+		static bool
+		args   []string
+	}{
+		{false, []string{"-o", dir + "/", "./cmd/ipamd", "./cmd/ipamctl"}},
+		{true, []string{"-o", dir + "/", "./cmd/sandboxipam"}},
+		{false, []string{"-o", filepath.Join(dir, "adapters") + "/", "./cmd/adapters/containerd", "./cmd/adapters/docker"}},
 	}
 	for _, b := range builds {
 		// The same flags as make build, so the build cache is shared.
-		args := append([]string{"build"}, b...)
+		args := append([]string{"build"}, b.args...)
 		cmd := exec.CommandContext(ctx, "go", args...)
 		cmd.Dir = moduleRoot
+		if b.static {
+			cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
+		}
 		if out, err := cmd.CombinedOutput(); err != nil {
 			return fmt.Errorf("go %v: %w\n%s", args, err, out)
 		}

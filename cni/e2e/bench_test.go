@@ -1,0 +1,233 @@
+package e2e_test
+
+import (
+	"bytes"
+	"fmt"
+	"os"
+	"os/exec"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/containernetworking/plugins/pkg/ns"
+
+	"github.com/sandboxipam/sandboxipam/cni/internal/cnitest"
+)
+
+// The reference plugins: Debian's containernetworking-plugins.
+const (
+	refPluginDir = "/usr/lib/cni"
+	benchNetwork = "podnet"
+	benchCIDR    = "198.18.0.0/22" // ipamd's pool
+	refCIDR      = "198.19.0.0/22" // host-local's range, same size
+)
+
+// exec1 runs one plugin process inside the namespace at hostNS, the way a
+// runtime execs a CNI plugin: env and stdin in, exit status out.
+func exec1(b *testing.B, hostNS ns.NetNS, binary string, env []string, stdin []byte) {
+	var stdout, stderr bytes.Buffer
+	err := hostNS.Do(func(ns.NetNS) error {
+		cmd := exec.Command(binary)
+		cmd.Env = env
+		cmd.Stdin = bytes.NewReader(stdin)
+		cmd.Stdout, cmd.Stderr = &stdout, &stderr
+		return cmd.Run()
+	})
+	if err != nil {
+		b.Fatalf("%s %v: %v\nstdout: %s\nstderr: %s", binary, env[0], err, stdout.String(), stderr.String())
+	}
+}
+
+func cniEnv(command, id, netnsPath string) []string {
+	return []string{
+		"CNI_COMMAND=" + command, "CNI_CONTAINERID=" + id, "CNI_IFNAME=eth0", "CNI_NETNS=" + netnsPath,
+		"CNI_PATH=" + refPluginDir, "CNI_ARGS=" + cnitest.PodArgs(id),
+	}
+}
+
+// benchPlugin is one side of a comparison.
+type benchPlugin struct {
+	binary     string
+	config     []byte // for the measured ADD and DEL
+	ipamBinary string // the IPAM plugin that pre-allocates addresses
+	ipam       []byte // its config
+}
+
+// benchEnv holds the namespaces a benchmark runs in.
+type benchEnv struct {
+	hostNS ns.NetNS
+	podNS  string
+}
+
+func newBenchEnv(b *testing.B) *benchEnv {
+	b.Helper()
+	cnitest.RequireRoot(b)
+	if _, err := os.Stat(refPluginDir + "/host-local"); err != nil {
+		if os.Getenv("CI") == "true" {
+			b.Fatalf("CI=true: host-local missing: %v", err)
+		}
+		b.Skipf("needs Debian's containernetworking-plugins in %s: %v", refPluginDir, err)
+	}
+	hostName := cnitest.NewNetns(b, "bhost")
+	hostNS, err := ns.GetNS(cnitest.NetnsPath(hostName))
+	if err != nil {
+		b.Fatalf("open %s: %v", hostName, err)
+	}
+	b.Cleanup(func() { hostNS.Close() })
+	return &benchEnv{hostNS: hostNS, podNS: cnitest.NetnsPath(cnitest.NewNetns(b, "bpod"))}
+}
+
+// preallocate holds n addresses under other sandboxes, through the
+// plugin's IPAM-only config, as n running pods would.
+func (e *benchEnv) preallocate(b *testing.B, p benchPlugin, n int) {
+	for i := range n {
+		id := cnitest.SandboxID(fmt.Sprintf("prealloc-%d", i))
+		exec1(b, e.hostNS, p.ipamBinary, cniEnv("ADD", id, e.podNS), p.ipam)
+	}
+}
+
+// measureAddDel runs b.N ADD+DEL pairs of fresh sandboxes and reports
+// their median and p99 in milliseconds.
+func (e *benchEnv) measureAddDel(b *testing.B, p benchPlugin) {
+	took := make([]time.Duration, 0, b.N)
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		id := cnitest.SandboxID(fmt.Sprintf("%s-%d", b.Name(), i))
+		start := time.Now()
+		exec1(b, e.hostNS, p.binary, cniEnv("ADD", id, e.podNS), p.config)
+		exec1(b, e.hostNS, p.binary, cniEnv("DEL", id, e.podNS), p.config)
+		took = append(took, time.Since(start))
+	}
+	b.StopTimer()
+	reportPercentiles(b, took)
+}
+
+func reportPercentiles(b *testing.B, took []time.Duration) {
+	slices.Sort(took)
+	at := func(q float64) float64 {
+		i := int(q*float64(len(took))+0.999999) - 1
+		return float64(took[max(i, 0)]) / float64(time.Millisecond)
+	}
+	b.ReportMetric(at(0.5), "ms-median")
+	b.ReportMetric(at(0.99), "ms-p99")
+}
+
+func hostLocalIPAM(dataDir string) []byte {
+	return fmt.Appendf(nil, `{"cniVersion":"1.0.0","name":%q,"type":"ptp",`+
+		`"ipam":{"type":"host-local","ranges":[[{"subnet":%q}]],"dataDir":%q}}`, benchNetwork, refCIDR, dataDir)
+}
+
+func sandboxipamIPAM(socket string) []byte {
+	return fmt.Appendf(nil, `{"cniVersion":"1.0.0","name":%q,"type":"ptp","ipam":{"type":"sandboxipam","ipamdSocket":%q}}`,
+		benchNetwork, socket)
+}
+
+func ptpHostLocal(dataDir string) []byte {
+	return fmt.Appendf(nil, `{"cniVersion":"1.0.0","name":%q,"type":"ptp","mtu":1400,`+
+		`"ipam":{"type":"host-local","ranges":[[{"subnet":%q}]],"dataDir":%q}}`, benchNetwork, refCIDR, dataDir)
+}
+
+func sandboxipamMain(socket string) []byte {
+	return fmt.Appendf(nil, `{"cniVersion":"1.0.0","name":%q,"type":"sandboxipam","mtu":1400,"ipamdSocket":%q}`,
+		benchNetwork, socket)
+}
+
+// side is one plugin of a comparison.
+type side struct {
+	name  string
+	state string // where ipamd's state directory goes; "" for the reference plugin
+}
+
+// The state of ipamd lives on the root file system (durable, fsync'd) or,
+// to show the cost of the CNI path without the disk, on tmpfs.
+var sides = []side{
+	{name: "sandboxipam", state: os.TempDir()},
+	{name: "sandboxipam-tmpfs", state: "/dev/shm"},
+	{name: "reference"},
+}
+
+func ipamOnly(b *testing.B, socket, dataDir string) benchPlugin {
+	if socket == "" {
+		return benchPlugin{binary: refPluginDir + "/host-local", config: hostLocalIPAM(dataDir),
+			ipamBinary: refPluginDir + "/host-local", ipam: hostLocalIPAM(dataDir)}
+	}
+	bin := cnitest.PluginBinary(b)
+	return benchPlugin{binary: bin, config: sandboxipamIPAM(socket), ipamBinary: bin, ipam: sandboxipamIPAM(socket)}
+}
+
+func withNetns(b *testing.B, socket, dataDir string) benchPlugin {
+	if socket == "" {
+		return benchPlugin{binary: refPluginDir + "/ptp", config: ptpHostLocal(dataDir),
+			ipamBinary: refPluginDir + "/host-local", ipam: hostLocalIPAM(dataDir)}
+	}
+	bin := cnitest.PluginBinary(b)
+	return benchPlugin{binary: bin, config: sandboxipamMain(socket), ipamBinary: bin, ipam: sandboxipamIPAM(socket)}
+}
+
+func runComparison(b *testing.B, build func(b *testing.B, socket, dataDir string) benchPlugin) {
+	for _, allocated := range []int{0, 250} {
+		for _, s := range sides {
+			b.Run(fmt.Sprintf("allocated=%d/%s", allocated, s.name), func(b *testing.B) {
+				env := newBenchEnv(b)
+				socket := ""
+				if s.state != "" {
+					socket = startIPAMDIn(b, s.state, benchCIDR, time.Millisecond).Socket
+				}
+				p := build(b, socket, b.TempDir())
+				env.preallocate(b, p, allocated)
+				env.measureAddDel(b, p)
+			})
+		}
+	}
+}
+
+// BenchmarkIPAMAddDel: sandboxipam as an IPAM plugin (ipam type
+// sandboxipam, talking to ipamd) against host-local, ADD+DEL as processes.
+func BenchmarkIPAMAddDel(b *testing.B) { runComparison(b, ipamOnly) }
+
+// BenchmarkPodAddDel: the full plugin (veth, addresses, routes) against
+// ptp with host-local, in namespaces the benchmark creates.
+func BenchmarkPodAddDel(b *testing.B) { runComparison(b, withNetns) }
+
+// BenchmarkStartup: exec+wait of CNI_COMMAND=VERSION, which does nothing
+// but start, print and exit: the plugin's start-up cost, next to
+// host-local's and to an empty Go program's (the floor of any Go plugin).
+func BenchmarkStartup(b *testing.B) {
+	for _, p := range []struct {
+		name   string
+		binary func(b *testing.B) string
+	}{
+		{"sandboxipam", func(b *testing.B) string { return cnitest.PluginBinary(b) }},
+		{"host-local", func(*testing.B) string { return refPluginDir + "/host-local" }},
+		{"empty-go", emptyGoBinary},
+	} {
+		b.Run(p.name, func(b *testing.B) {
+			env := newBenchEnv(b)
+			binary := p.binary(b)
+			took := make([]time.Duration, 0, b.N)
+			b.ResetTimer()
+			for i := 0; i < b.N; i++ {
+				start := time.Now()
+				exec1(b, env.hostNS, binary, []string{"CNI_COMMAND=VERSION"}, nil)
+				took = append(took, time.Since(start))
+			}
+			b.StopTimer()
+			reportPercentiles(b, took)
+		})
+	}
+}
+
+// emptyGoBinary builds a Go program whose main does nothing.
+func emptyGoBinary(b *testing.B) string {
+	dir := b.TempDir()
+	if err := os.WriteFile(dir+"/main.go", []byte("package main\n\nfunc main() {}\n"), 0o644); err != nil {
+		b.Fatal(err)
+	}
+	cmd := exec.Command("go", "build", "-trimpath", "-o", dir+"/empty", "main.go")
+	cmd.Dir = dir
+	cmd.Env = append(os.Environ(), "GO111MODULE=off")
+	if out, err := cmd.CombinedOutput(); err != nil {
+		b.Fatalf("build empty program: %v\n%s", err, out)
+	}
+	return dir + "/empty"
+}
