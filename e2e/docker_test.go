@@ -140,6 +140,7 @@ func TestSeedScenarioDocker(t *testing.T) {
 			t.Fatalf("pod %d: eth0 has %s inside its netns, want %s/32", i+1, inside, want[p.SandboxID])
 		}
 	}
+	assertHostVeths(t, ctx, hostNS, 3)
 	t.Logf("3 pods hold %v after %s", want, time.Since(began).Round(time.Millisecond))
 
 	// SIGKILL ipamd and start it again: nothing is lost, and the docker
@@ -165,6 +166,7 @@ func TestSeedScenarioDocker(t *testing.T) {
 	}
 	delete(want, created[0].SandboxID)
 	assertDockerPods(t, ctx, ipamd, created[1:], want)
+	assertHostVeths(t, ctx, hostNS, 2)
 	if err := pods.RemovePod(ctx, created[0].Pod); err != nil {
 		t.Fatalf("remove pod 1: %v", err)
 	}
@@ -185,6 +187,9 @@ func TestSeedScenarioDocker(t *testing.T) {
 	if err := pods.RemovePod(ctx, created[1].Pod); err != nil {
 		t.Fatalf("remove pod 2: %v", err)
 	}
+	// The plugin removes the veth before it asks ipamd, and the pod's
+	// netns is gone with its pause container: no veth of pod 2 is left.
+	assertHostVeths(t, ctx, hostNS, 1)
 	if err := ipamd.Start(ctx); err != nil {
 		t.Fatal(err)
 	}
@@ -279,6 +284,19 @@ func removeHostNetNS(t *testing.T, path string) {
 	}
 	if err := os.Remove(path); err != nil {
 		t.Errorf("remove host netns file: %v", err)
+	}
+}
+
+// assertHostVeths checks how many veths the host netns holds: one per
+// pod with a network, the host ends the plugin made there.
+func assertHostVeths(t *testing.T, ctx context.Context, hostNS string, want int) {
+	t.Helper()
+	out, err := exec.CommandContext(ctx, "nsenter", "--net="+hostNS, "ip", "-o", "link", "show", "type", "veth").CombinedOutput()
+	if err != nil {
+		t.Fatalf("list veths in the host netns: %v: %s", err, out)
+	}
+	if got := len(slices.Collect(strings.Lines(string(out)))); got != want {
+		t.Fatalf("host netns holds %d veth(s), want %d:\n%s", got, want, out)
 	}
 }
 
