@@ -1,0 +1,32 @@
+// Command testadapter is a runtime adapter plugin whose runtime is a JSON
+// state file (see package testadapter). Tests launch it through package
+// runtime/plugin.
+package main
+
+import (
+	"flag"
+	"fmt"
+	"os"
+
+	"github.com/sandboxipam/sandboxipam/internal/testadapter"
+	"github.com/sandboxipam/sandboxipam/runtime/plugin"
+)
+
+func main() {
+	statePath := flag.String("state", "", "JSON state file, re-read on every call (required)")
+	protocolVersion := flag.Int("protocol-version", 0, "test only: serve this adapter protocol version instead of the current one")
+	flag.Parse()
+	if *statePath == "" {
+		fmt.Fprintln(os.Stderr, "testadapter: --state is required")
+		os.Exit(2)
+	}
+	adapter := testadapter.New(*statePath)
+	logger := plugin.NewLogger()
+	logger.Info("testadapter serving", "state", *statePath)
+	if *protocolVersion != 0 {
+		logger.Warn("serving a non-current protocol version", "version", *protocolVersion)
+		plugin.ServeProtocolVersion(adapter, *protocolVersion)
+		return
+	}
+	plugin.Serve(adapter)
+}

@@ -1,0 +1,50 @@
+package plugin
+
+import (
+	"net/netip"
+	"reflect"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/sandboxipam/sandboxipam/runtime"
+	adapterpb "github.com/sandboxipam/sandboxipam/runtime/plugin/proto"
+)
+
+func TestSandboxConversionEdgeCases(t *testing.T) {
+	cases := []runtime.Sandbox{
+		{}, // zero time, StateUnknown, no IPs, no labels
+		{
+			ID:        "a",
+			State:     runtime.StateNotReady,
+			CreatedAt: time.Date(1969, 12, 31, 23, 59, 59, 999999999, time.UTC), // before the Unix epoch
+			IPs: []netip.Addr{
+				netip.MustParseAddr("::ffff:198.18.0.1"), // IPv4-mapped stays IPv6
+				netip.MustParseAddr("198.18.0.1"),
+			},
+			Labels: map[string]string{"": "empty key", "k": ""},
+		},
+	}
+	for _, want := range cases {
+		got, err := fromProtoSandbox(toProtoSandbox(&want))
+		if err != nil {
+			t.Fatalf("round trip of %+v: %v", want, err)
+		}
+		if !reflect.DeepEqual(got, want) {
+			t.Errorf("round trip = %+v, want %+v", got, want)
+		}
+	}
+}
+
+func TestSandboxConversionRefusesMalformed(t *testing.T) {
+	if _, err := fromProtoSandbox(&adapterpb.Sandbox{Id: "x", Ips: [][]byte{{1, 2, 3}}}); err == nil || !strings.Contains(err.Error(), "3 bytes") {
+		t.Errorf("3-byte IP: %v, want an error naming its length", err)
+	}
+	if _, err := fromProtoSandbox(&adapterpb.Sandbox{Id: "x", Labels: []string{"k"}}); err == nil {
+		t.Error("a label key without a value was accepted")
+	}
+	listing := []*adapterpb.Sandbox{{Id: "ok"}, {Id: "bad", Ips: [][]byte{{1}}}}
+	if sandboxes, err := fromProtoSandboxes(listing); err == nil || sandboxes != nil {
+		t.Errorf("listing with a malformed sandbox = %v, %v; want no listing and an error", sandboxes, err)
+	}
+}

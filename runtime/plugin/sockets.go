@@ -1,0 +1,71 @@
+package plugin
+
+import (
+	"errors"
+	"fmt"
+	"net"
+	"os"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"time"
+)
+
+// staleSocketAge is how old a socket directory must be before a sweep may
+// remove it: younger ones may belong to a launch still in progress.
+const staleSocketAge = time.Minute
+
+// socketParent is where go-plugin makes each plugin's socket directory: a
+// directory of our own, so that the directories of hosts that died
+// without closing their plugins can be found and removed.
+func socketParent() (string, error) {
+	dir := filepath.Join(os.TempDir(), fmt.Sprintf("sandboxipam-plugins-%d", os.Getuid()))
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return "", fmt.Errorf("plugin socket directory: %w", err)
+	}
+	return dir, nil
+}
+
+// sweepStaleSockets removes the socket directories under parent that no
+// plugin listens in any more: those of a host killed before it could
+// close its plugins (the kernel then kills the plugins with SIGKILL, so
+// neither side cleans up).
+func sweepStaleSockets(parent string, now time.Time) {
+	entries, err := os.ReadDir(parent)
+	if err != nil {
+		return
+	}
+	for _, entry := range entries {
+		info, err := entry.Info()
+		if err != nil || !entry.IsDir() || !strings.HasPrefix(entry.Name(), "plugin-dir") || now.Sub(info.ModTime()) < staleSocketAge {
+			continue
+		}
+		dir := filepath.Join(parent, entry.Name())
+		if !anyoneListens(dir) {
+			_ = os.RemoveAll(dir)
+		}
+	}
+}
+
+// anyoneListens reports whether a process accepts connections on a socket
+// in dir. When unsure, it says yes.
+func anyoneListens(dir string) bool {
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		return true
+	}
+	for _, entry := range entries {
+		if entry.Type()&os.ModeSocket == 0 {
+			continue
+		}
+		conn, err := net.Dial("unix", filepath.Join(dir, entry.Name()))
+		if err == nil {
+			conn.Close()
+			return true
+		}
+		if !errors.Is(err, syscall.ECONNREFUSED) && !errors.Is(err, syscall.ENOENT) {
+			return true
+		}
+	}
+	return false
+}
