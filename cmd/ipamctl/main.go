@@ -1,0 +1,135 @@
+// Command ipamctl shows what a node's ipamd holds and asks it to reconcile,
+// through ipamd's introspection API.
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"time"
+
+	"github.com/sandboxipam/sandboxipam/ipamd/ctl"
+)
+
+func main() {
+	os.Exit(run(os.Args[1:], os.Stdout, os.Stderr))
+}
+
+const help = `ipamctl asks the node's ipamd what it holds.
+
+Usage:
+  ipamctl [flags] pods                 every assigned IP, by infra sandbox ID
+                                       (the key CNI DEL matches on)
+  ipamctl [flags] pool                 addresses per group: total/assigned/cooling/free
+  ipamctl [flags] adapter              the runtime adapter, its health and restarts,
+                                       and the last reconcile pass
+  ipamctl [flags] reconcile --dry-run  list the IPs a reconcile pass would release
+  ipamctl [flags] reconcile            run a pass now: release IPs of sandboxes the
+                                       runtime no longer has (older than the grace)
+  ipamctl [flags] enis                 the ENIs of the aws IP source
+
+Examples:
+  ipamctl pods                          # is pod X's IP held under its sandbox ID?
+  ipamctl -o json pool | jq .free
+  ipamctl --addr 127.0.0.1:61679 reconcile --dry-run
+
+Flags:
+`
+
+func run(args []string, stdout, stderr io.Writer) int {
+	fs := flag.NewFlagSet("ipamctl", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	addr := fs.String("addr", envOr("IPAMCTL_ADDR", ctl.DefaultAddr), "ipamd's introspection `host:port` (env IPAMCTL_ADDR)")
+	output := fs.String("o", "table", "output `format`: table or json")
+	timeout := fs.Duration("timeout", 30*time.Second, "give up after this long")
+	fs.Usage = func() { fmt.Fprint(stderr, help); fs.PrintDefaults() }
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return 0
+		}
+		return 2
+	}
+	if *output != "table" && *output != "json" {
+		fmt.Fprintf(stderr, "ipamctl: -o must be table or json, got %q\n", *output)
+		return 2
+	}
+	if fs.NArg() == 0 {
+		fs.Usage()
+		return 2
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), *timeout)
+	defer cancel()
+	cmd := command{client: ctl.New(*addr, nil), json: *output == "json", out: stdout}
+	if err := cmd.run(ctx, fs.Arg(0), fs.Args()[1:]); err != nil {
+		fmt.Fprintln(stderr, "ipamctl:", err)
+		if errors.Is(err, errUsage) {
+			return 2
+		}
+		return 1
+	}
+	return 0
+}
+
+var errUsage = errors.New("usage")
+
+type command struct {
+	client *ctl.Client
+	json   bool
+	out    io.Writer
+}
+
+func (c command) run(ctx context.Context, name string, args []string) error {
+	switch name {
+	case "pods":
+		v, err := c.client.Pods(ctx)
+		return c.print(v, err, func() error { return ctl.RenderPods(c.out, v) })
+	case "pool":
+		v, err := c.client.Pool(ctx)
+		return c.print(v, err, func() error { return ctl.RenderPool(c.out, v) })
+	case "adapter":
+		v, err := c.client.Adapter(ctx)
+		return c.print(v, err, func() error { return ctl.RenderAdapter(c.out, v) })
+	case "enis":
+		v, err := c.client.ENIs(ctx)
+		return c.print(v, err, func() error { _, err := fmt.Fprintf(c.out, "%s\n", v); return err })
+	case "reconcile":
+		fs := flag.NewFlagSet("reconcile", flag.ContinueOnError)
+		dryRun := fs.Bool("dry-run", false, "only report what would be released")
+		if err := fs.Parse(args); err != nil {
+			return fmt.Errorf("%w: reconcile [--dry-run]: %v", errUsage, err)
+		}
+		v, err := c.client.Reconcile(ctx, *dryRun)
+		if err != nil && v.At.IsZero() {
+			return err
+		}
+		if perr := c.print(v, nil, func() error { return ctl.RenderReconcile(c.out, v) }); perr != nil {
+			return perr
+		}
+		return err
+	default:
+		return fmt.Errorf("%w: unknown command %q (pods, pool, adapter, reconcile, enis; see ipamctl --help)", errUsage, name)
+	}
+}
+
+func (c command) print(v any, err error, table func() error) error {
+	if err != nil {
+		return err
+	}
+	if c.json {
+		enc := json.NewEncoder(c.out)
+		enc.SetIndent("", "  ")
+		return enc.Encode(v)
+	}
+	return table()
+}
+
+func envOr(name, def string) string {
+	if v := os.Getenv(name); v != "" {
+		return v
+	}
+	return def
+}

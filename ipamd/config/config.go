@@ -1,0 +1,300 @@
+// Package config is ipamd's configuration: one YAML file, every field
+// overridable by an environment variable, validated before anything starts.
+//
+// The environment variable of a field is derived from its YAML path:
+// IPAMD_ followed by the path's segments, upper-cased and joined by
+// underscores (runtime.endpoint -> IPAMD_RUNTIME_ENDPOINT,
+// ipSource.static.cidrs -> IPAMD_IPSOURCE_STATIC_CIDRS). List fields take a
+// comma-separated value. Reference lists every field with its variable and
+// default; `ipamd config-reference` prints it.
+//
+// The runtime adapter is picked from an explicit name-to-binary table
+// (Adapters), never from init-time registration, so a typo in
+// runtime.adapter fails when the config loads rather than when the
+// reconciler first needs the runtime.
+package config
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"time"
+
+	"go.yaml.in/yaml/v3"
+
+	"github.com/sandboxipam/sandboxipam/ipamd/ipsource/aws"
+)
+
+// Config is ipamd's whole configuration. The comment on each field states
+// its default; DefaultConfig builds exactly those values.
+type Config struct {
+	// Socket is the unix socket the CNI plugin calls (gRPC and the lean
+	// wire framing share it). It is created owner-only (0600) in a 0700
+	// directory. Default /run/sandboxipam/ipamd.sock.
+	Socket string `yaml:"socket" desc:"unix socket of the CNI-facing API (created 0600)"`
+	// StateDir holds the checkpoint. Default /var/lib/sandboxipam.
+	StateDir string `yaml:"stateDir" desc:"directory of ipamd's durable state"`
+	// Checkpoint is the checkpoint file. Default empty: ipamd.checkpoint
+	// in StateDir.
+	Checkpoint string `yaml:"checkpoint" desc:"checkpoint file; empty means <stateDir>/ipamd.checkpoint"`
+	// Network is the CNI network name ipamd serves and reconciles.
+	// Default "sandboxipam".
+	Network string `yaml:"network" desc:"CNI network name whose attachments ipamd reconciles"`
+	// IfName is the pod interface name used when assignments are rebuilt
+	// from the runtime after a lost checkpoint. Default "eth0".
+	IfName string `yaml:"ifName" desc:"pod interface name assumed when rebuilding from the runtime"`
+	// Cooldown is how long a released address waits before reuse.
+	// Default 30s.
+	Cooldown time.Duration `yaml:"cooldown" desc:"how long a released IP waits before reuse"`
+	// Reconcile configures the reconciler.
+	Reconcile Reconcile `yaml:"reconcile"`
+	// Runtime picks and configures the runtime adapter.
+	Runtime Runtime `yaml:"runtime"`
+	// IPSource says where addresses come from.
+	IPSource IPSource `yaml:"ipSource"`
+	// Introspection is the JSON HTTP API for operators (ipamctl).
+	Introspection Listener `yaml:"introspection"`
+	// Metrics is the Prometheus endpoint.
+	Metrics Metrics `yaml:"metrics"`
+	// Log configures ipamd's structured log.
+	Log Log `yaml:"log"`
+}
+
+// Reconcile configures the reconciler that releases the IPs of sandboxes
+// the runtime no longer has.
+type Reconcile struct {
+	// Interval between passes; one pass also runs at start. Default 60s.
+	Interval time.Duration `yaml:"interval" desc:"time between reconcile passes (one also runs at start)"`
+	// Grace: an assignment younger than this is never released, so a pod
+	// whose ADD raced the listing keeps its IP. Default 30s.
+	Grace time.Duration `yaml:"grace" desc:"minimum age of an assignment before the reconciler may release it"`
+	// ListTimeout bounds one ListSandboxes call. Default 10s.
+	ListTimeout time.Duration `yaml:"listTimeout" desc:"deadline of one sandbox listing through the adapter"`
+}
+
+// Runtime selects the runtime adapter plugin.
+type Runtime struct {
+	// Adapter is docker, dockershim, containerd, crio, auto (probe the
+	// known sockets in crictl's order) or a path to a third-party
+	// adapter binary. Default "auto".
+	Adapter string `yaml:"adapter" desc:"docker, dockershim, containerd, crio, auto, or an adapter binary's absolute path"`
+	// Endpoint is the runtime socket URI passed to the adapter as
+	// --endpoint. Default empty: the adapter's own default, or the
+	// socket auto found.
+	Endpoint string `yaml:"endpoint" desc:"runtime socket URI passed as --endpoint (empty: adapter default)"`
+	// PluginDir holds the named adapters' binaries. Default empty: the
+	// directory "adapters" next to the ipamd binary.
+	PluginDir string `yaml:"pluginDir" desc:"directory of the named adapter binaries (empty: <dir of ipamd>/adapters)"`
+	// SHA256 pins the adapter binary's hex SHA-256; a mismatch refuses to
+	// launch it. Default empty: not checked.
+	SHA256 string `yaml:"sha256" desc:"hex SHA-256 the adapter binary must have (empty: not checked)"`
+	// Args are extra arguments appended to the adapter's command line.
+	// Default none.
+	Args []string `yaml:"args" desc:"extra adapter arguments (env: comma-separated)"`
+	// AutoMTLS secures the plugin connection with go-plugin's AutoMTLS.
+	// It costs 25-35 ms per adapter launch. Default true.
+	AutoMTLS bool `yaml:"autoMTLS" desc:"mutual TLS on the plugin connection"`
+	// StartTimeout bounds one adapter launch. Default 10s.
+	StartTimeout time.Duration `yaml:"startTimeout" desc:"deadline of one adapter launch"`
+	// MinBackoff and MaxBackoff bound the wait between relaunches of a
+	// dead adapter. Defaults 500ms and 30s.
+	MinBackoff time.Duration `yaml:"minBackoff" desc:"first wait before relaunching a dead adapter"`
+	MaxBackoff time.Duration `yaml:"maxBackoff" desc:"longest wait between adapter relaunches"`
+	// HealthInterval is how often a running adapter is checked. Default 5s.
+	HealthInterval time.Duration `yaml:"healthInterval" desc:"how often the adapter's health is checked"`
+}
+
+// IPSource says where the pool's addresses come from.
+type IPSource struct {
+	// Type is static or aws. Default "static".
+	Type string `yaml:"type" desc:"static or aws"`
+	// Static configures the static source.
+	Static Static `yaml:"static"`
+	// AWS configures the aws (ENI) source.
+	AWS AWS `yaml:"aws"`
+}
+
+// Static is the static source: fixed CIDRs.
+type Static struct {
+	// CIDRs are the pod address ranges. Default 198.18.0.0/24 (a
+	// benchmarking range that never routes off the node).
+	CIDRs []string `yaml:"cidrs" desc:"pod address ranges (env: comma-separated)"`
+	// Reserved addresses are never handed out (gateways, the host).
+	// Default none.
+	Reserved []string `yaml:"reserved" desc:"addresses never handed out (env: comma-separated)"`
+	// Gateways has one entry per CIDR: the pods' default-route next hop
+	// there, or "" for none (the CNI plugin routes via its host-side
+	// veth). A gateway is never handed out. Default none.
+	Gateways []string `yaml:"gateways" desc:"per-CIDR pod gateway, \"\" for none (env: comma-separated)"`
+}
+
+// AWS is the aws source: secondary private IPs of ENIs, kept warm with
+// the semantics of the AWS VPC CNI's WARM_IP_TARGET, MINIMUM_IP_TARGET and
+// WARM_ENI_TARGET. SourceConfig turns it into package ipsource/aws's
+// Config, whose field comments say more; defaults are that package's.
+type AWS struct {
+	// WarmIPTarget is how many free IPs to keep. Default 0 (unset).
+	WarmIPTarget int `yaml:"warmIPTarget" desc:"free IPs to keep attached (0: unset)"`
+	// MinimumIPTarget is how many IPs to hold at least. Default 0 (unset).
+	MinimumIPTarget int `yaml:"minimumIPTarget" desc:"IPs to hold at least (0: unset)"`
+	// WarmENITarget is how many spare ENIs' worth of IPs to keep when
+	// neither IP target is set. Default 1.
+	WarmENITarget int `yaml:"warmENITarget" desc:"spare ENIs' worth of free IPs when no IP target is set"`
+	// MaxENIs caps the ENIs used, primary included. Default 0 (the
+	// instance type's limit).
+	MaxENIs int `yaml:"maxENIs" desc:"most ENIs to use, primary included (0: the instance type's limit)"`
+	// PoolCheckInterval: how often the pool is compared with the targets.
+	// Default 1s.
+	PoolCheckInterval time.Duration `yaml:"poolCheckInterval" desc:"how often the pool is compared with the targets"`
+	// ShrinkInterval: least time between two shrinks. Default 30s.
+	ShrinkInterval time.Duration `yaml:"shrinkInterval" desc:"least time between two shrinks of the pool"`
+	// ResyncInterval: how often ENIs are re-read from EC2. Default 1m.
+	ResyncInterval time.Duration `yaml:"resyncInterval" desc:"how often attached ENIs are re-read from EC2"`
+	// LeakedENICleanupInterval: how often leaked ENIs are deleted.
+	// Default 30m.
+	LeakedENICleanupInterval time.Duration `yaml:"leakedENICleanupInterval" desc:"how often detached ENIs this node leaked are deleted"`
+	// MaxAttempts of one EC2 call by the SDK's retryer. Default 10.
+	MaxAttempts int `yaml:"maxAttempts" desc:"tries of one EC2 call, throttling included"`
+	// MaxBackoff caps the retryer's backoff. Default 20s.
+	MaxBackoff time.Duration `yaml:"maxBackoff" desc:"longest backoff between EC2 retries"`
+	// Region overrides the region IMDS reports. Default empty.
+	Region string `yaml:"region" desc:"EC2 region (empty: from IMDS)"`
+	// EC2Endpoint overrides the EC2 API endpoint. Default empty.
+	EC2Endpoint string `yaml:"ec2Endpoint" desc:"EC2 API endpoint URL (empty: the SDK's)"`
+	// IMDSEndpoint overrides the instance metadata endpoint. Default empty.
+	IMDSEndpoint string `yaml:"imdsEndpoint" desc:"instance metadata endpoint URL (empty: the SDK's)"`
+}
+
+// SourceConfig is the aws source's own Config.
+func (a AWS) SourceConfig() aws.Config {
+	return aws.Config{
+		WarmIPTarget: a.WarmIPTarget, MinimumIPTarget: a.MinimumIPTarget, WarmENITarget: a.WarmENITarget,
+		MaxENIs: a.MaxENIs, PoolCheckInterval: a.PoolCheckInterval, ShrinkInterval: a.ShrinkInterval,
+		ResyncInterval: a.ResyncInterval, LeakedENICleanupInterval: a.LeakedENICleanupInterval,
+		MaxAttempts: a.MaxAttempts, MaxBackoff: a.MaxBackoff,
+		Region: a.Region, EC2Endpoint: a.EC2Endpoint, IMDSEndpoint: a.IMDSEndpoint,
+	}
+}
+
+func defaultAWS() AWS {
+	d := aws.DefaultConfig()
+	return AWS{
+		WarmIPTarget: d.WarmIPTarget, MinimumIPTarget: d.MinimumIPTarget, WarmENITarget: d.WarmENITarget,
+		MaxENIs: d.MaxENIs, PoolCheckInterval: d.PoolCheckInterval, ShrinkInterval: d.ShrinkInterval,
+		ResyncInterval: d.ResyncInterval, LeakedENICleanupInterval: d.LeakedENICleanupInterval,
+		MaxAttempts: d.MaxAttempts, MaxBackoff: d.MaxBackoff,
+		Region: d.Region, EC2Endpoint: d.EC2Endpoint, IMDSEndpoint: d.IMDSEndpoint,
+	}
+}
+
+// Listener is one HTTP listener.
+type Listener struct {
+	// Address is host:port. Default 127.0.0.1:61679 (loopback only).
+	Address string `yaml:"address" desc:"host:port of the JSON introspection API"`
+}
+
+// Metrics is the Prometheus endpoint.
+type Metrics struct {
+	// Address is host:port of /metrics. Default 127.0.0.1:61678. Empty
+	// serves /metrics on the introspection listener instead.
+	Address string `yaml:"address" desc:"host:port of /metrics (empty: on the introspection listener)"`
+}
+
+// Log configures logging.
+type Log struct {
+	// Level is debug, info, warn or error. Default "info".
+	Level string `yaml:"level" desc:"debug, info, warn or error"`
+	// Format is text or json. Default "text".
+	Format string `yaml:"format" desc:"text or json"`
+}
+
+// CheckpointPath is Checkpoint, or ipamd.checkpoint in StateDir.
+func (c Config) CheckpointPath() string {
+	if c.Checkpoint != "" {
+		return c.Checkpoint
+	}
+	return filepath.Join(c.StateDir, "ipamd.checkpoint")
+}
+
+// DefaultConfig returns the configuration ipamd runs with when a field is
+// set neither in the file nor in the environment.
+func DefaultConfig() Config {
+	return Config{
+		Socket:   "/run/sandboxipam/ipamd.sock",
+		StateDir: "/var/lib/sandboxipam",
+		Network:  "sandboxipam",
+		IfName:   "eth0",
+		Cooldown: 30 * time.Second,
+		Reconcile: Reconcile{
+			Interval:    60 * time.Second,
+			Grace:       30 * time.Second,
+			ListTimeout: 10 * time.Second,
+		},
+		Runtime: Runtime{
+			Adapter:        AdapterAuto,
+			AutoMTLS:       true,
+			StartTimeout:   10 * time.Second,
+			MinBackoff:     500 * time.Millisecond,
+			MaxBackoff:     30 * time.Second,
+			HealthInterval: 5 * time.Second,
+		},
+		IPSource: IPSource{
+			Type:   SourceStatic,
+			Static: Static{CIDRs: []string{"198.18.0.0/24"}},
+			AWS:    defaultAWS(),
+		},
+		Introspection: Listener{Address: "127.0.0.1:61679"},
+		Metrics:       Metrics{Address: "127.0.0.1:61678"},
+		Log:           Log{Level: "info", Format: "text"},
+	}
+}
+
+// IP source types.
+const (
+	SourceStatic = "static"
+	SourceAWS    = "aws"
+)
+
+// ErrInvalid wraps every validation failure, so callers can tell a bad
+// config from an unreadable file.
+var ErrInvalid = errors.New("invalid config")
+
+// Load reads the YAML file at path over DefaultConfig, applies the
+// IPAMD_* variables found in environ (os.Environ's form), and validates
+// the result. An empty path means defaults and environment only.
+func Load(path string, environ []string) (Config, error) {
+	cfg := DefaultConfig()
+	if path != "" {
+		data, err := os.ReadFile(path)
+		if err != nil {
+			return Config{}, fmt.Errorf("read config: %w", err)
+		}
+		if err := decodeYAML(data, &cfg); err != nil {
+			return Config{}, fmt.Errorf("config %s: %w", path, err)
+		}
+	}
+	if err := ApplyEnv(&cfg, environ); err != nil {
+		return Config{}, err
+	}
+	if err := cfg.Validate(); err != nil {
+		return Config{}, err
+	}
+	return cfg, nil
+}
+
+// decodeYAML decodes strictly: an unknown key is an error naming it, so a
+// misspelt field is never silently left at its default.
+func decodeYAML(data []byte, cfg *Config) error {
+	dec := yaml.NewDecoder(bytes.NewReader(data))
+	dec.KnownFields(true)
+	if err := dec.Decode(cfg); err != nil {
+		if errors.Is(err, io.EOF) {
+			return nil // an empty file means defaults
+		}
+		return fmt.Errorf("%w: %v", ErrInvalid, err)
+	}
+	return nil
+}

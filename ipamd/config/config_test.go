@@ -1,0 +1,304 @@
+package config
+
+import (
+	"context"
+	"errors"
+	"os"
+	"path/filepath"
+	"reflect"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+)
+
+func TestLoadGoldenFullExample(t *testing.T) {
+	got, err := Load(filepath.Join("testdata", "full.yaml"), nil)
+	if err != nil {
+		t.Fatalf("Load: %v", err)
+	}
+	want := Config{
+		Socket:     "/run/test/ipamd.sock",
+		StateDir:   "/var/lib/test-ipam",
+		Checkpoint: "/var/lib/test-ipam/state.ckpt",
+		Network:    "podnet",
+		IfName:     "net1",
+		Cooldown:   5 * time.Second,
+		Reconcile:  Reconcile{Interval: 2 * time.Minute, Grace: 45 * time.Second, ListTimeout: 3 * time.Second},
+		Runtime: Runtime{
+			Adapter:        "containerd",
+			Endpoint:       "unix:///run/k3s/containerd/containerd.sock",
+			PluginDir:      "/opt/sandboxipam/adapters",
+			SHA256:         "9f86d081884c7d659a2feaa0c55ad015a3bf4f1b2b0b822cd15d6c15b0f00a08",
+			Args:           []string{"--timeout", "5s"},
+			AutoMTLS:       false,
+			StartTimeout:   20 * time.Second,
+			MinBackoff:     time.Second,
+			MaxBackoff:     time.Minute,
+			HealthInterval: 10 * time.Second,
+		},
+		IPSource: IPSource{
+			Type: "static",
+			Static: Static{CIDRs: []string{"198.18.0.0/24", "198.19.0.0/28"}, Reserved: []string{"198.18.0.2"},
+				Gateways: []string{"198.18.0.1", ""}},
+			AWS: AWS{WarmIPTarget: 5, MinimumIPTarget: 10, WarmENITarget: 2, MaxENIs: 3,
+				PoolCheckInterval: 2 * time.Second, ShrinkInterval: time.Minute, ResyncInterval: 5 * time.Minute,
+				LeakedENICleanupInterval: time.Hour, MaxAttempts: 4, MaxBackoff: 5 * time.Second,
+				Region: "eu-west-1", EC2Endpoint: "http://127.0.0.1:8080", IMDSEndpoint: "http://127.0.0.1:8081"},
+		},
+		Introspection: Listener{Address: "127.0.0.1:7001"},
+		Metrics:       Metrics{Address: ""},
+		Log:           Log{Level: "debug", Format: "json"},
+	}
+	if !reflect.DeepEqual(got, want) {
+		t.Errorf("Load(full.yaml) =\n%+v\nwant\n%+v", got, want)
+	}
+	if got.CheckpointPath() != "/var/lib/test-ipam/state.ckpt" {
+		t.Errorf("CheckpointPath = %q", got.CheckpointPath())
+	}
+}
+
+func TestExampleConfigIsDefaultAndValid(t *testing.T) {
+	got, err := Load(filepath.Join("..", "..", "examples", "ipamd.yaml"), nil)
+	if err != nil {
+		t.Fatalf("examples/ipamd.yaml: %v", err)
+	}
+	def := DefaultConfig()
+	def.Runtime.Args = []string{}
+	def.IPSource.Static.Reserved = []string{}
+	def.IPSource.Static.Gateways = []string{}
+	if !reflect.DeepEqual(got, def) {
+		t.Errorf("examples/ipamd.yaml documents values that differ from DefaultConfig:\n%+v\nwant\n%+v", got, def)
+	}
+}
+
+func TestDefaultConfigValidates(t *testing.T) {
+	cfg := DefaultConfig()
+	if err := cfg.Validate(); err != nil {
+		t.Fatalf("DefaultConfig().Validate() = %v", err)
+	}
+	if cfg.CheckpointPath() != "/var/lib/sandboxipam/ipamd.checkpoint" {
+		t.Errorf("CheckpointPath = %q", cfg.CheckpointPath())
+	}
+}
+
+func TestLoadRejectsUnknownYAMLField(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "c.yaml")
+	if err := os.WriteFile(path, []byte("runtime:\n  adaptr: docker\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	_, err := Load(path, nil)
+	if !errors.Is(err, ErrInvalid) || !strings.Contains(err.Error(), "adaptr") {
+		t.Fatalf("Load = %v, want ErrInvalid naming adaptr", err)
+	}
+}
+
+func TestValidateNamesFieldAndValue(t *testing.T) {
+	cases := []struct {
+		name   string
+		mutate func(*Config)
+		want   string
+	}{
+		{"adapter", func(c *Config) { c.Runtime.Adapter = "x" },
+			`runtime.adapter must be one of docker, dockershim, containerd, crio, auto or a path, got "x"`},
+		{"adapter relative path", func(c *Config) { c.Runtime.Adapter = "./my-adapter" },
+			`runtime.adapter must be an absolute path when it is a path, got "./my-adapter"`},
+		{"socket empty", func(c *Config) { c.Socket = "" }, "socket must not be empty"},
+		{"socket relative", func(c *Config) { c.Socket = "ipamd.sock" }, `socket must be an absolute path, got "ipamd.sock"`},
+		{"socket long", func(c *Config) { c.Socket = "/" + strings.Repeat("s", 120) }, "socket must be at most 107 bytes"},
+		{"stateDir", func(c *Config) { c.StateDir = "state" }, `stateDir must be an absolute path, got "state"`},
+		{"checkpoint", func(c *Config) { c.Checkpoint = "ck" }, `checkpoint must be an absolute path, got "ck"`},
+		{"network", func(c *Config) { c.Network = "" }, "network must not be empty"},
+		{"ifName", func(c *Config) { c.IfName = "eth0/x" }, `ifName "eth0/x" contains '/'`},
+		{"cooldown", func(c *Config) { c.Cooldown = -time.Second }, "cooldown must not be negative, got -1s"},
+		{"interval", func(c *Config) { c.Reconcile.Interval = 0 }, "reconcile.interval must be positive, got 0s"},
+		{"grace", func(c *Config) { c.Reconcile.Grace = -time.Second }, "reconcile.grace must be positive, got -1s"},
+		{"listTimeout", func(c *Config) { c.Reconcile.ListTimeout = 0 }, "reconcile.listTimeout must be positive, got 0s"},
+		{"endpoint with auto", func(c *Config) { c.Runtime.Endpoint = "unix:///run/x.sock" },
+			`runtime.endpoint must be empty when runtime.adapter is auto (auto finds the socket), got "unix:///run/x.sock"`},
+		{"endpoint", func(c *Config) { c.Runtime.Adapter = "crio"; c.Runtime.Endpoint = "containerd.sock" },
+			`runtime.endpoint must be a URI such as unix:///run/containerd/containerd.sock or an absolute socket path, got "containerd.sock"`},
+		{"pluginDir", func(c *Config) { c.Runtime.PluginDir = "bin" }, `runtime.pluginDir must be an absolute path, got "bin"`},
+		{"sha256", func(c *Config) { c.Runtime.SHA256 = "abc" }, `runtime.sha256 must be 64 hex digits, got "abc"`},
+		{"startTimeout", func(c *Config) { c.Runtime.StartTimeout = 0 }, "runtime.startTimeout must be positive, got 0s"},
+		{"minBackoff", func(c *Config) { c.Runtime.MinBackoff = 0 }, "runtime.minBackoff must be positive, got 0s"},
+		{"maxBackoff", func(c *Config) { c.Runtime.MaxBackoff = time.Millisecond },
+			"runtime.maxBackoff must be at least runtime.minBackoff (500ms), got 1ms"},
+		{"healthInterval", func(c *Config) { c.Runtime.HealthInterval = 0 }, "runtime.healthInterval must be positive, got 0s"},
+		{"source type", func(c *Config) { c.IPSource.Type = "dhcp" }, `ipSource.type must be one of static, aws, got "dhcp"`},
+		{"no cidrs", func(c *Config) { c.IPSource.Static.CIDRs = nil },
+			"ipSource.static.cidrs must list at least one CIDR when ipSource.type is static"},
+		{"bad cidr", func(c *Config) { c.IPSource.Static.CIDRs = []string{"198.18.0.0/24", "10.0.0.300/8"} },
+			`ipSource.static.cidrs[1] must be a CIDR such as 198.18.0.0/24, got "10.0.0.300/8"`},
+		{"host bits", func(c *Config) { c.IPSource.Static.CIDRs = []string{"198.18.0.5/24"} },
+			`ipSource.static.cidrs[0] has host bits set, got "198.18.0.5/24" (did you mean 198.18.0.0/24?)`},
+		{"reserved", func(c *Config) { c.IPSource.Static.Reserved = []string{"gw"} },
+			`ipSource.static.reserved[0] must be an IP address, got "gw"`},
+		{"reserved outside", func(c *Config) { c.IPSource.Static.Reserved = []string{"10.0.0.1"} }, "ipSource.static.reserved[0]"},
+		{"warmIPTarget", func(c *Config) { c.IPSource.Type = "aws"; c.IPSource.AWS.WarmIPTarget = -1 }, "ipSource.aws.warmIPTarget must be >= 0, got -1"},
+		{"aws targets", func(c *Config) { c.IPSource.Type = "aws"; c.IPSource.AWS.WarmENITarget = 0 },
+			"ipSource.aws.warmIPTarget, aws.minimumIPTarget or aws.warmENITarget must be > 0"},
+		{"ec2Endpoint", func(c *Config) { c.IPSource.Type = "aws"; c.IPSource.AWS.EC2Endpoint = "ec2.local" },
+			`ipSource.aws.ec2Endpoint must be an http or https URL, got "ec2.local"`},
+		{"introspection", func(c *Config) { c.Introspection.Address = "localhost" },
+			`introspection.address must be host:port such as 127.0.0.1:61679, got "localhost"`},
+		{"introspection empty", func(c *Config) { c.Introspection.Address = "" }, "introspection.address must not be empty"},
+		{"metrics", func(c *Config) { c.Metrics.Address = "127.0.0.1:99999" },
+			`metrics.address must be host:port such as 127.0.0.1:61679, got "127.0.0.1:99999"`},
+		{"log level", func(c *Config) { c.Log.Level = "trace" }, `log.level must be one of debug, info, warn, error, got "trace"`},
+		{"log format", func(c *Config) { c.Log.Format = "xml" }, `log.format must be one of text, json, got "xml"`},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			cfg := DefaultConfig()
+			tc.mutate(&cfg)
+			err := cfg.Validate()
+			if !errors.Is(err, ErrInvalid) {
+				t.Fatalf("Validate() = %v, want ErrInvalid", err)
+			}
+			if !strings.Contains(err.Error(), tc.want) {
+				t.Errorf("Validate() = %q\nwant it to contain %q", err, tc.want)
+			}
+		})
+	}
+}
+
+func TestValidateReportsEveryProblem(t *testing.T) {
+	cfg := DefaultConfig()
+	cfg.Network = ""
+	cfg.Log.Level = "loud"
+	err := cfg.Validate()
+	for _, want := range []string{"network must not be empty", `log.level must be one of debug, info, warn, error, got "loud"`} {
+		if err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("Validate() = %v, want it to contain %q", err, want)
+		}
+	}
+}
+
+func TestEnvOverridesEveryKind(t *testing.T) {
+	path := filepath.Join("testdata", "full.yaml")
+	env := []string{
+		"PATH=/usr/bin",
+		"IPAMD_RUNTIME_ENDPOINT=unix:///run/other.sock", // full.yaml names containerd
+		"IPAMD_RUNTIME_ARGS=--timeout, 9s",
+		"IPAMD_RUNTIME_AUTOMTLS=true",
+		"IPAMD_RECONCILE_GRACE=1s",
+		"IPAMD_IPSOURCE_STATIC_CIDRS=10.1.0.0/16",
+		"IPAMD_IPSOURCE_STATIC_RESERVED=10.1.0.9",
+		"IPAMD_IPSOURCE_STATIC_GATEWAYS=",
+		"IPAMD_IPSOURCE_AWS_WARMIPTARGET=7",
+		"IPAMD_NETWORK=envnet",
+	}
+	cfg, err := Load(path, env)
+	if err != nil {
+		t.Fatalf("Load: %v", err)
+	}
+	if cfg.Runtime.Endpoint != "unix:///run/other.sock" || cfg.Network != "envnet" {
+		t.Errorf("string overrides: endpoint %q network %q", cfg.Runtime.Endpoint, cfg.Network)
+	}
+	if !reflect.DeepEqual(cfg.Runtime.Args, []string{"--timeout", "9s"}) {
+		t.Errorf("Args = %q", cfg.Runtime.Args)
+	}
+	if !cfg.Runtime.AutoMTLS || cfg.Reconcile.Grace != time.Second || cfg.IPSource.AWS.WarmIPTarget != 7 {
+		t.Errorf("bool/duration/int overrides: %v %v %v", cfg.Runtime.AutoMTLS, cfg.Reconcile.Grace, cfg.IPSource.AWS.WarmIPTarget)
+	}
+	if !reflect.DeepEqual(cfg.IPSource.Static.CIDRs, []string{"10.1.0.0/16"}) {
+		t.Errorf("CIDRs = %q", cfg.IPSource.Static.CIDRs)
+	}
+}
+
+func TestEveryFieldHasADistinctEnvVar(t *testing.T) {
+	seen := map[string]string{}
+	for _, f := range Reference() {
+		if f.Desc == "" {
+			t.Errorf("%s has no desc tag", f.Path)
+		}
+		if other, dup := seen[f.Env]; dup {
+			t.Errorf("%s and %s share %s", f.Path, other, f.Env)
+		}
+		seen[f.Env] = f.Path
+		cfg := DefaultConfig()
+		if err := ApplyEnv(&cfg, []string{f.Env + "=" + f.Default}); err != nil {
+			t.Errorf("%s=%q (its own default): %v", f.Env, f.Default, err)
+		}
+	}
+	if len(seen) < 30 {
+		t.Errorf("Reference lists %d fields, want every leaf (>= 30)", len(seen))
+	}
+}
+
+func TestBadEnvValueNamesVariable(t *testing.T) {
+	cases := map[string]string{
+		"IPAMD_COOLDOWN=soon":                  "environment variable IPAMD_COOLDOWN (cooldown): want a duration such as 30s, got \"soon\"",
+		"IPAMD_RUNTIME_AUTOMTLS=maybe":         "environment variable IPAMD_RUNTIME_AUTOMTLS (runtime.autoMTLS): want true or false, got \"maybe\"",
+		"IPAMD_IPSOURCE_AWS_WARMENITARGET=two": "environment variable IPAMD_IPSOURCE_AWS_WARMENITARGET (ipSource.aws.warmENITarget): want an integer, got \"two\"",
+		"IPAMD_RUNTIME_ADAPTOR=docker":         "environment variable IPAMD_RUNTIME_ADAPTOR names no config field",
+		"IPAMD_RUNTIME_ADAPTER=podman":         `runtime.adapter must be one of docker, dockershim, containerd, crio, auto or a path, got "podman"`,
+	}
+	for kv, want := range cases {
+		_, err := Load("", []string{kv})
+		if !errors.Is(err, ErrInvalid) || !strings.Contains(err.Error(), want) {
+			t.Errorf("Load with %s = %v\nwant ErrInvalid containing %q", kv, err, want)
+		}
+	}
+}
+
+func TestSelectAdapter(t *testing.T) {
+	dir := t.TempDir()
+	for _, name := range AdapterNames() {
+		if err := os.WriteFile(filepath.Join(dir, name), []byte("#!/bin/sh\n"), 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	exe := filepath.Join(dir, "..", "ipamd")
+	probeOnly := func(live ...string) Prober {
+		return func(_ context.Context, socket string) bool { return slices.Contains(live, socket) }
+	}
+	rt := DefaultConfig().Runtime
+	rt.PluginDir = dir
+
+	sel, err := rt.Select(t.Context(), exe, probeOnly("/var/run/docker.sock", "/var/run/cri-dockerd.sock"))
+	if err != nil {
+		t.Fatalf("auto: %v", err)
+	}
+	want := Selection{Adapter: "dockershim", Binary: filepath.Join(dir, "dockershim"),
+		Args: []string{"--endpoint", "unix:///var/run/cri-dockerd.sock"}, Endpoint: "unix:///var/run/cri-dockerd.sock",
+		Reason:    "auto: /var/run/cri-dockerd.sock accepts connections (first of crictl's order)",
+		AlsoFound: []string{"/var/run/docker.sock"}}
+	if !reflect.DeepEqual(sel, want) {
+		t.Errorf("auto = %+v\nwant %+v", sel, want)
+	}
+
+	sel, err = rt.Select(t.Context(), exe, probeOnly("/run/crio/crio.sock", "/run/containerd/containerd.sock"))
+	if err != nil || sel.Adapter != "containerd" {
+		t.Errorf("auto with containerd and crio = %+v, %v; want containerd (crictl's first)", sel, err)
+	}
+
+	_, err = rt.Select(t.Context(), exe, probeOnly())
+	if !errors.Is(err, ErrNoRuntime) {
+		t.Errorf("auto with no socket = %v, want ErrNoRuntime", err)
+	}
+
+	rt.Adapter, rt.Endpoint, rt.Args = "crio", "unix:///run/crio/crio.sock", []string{"--timeout", "2s"}
+	sel, err = rt.Select(t.Context(), exe, probeOnly())
+	if err != nil || sel.Binary != filepath.Join(dir, "crio") ||
+		!reflect.DeepEqual(sel.Args, []string{"--endpoint", "unix:///run/crio/crio.sock", "--timeout", "2s"}) {
+		t.Errorf("named = %+v, %v", sel, err)
+	}
+
+	rt = DefaultConfig().Runtime
+	rt.Adapter = filepath.Join(dir, "docker")
+	sel, err = rt.Select(t.Context(), exe, probeOnly())
+	if err != nil || sel.Adapter != "path" || sel.Binary != rt.Adapter || len(sel.Args) != 0 {
+		t.Errorf("path = %+v, %v", sel, err)
+	}
+
+	rt = DefaultConfig().Runtime
+	rt.Adapter = "docker"
+	if got := rt.PluginDirFor("/usr/local/bin/ipamd"); got != "/usr/local/bin/adapters" {
+		t.Errorf("default plugin dir = %q, want /usr/local/bin/adapters", got)
+	}
+	if _, err := rt.Select(t.Context(), "/nonexistent/ipamd", probeOnly()); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("missing binary = %v, want ErrNotExist", err)
+	}
+}

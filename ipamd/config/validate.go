@@ -1,0 +1,193 @@
+package config
+
+import (
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"net"
+	"net/netip"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/sandboxipam/sandboxipam/ipamd/ipsource/static"
+)
+
+// maxSocketPath is sun_path's size less its terminating NUL.
+const maxSocketPath = 107
+
+// Validate checks every field and reports every problem, each naming the
+// field and the value it got, joined into one error wrapping ErrInvalid.
+func (c Config) Validate() error {
+	var v validator
+	v.absPath("socket", c.Socket, true)
+	if len(c.Socket) > maxSocketPath {
+		v.addf("socket must be at most %d bytes (a unix socket path limit), got %d bytes", maxSocketPath, len(c.Socket))
+	}
+	v.absPath("stateDir", c.StateDir, true)
+	v.absPath("checkpoint", c.Checkpoint, false)
+	if c.Network == "" {
+		v.addf("network must not be empty")
+	}
+	if err := ValidIfName(c.IfName); err != nil {
+		v.addf("ifName %q %v", c.IfName, err)
+	}
+	v.nonNegative("cooldown", c.Cooldown)
+	v.positive("reconcile.interval", c.Reconcile.Interval)
+	v.positive("reconcile.grace", c.Reconcile.Grace)
+	v.positive("reconcile.listTimeout", c.Reconcile.ListTimeout)
+	c.Runtime.validate(&v)
+	c.IPSource.validate(&v)
+	v.hostPort("introspection.address", c.Introspection.Address, true)
+	v.hostPort("metrics.address", c.Metrics.Address, false)
+	v.oneOf("log.level", c.Log.Level, "debug", "info", "warn", "error")
+	v.oneOf("log.format", c.Log.Format, "text", "json")
+	return v.err()
+}
+
+func (r Runtime) validate(v *validator) {
+	if _, ok := LookupAdapter(r.Adapter); !ok && r.Adapter != AdapterAuto && !isPath(r.Adapter) {
+		v.addf("runtime.adapter must be one of %s, auto or a path, got %q", strings.Join(AdapterNames(), ", "), r.Adapter)
+	}
+	if isPath(r.Adapter) && !filepath.IsAbs(r.Adapter) {
+		v.addf("runtime.adapter must be an absolute path when it is a path, got %q", r.Adapter)
+	}
+	if r.Adapter == AdapterAuto && r.Endpoint != "" {
+		v.addf("runtime.endpoint must be empty when runtime.adapter is auto (auto finds the socket), got %q", r.Endpoint)
+	}
+	if r.Endpoint != "" && !strings.Contains(r.Endpoint, "://") && !filepath.IsAbs(r.Endpoint) {
+		v.addf("runtime.endpoint must be a URI such as unix:///run/containerd/containerd.sock or an absolute socket path, got %q", r.Endpoint)
+	}
+	v.absPath("runtime.pluginDir", r.PluginDir, false)
+	if r.SHA256 != "" {
+		if b, err := hex.DecodeString(r.SHA256); err != nil || len(b) != 32 {
+			v.addf("runtime.sha256 must be 64 hex digits, got %q", r.SHA256)
+		}
+	}
+	v.positive("runtime.startTimeout", r.StartTimeout)
+	v.positive("runtime.minBackoff", r.MinBackoff)
+	v.positive("runtime.healthInterval", r.HealthInterval)
+	if r.MaxBackoff < r.MinBackoff {
+		v.addf("runtime.maxBackoff must be at least runtime.minBackoff (%s), got %s", r.MinBackoff, r.MaxBackoff)
+	}
+}
+
+func (s IPSource) validate(v *validator) {
+	v.oneOf("ipSource.type", s.Type, SourceStatic, SourceAWS)
+	if s.Type == SourceStatic && len(s.Static.CIDRs) == 0 {
+		v.addf("ipSource.static.cidrs must list at least one CIDR when ipSource.type is static")
+	}
+	for i, cidr := range s.Static.CIDRs {
+		if p, err := netip.ParsePrefix(cidr); err != nil {
+			v.addf("ipSource.static.cidrs[%d] must be a CIDR such as 198.18.0.0/24, got %q", i, cidr)
+		} else if p != p.Masked() {
+			v.addf("ipSource.static.cidrs[%d] has host bits set, got %q (did you mean %s?)", i, cidr, p.Masked())
+		}
+	}
+	for i, addr := range s.Static.Reserved {
+		if _, err := netip.ParseAddr(addr); err != nil {
+			v.addf("ipSource.static.reserved[%d] must be an IP address, got %q", i, addr)
+		}
+	}
+	if s.Type == SourceStatic && len(v.errs) == 0 {
+		// The static source's own checks: overlaps, reserved addresses
+		// and gateways inside the CIDRs, sizes.
+		if _, err := static.ParseConfig(s.Static.CIDRs, s.Static.Reserved, s.Static.Gateways); err != nil {
+			v.addf("ipSource.%v", err)
+		}
+	}
+	if s.Type == SourceAWS {
+		if err := s.AWS.SourceConfig().Validate(); err != nil {
+			for _, e := range unjoin(err) {
+				v.addf("ipSource.%v", e)
+			}
+		}
+	}
+}
+
+// unjoin splits an errors.Join result so each problem is listed alone.
+func unjoin(err error) []error {
+	if j, ok := err.(interface{ Unwrap() []error }); ok {
+		return j.Unwrap()
+	}
+	return []error{err}
+}
+
+// ValidIfName checks a Linux interface name: 1-15 bytes, no '/', no
+// whitespace or ':', and neither "." nor "..". The error completes a
+// sentence that starts with the name.
+func ValidIfName(name string) error {
+	switch {
+	case name == "":
+		return errors.New("must not be empty")
+	case len(name) > 15:
+		return fmt.Errorf("is %d bytes, longer than 15", len(name))
+	case name == "." || name == "..":
+		return errors.New("is not a valid interface name")
+	case strings.Contains(name, "/"):
+		return errors.New("contains '/'")
+	case strings.ContainsAny(name, ": \t\n\r\x00"):
+		return errors.New("contains ':', whitespace or NUL")
+	}
+	return nil
+}
+
+type validator struct{ errs []error }
+
+func (v *validator) addf(format string, args ...any) {
+	v.errs = append(v.errs, fmt.Errorf(format, args...))
+}
+
+func (v *validator) err() error {
+	if len(v.errs) == 0 {
+		return nil
+	}
+	return fmt.Errorf("%w: %w", ErrInvalid, errors.Join(v.errs...))
+}
+
+func (v *validator) absPath(field, value string, required bool) {
+	switch {
+	case value == "" && required:
+		v.addf("%s must not be empty", field)
+	case value != "" && !filepath.IsAbs(value):
+		v.addf("%s must be an absolute path, got %q", field, value)
+	}
+}
+
+func (v *validator) positive(field string, d time.Duration) {
+	if d <= 0 {
+		v.addf("%s must be positive, got %s", field, d)
+	}
+}
+
+func (v *validator) nonNegative(field string, d time.Duration) {
+	if d < 0 {
+		v.addf("%s must not be negative, got %s", field, d)
+	}
+}
+
+func (v *validator) oneOf(field, value string, allowed ...string) {
+	for _, a := range allowed {
+		if value == a {
+			return
+		}
+	}
+	v.addf("%s must be one of %s, got %q", field, strings.Join(allowed, ", "), value)
+}
+
+func (v *validator) hostPort(field, value string, required bool) {
+	if value == "" {
+		if required {
+			v.addf("%s must not be empty", field)
+		}
+		return
+	}
+	_, port, err := net.SplitHostPort(value)
+	if err == nil {
+		_, err = strconv.ParseUint(port, 10, 16)
+	}
+	if err != nil {
+		v.addf("%s must be host:port such as 127.0.0.1:61679, got %q", field, value)
+	}
+}

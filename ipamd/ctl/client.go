@@ -1,0 +1,118 @@
+// Package ctl is the client of ipamd's introspection API, used by ipamctl:
+// typed calls returning the documents of package introspect/api, and
+// table renderings of them for people.
+package ctl
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"strings"
+
+	"github.com/sandboxipam/sandboxipam/ipamd/introspect/api"
+)
+
+// DefaultAddr is ipamd's default introspection address.
+const DefaultAddr = "127.0.0.1:61679"
+
+// APIError is a non-2xx answer from ipamd.
+type APIError struct {
+	Status  int
+	Message string
+}
+
+func (e *APIError) Error() string {
+	return fmt.Sprintf("ipamd answered %d %s: %s", e.Status, http.StatusText(e.Status), e.Message)
+}
+
+// Client talks to one ipamd.
+type Client struct {
+	base string
+	http *http.Client
+}
+
+// New returns a client for the introspection API at addr (host:port or a
+// URL); hc nil means http.DefaultClient.
+func New(addr string, hc *http.Client) *Client {
+	if hc == nil {
+		hc = http.DefaultClient
+	}
+	base := addr
+	if !strings.Contains(base, "://") {
+		base = "http://" + base
+	}
+	return &Client{base: strings.TrimSuffix(base, "/"), http: hc}
+}
+
+// Pods lists the assignments.
+func (c *Client) Pods(ctx context.Context) (api.Pods, error) {
+	var out api.Pods
+	return out, c.do(ctx, http.MethodGet, api.PathPods, &out)
+}
+
+// Pool reports the pool's usage.
+func (c *Client) Pool(ctx context.Context) (api.Pool, error) {
+	var out api.Pool
+	return out, c.do(ctx, http.MethodGet, api.PathPool, &out)
+}
+
+// Adapter reports the runtime adapter and the last reconcile pass.
+func (c *Client) Adapter(ctx context.Context) (api.Adapter, error) {
+	var out api.Adapter
+	return out, c.do(ctx, http.MethodGet, api.PathAdapter, &out)
+}
+
+// ENIs returns the aws source's ENI document as ipamd sent it.
+func (c *Client) ENIs(ctx context.Context) (json.RawMessage, error) {
+	var out json.RawMessage
+	return out, c.do(ctx, http.MethodGet, api.PathENIs, &out)
+}
+
+// Reconcile runs one pass now. A failed listing comes back as an
+// *APIError (502) and the pass's document, whose Error says why.
+func (c *Client) Reconcile(ctx context.Context, dryRun bool) (api.Reconcile, error) {
+	var out api.Reconcile
+	path := api.PathReconcile + "?dryRun=" + url.QueryEscape(fmt.Sprint(dryRun))
+	return out, c.do(ctx, http.MethodPost, path, &out)
+}
+
+func (c *Client) do(ctx context.Context, method, path string, out any) error {
+	req, err := http.NewRequestWithContext(ctx, method, c.base+path, nil)
+	if err != nil {
+		return fmt.Errorf("%s %s: %w", method, path, err)
+	}
+	resp, err := c.http.Do(req)
+	if err != nil {
+		return fmt.Errorf("reach ipamd: %w", err)
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(io.LimitReader(resp.Body, 64<<20))
+	if err != nil {
+		return fmt.Errorf("%s %s: read answer: %w", method, path, err)
+	}
+	if resp.StatusCode/100 != 2 {
+		apiErr := &APIError{Status: resp.StatusCode, Message: strings.TrimSpace(string(body))}
+		var e api.Error
+		if json.Unmarshal(body, &e) == nil && e.Error != "" {
+			apiErr.Message = e.Error
+		}
+		if resp.StatusCode == http.StatusBadGateway {
+			_ = json.Unmarshal(body, out) // a failed pass still reports itself
+		}
+		return apiErr
+	}
+	if err := json.Unmarshal(body, out); err != nil {
+		return fmt.Errorf("%s %s: decode answer: %w", method, path, err)
+	}
+	return nil
+}
+
+// IsUnavailable reports whether err means ipamd has no adapter to ask.
+func IsUnavailable(err error) bool {
+	var apiErr *APIError
+	return errors.As(err, &apiErr) && apiErr.Status == http.StatusServiceUnavailable
+}

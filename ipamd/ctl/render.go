@@ -1,0 +1,99 @@
+package ctl
+
+import (
+	"fmt"
+	"io"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/sandboxipam/sandboxipam/ipamd/introspect/api"
+)
+
+func table(w io.Writer) *tabwriter.Writer { return tabwriter.NewWriter(w, 2, 8, 2, ' ', 0) }
+
+func orDash(s string) string {
+	if s == "" {
+		return "-"
+	}
+	return s
+}
+
+// RenderPods prints one line per assignment, keyed as DEL matches.
+func RenderPods(w io.Writer, p api.Pods) error {
+	tw := table(w)
+	fmt.Fprintln(tw, "SANDBOX ID\tNETWORK\tIFNAME\tPOD\tUID\tIP\tAGE")
+	for _, pod := range p.Pods {
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\n", pod.SandboxID, pod.Network, pod.IfName,
+			orDash(podName(pod)), orDash(pod.UID), orDash(pod.Prefix), pod.AgeFormatted)
+	}
+	fmt.Fprintf(tw, "%d assignment(s)\n", len(p.Pods))
+	return tw.Flush()
+}
+
+func podName(p api.Pod) string {
+	if p.Name == "" {
+		return ""
+	}
+	return p.Namespace + "/" + p.Name
+}
+
+// RenderPool prints the totals and one line per group.
+func RenderPool(w io.Writer, p api.Pool) error {
+	tw := table(w)
+	fmt.Fprintf(tw, "source:\t%s\n", p.Source)
+	fmt.Fprintf(tw, "checkpoint:\t%s %s\n", p.Recovery.Checkpoint, p.Recovery.Detail)
+	fmt.Fprintln(tw)
+	fmt.Fprintln(tw, "GROUP\tTOTAL\tASSIGNED\tCOOLING\tFREE")
+	for _, g := range p.Groups {
+		fmt.Fprintf(tw, "%s\t%d\t%d\t%d\t%d\n", g.Group, g.Total, g.Assigned, g.Cooling, g.Free)
+	}
+	fmt.Fprintf(tw, "all\t%d\t%d\t%d\t%d\n", p.Total, p.Assigned, p.Cooling, p.Free)
+	if p.Unproven > 0 {
+		fmt.Fprintf(tw, "\n%d address(es) are quarantined until the runtime's listing is adopted\n", p.Unproven)
+	}
+	return tw.Flush()
+}
+
+// RenderAdapter prints the adapter, its health and the last pass.
+func RenderAdapter(w io.Writer, a api.Adapter) error {
+	tw := table(w)
+	fmt.Fprintf(tw, "adapter:\t%s\n", orDash(a.Name))
+	fmt.Fprintf(tw, "binary:\t%s %s\n", orDash(a.Binary), strings.Join(a.Args, " "))
+	fmt.Fprintf(tw, "chosen because:\t%s\n", orDash(a.Reason))
+	if a.Error != "" {
+		fmt.Fprintf(tw, "selection error:\t%s\n", a.Error)
+	}
+	fmt.Fprintf(tw, "runtime:\t%s %s at %s\n", orDash(a.Runtime.RuntimeName), a.Runtime.RuntimeVersion, orDash(a.Runtime.Endpoint))
+	fmt.Fprintf(tw, "health:\t%s (pid %d, %d restart(s), since %s)\n", a.Health.State, a.Health.PID, a.Health.Restarts,
+		a.Health.LastChange.Format(time.RFC3339))
+	if a.Health.LastError != "" {
+		fmt.Fprintf(tw, "last error:\t%s\n", a.Health.LastError)
+	}
+	fmt.Fprintf(tw, "reconcile:\tevery %s, grace %s\n", a.Interval, a.Grace)
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	if a.Last == nil {
+		_, err := fmt.Fprintln(w, "\nno reconcile pass yet")
+		return err
+	}
+	fmt.Fprintln(w, "\nlast reconcile pass:")
+	return RenderReconcile(w, *a.Last)
+}
+
+// RenderReconcile prints a pass and what it released (or would).
+func RenderReconcile(w io.Writer, r api.Reconcile) error {
+	verb := "released"
+	if r.DryRun {
+		verb = "would release"
+	}
+	fmt.Fprintf(w, "at %s: listed %d sandbox(es), adopted %d, %s %d\n", r.At.Format(time.RFC3339), r.Listed, r.Adopted, verb, len(r.Released))
+	if r.Error != "" {
+		fmt.Fprintf(w, "FAILED, released nothing: %s\n", r.Error)
+	}
+	if len(r.Released) == 0 {
+		return nil
+	}
+	return RenderPods(w, api.Pods{Pods: r.Released})
+}

@@ -1,0 +1,209 @@
+// Package daemon wires ipamd together: datastore, IP source, runtime
+// adapter under supervision, reconciler, the CNI-facing socket, and the
+// introspection and metrics listeners. cmd/ipamd is a thin main around
+// Run; tests start a Daemon in-process, or the real binary for crash tests.
+//
+// Start order matters for safety, not just tidiness:
+//
+//  1. The datastore opens its checkpoint. A missing or corrupt one is said
+//     loudly; a corrupt one leaves the store unproven (no ADD succeeds)
+//     until the reconciler adopts the runtime's listing.
+//  2. The IP source fills the pool.
+//  3. The adapter plugin starts under supervision. A failed first launch is
+//     logged and retried in the background: ipamd keeps serving, because
+//     ADD and DEL never wait on the adapter.
+//  4. Without a trusted checkpoint (missing or corrupt), the first reconcile
+//     pass runs before the socket opens, so the runtime's pods and their
+//     IPs are adopted before any ADD could hand one of those IPs out. Then
+//     the reconciler runs in the background: a failed pass (a dead
+//     adapter, an unproven store) is retried soon, a good one every
+//     interval.
+//  5. The CNI socket and the HTTP listeners open last, so nothing is
+//     answered before the pool exists.
+//
+// Stop reverses it: listeners close, calls in flight finish, the reconciler
+// stops, the plugin process is killed, the checkpoint is flushed.
+package daemon
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"os"
+	"sync"
+	"time"
+
+	"github.com/sandboxipam/sandboxipam/ipamd/config"
+	"github.com/sandboxipam/sandboxipam/ipamd/datastore"
+	"github.com/sandboxipam/sandboxipam/ipamd/metrics"
+	"github.com/sandboxipam/sandboxipam/ipamd/reconcile"
+	"github.com/sandboxipam/sandboxipam/ipamd/server"
+)
+
+// stopTimeout bounds how long Run lets calls in flight finish at shutdown.
+const stopTimeout = 10 * time.Second
+
+// Options are the daemon's non-config inputs.
+type Options struct {
+	// Logger; nil discards.
+	Logger *slog.Logger
+	// Executable is ipamd's own path, which locates the default adapter
+	// directory; empty means os.Executable.
+	Executable string
+	// Probe tests runtime sockets for runtime.adapter auto; nil means
+	// config.DialProbe.
+	Probe config.Prober
+}
+
+// Daemon is one running ipamd.
+type Daemon struct {
+	cfg  config.Config
+	opts Options
+	log  *slog.Logger
+
+	store    *datastore.Store
+	source   *sourceHandle
+	adapter  *adapterHandle
+	rec      *reconcile.Reconciler
+	metrics  *metrics.Metrics
+	endpoint *server.Endpoint
+	http     *httpServers
+
+	cancel context.CancelFunc
+	wg     sync.WaitGroup
+	stop   sync.Once
+}
+
+// New prepares a daemon; Start runs it.
+func New(cfg config.Config, opts Options) *Daemon {
+	if opts.Logger == nil {
+		opts.Logger = slog.New(slog.DiscardHandler)
+	}
+	if opts.Probe == nil {
+		opts.Probe = config.DialProbe
+	}
+	if opts.Executable == "" {
+		if exe, err := os.Executable(); err == nil {
+			opts.Executable = exe
+		}
+	}
+	return &Daemon{cfg: cfg, opts: opts, log: opts.Logger}
+}
+
+// Run starts a daemon, serves until ctx is done, and stops it.
+func Run(ctx context.Context, cfg config.Config, opts Options) error {
+	d := New(cfg, opts)
+	if err := d.Start(ctx); err != nil {
+		return err
+	}
+	<-ctx.Done()
+	d.log.Info("shutting down", slog.Any("cause", context.Cause(ctx)))
+	stopCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), stopTimeout)
+	defer cancel()
+	return d.Stop(stopCtx)
+}
+
+// Start brings the daemon up in the order the package doc gives. ctx
+// bounds start-up only; Stop ends the daemon. On error, everything
+// already started is stopped again.
+func (d *Daemon) Start(ctx context.Context) (err error) {
+	runCtx, cancel := context.WithCancel(context.WithoutCancel(ctx))
+	d.cancel = cancel
+	defer func() {
+		if err != nil {
+			_ = d.Stop(context.WithoutCancel(ctx))
+		}
+	}()
+	if err := d.openStore(ctx); err != nil {
+		return err
+	}
+	if d.source, err = startSource(ctx, runCtx, d.cfg, d.store, d.log, &d.wg); err != nil {
+		return err
+	}
+	d.adapter = startAdapter(ctx, d.cfg, d.opts, d.log)
+	d.metrics = metrics.New(metrics.Sources{Stats: d.store.Stats, Adapter: d.adapter.healthMetric})
+	if d.adapter.runtime != nil {
+		d.rec = d.newReconciler()
+		adopted := d.adoptBeforeServing(ctx)
+		d.wg.Go(func() { d.reconcileLoop(runCtx, adopted) })
+	}
+	if err := d.serveSocket(ctx); err != nil {
+		return err
+	}
+	if d.http, err = d.serveHTTP(); err != nil {
+		return err
+	}
+	d.log.Info("ipamd serving", slog.String("socket", d.cfg.Socket),
+		slog.String("introspection", d.http.introspectAddr.String()), slog.String("network", d.cfg.Network))
+	return nil
+}
+
+func (d *Daemon) openStore(ctx context.Context) error {
+	store, err := datastore.Open(ctx, datastore.Options{
+		Path: d.cfg.CheckpointPath(), Cooldown: d.cfg.Cooldown, Logger: d.log.With("component", "datastore"),
+	})
+	if err != nil {
+		return fmt.Errorf("open datastore %s: %w", d.cfg.CheckpointPath(), err)
+	}
+	d.store = store
+	rec := store.Recovery()
+	switch rec.Checkpoint {
+	case datastore.RecoveryLoaded:
+		d.log.Info("checkpoint loaded", slog.String("path", d.cfg.CheckpointPath()), slog.Int("assignments", rec.Assignments))
+	case datastore.RecoveryMissing:
+		d.log.Warn("NO CHECKPOINT: starting without one; the first reconcile pass adopts every address the runtime reports, so no live pod's IP is handed out again",
+			slog.String("path", d.cfg.CheckpointPath()))
+	default:
+		d.log.Error("CHECKPOINT CORRUPT: it was set aside and no address is handed out until the runtime's listing is adopted",
+			slog.String("path", d.cfg.CheckpointPath()), slog.String("detail", rec.Detail), slog.Int("unproven", rec.Unproven))
+	}
+	return nil
+}
+
+func (d *Daemon) serveSocket(ctx context.Context) error {
+	l, err := server.Listen(ctx, d.cfg.Socket)
+	if err != nil {
+		return err
+	}
+	srv := server.New(d.store, server.Options{Logger: d.log.With("component", "server"), Observe: d.metrics.ObserveCall})
+	d.endpoint = server.Serve(l, srv, d.log.With("component", "socket"))
+	return nil
+}
+
+// IntrospectionAddr is where the introspection API listens (useful when
+// the config asked for port 0).
+func (d *Daemon) IntrospectionAddr() net.Addr { return d.http.introspectAddr }
+
+// MetricsAddr is where /metrics listens; it equals IntrospectionAddr when
+// metrics.address is empty.
+func (d *Daemon) MetricsAddr() net.Addr { return d.http.metricsAddr }
+
+// Store is the daemon's datastore.
+func (d *Daemon) Store() *datastore.Store { return d.store }
+
+// Stop shuts the daemon down; it is safe to call more than once.
+func (d *Daemon) Stop(ctx context.Context) error {
+	var errs []error
+	d.stop.Do(func() {
+		if d.http != nil {
+			errs = append(errs, d.http.shutdown(ctx))
+		}
+		if d.endpoint != nil {
+			errs = append(errs, d.endpoint.Stop(ctx))
+		}
+		if d.cancel != nil {
+			d.cancel()
+		}
+		d.wg.Wait()
+		if d.adapter != nil {
+			d.adapter.close()
+		}
+		if d.store != nil {
+			errs = append(errs, d.store.Close())
+		}
+		d.log.Info("ipamd stopped")
+	})
+	return errors.Join(errs...)
+}

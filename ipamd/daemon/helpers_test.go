@@ -1,0 +1,181 @@
+package daemon_test
+
+import (
+	"context"
+	"errors"
+	"net/netip"
+	"os"
+	"path/filepath"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/sandboxipam/sandboxipam/internal/testadapter"
+	ipamdv1 "github.com/sandboxipam/sandboxipam/ipamd/api/v1"
+	"github.com/sandboxipam/sandboxipam/ipamd/api/wire"
+	"github.com/sandboxipam/sandboxipam/ipamd/config"
+	"github.com/sandboxipam/sandboxipam/runtime"
+	"google.golang.org/protobuf/proto"
+)
+
+const testNetwork = "testnet"
+
+// node is one test node: a config for ipamd, and the test adapter's
+// state file, which plays the container runtime.
+type node struct {
+	t     testing.TB
+	dir   string
+	cfg   config.Config
+	state string
+
+	mu        sync.Mutex
+	sandboxes map[string]runtime.Sandbox
+	down      bool
+	hang      bool
+}
+
+// newNode prepares a node whose ipamd serves cidr through the real test
+// adapter plugin. The directory is short so the socket path fits.
+func newNode(t testing.TB, cidr string) *node {
+	t.Helper()
+	dir, err := os.MkdirTemp("", "ipamd-d")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(dir) })
+	n := &node{t: t, dir: dir, state: filepath.Join(dir, "runtime.json"), sandboxes: map[string]runtime.Sandbox{}}
+	cfg := config.DefaultConfig()
+	cfg.Socket = filepath.Join(dir, "run", "ipamd.sock")
+	cfg.StateDir = filepath.Join(dir, "state")
+	cfg.Network = testNetwork
+	cfg.Cooldown = time.Millisecond
+	cfg.Reconcile.Interval = time.Hour // tests run passes on demand
+	cfg.Reconcile.Grace = time.Millisecond
+	cfg.Runtime.Adapter = testadapter.Build(t)
+	cfg.Runtime.Args = []string{"--state=" + n.state}
+	cfg.Runtime.AutoMTLS = false
+	cfg.Runtime.MinBackoff = 20 * time.Millisecond
+	cfg.Runtime.MaxBackoff = 200 * time.Millisecond
+	cfg.Runtime.HealthInterval = 50 * time.Millisecond
+	cfg.IPSource.Static.CIDRs = []string{cidr}
+	cfg.Introspection.Address = "127.0.0.1:0"
+	cfg.Metrics.Address = ""
+	cfg.Log.Level = "debug"
+	if err := cfg.Validate(); err != nil {
+		t.Fatal(err)
+	}
+	n.cfg = cfg
+	n.writeState()
+	return n
+}
+
+// addSandbox makes the "runtime" report a sandbox, as it does before the
+// CNI ADD; removeSandbox forgets it, as after the pod is deleted.
+func (n *node) addSandbox(id string) {
+	n.mu.Lock()
+	n.sandboxes[id] = runtime.Sandbox{ID: id, Name: "pod-" + id, Namespace: "default", UID: "uid-" + id,
+		State: runtime.StateReady, CreatedAt: time.Unix(1_700_000_000, 0).UTC(), NetNS: "/var/run/netns/" + id}
+	n.mu.Unlock()
+	n.writeState()
+}
+
+func (n *node) removeSandbox(id string) {
+	n.mu.Lock()
+	delete(n.sandboxes, id)
+	n.mu.Unlock()
+	n.writeState()
+}
+
+func (n *node) setUnavailable(down bool) {
+	n.mu.Lock()
+	n.down = down
+	n.mu.Unlock()
+	n.writeState()
+}
+
+func (n *node) setHang(hang bool) {
+	n.mu.Lock()
+	n.hang = hang
+	n.mu.Unlock()
+	n.writeState()
+}
+
+func (n *node) writeState() {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	st := testadapter.State{RuntimeName: "fake-runtime", RuntimeVersion: "1.0", Unavailable: n.down, Hang: n.hang, Sandboxes: []runtime.Sandbox{}}
+	for _, s := range n.sandboxes {
+		st.Sandboxes = append(st.Sandboxes, s)
+	}
+	if err := testadapter.WriteState(n.state, st); err != nil {
+		n.t.Fatal(err)
+	}
+}
+
+// cniClient calls ipamd over the wire framing, one connection per call,
+// exactly as the CNI plugin does.
+type cniClient struct{ socket string }
+
+func attachment(id string) *ipamdv1.Attachment {
+	return &ipamdv1.Attachment{Network: testNetwork, SandboxId: id, Ifname: "eth0"}
+}
+
+func (c cniClient) do(ctx context.Context, m wire.Method, req, resp proto.Message) error {
+	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	wc, err := wire.Dial(ctx, c.socket)
+	if err != nil {
+		return err
+	}
+	defer wc.Close()
+	return wc.Call(ctx, m, req, resp)
+}
+
+// add returns the address in CIDR notation.
+func (c cniClient) add(ctx context.Context, id string) (string, error) {
+	var resp ipamdv1.AddResponse
+	req := &ipamdv1.AddRequest{Attachment: attachment(id), Netns: "/var/run/netns/" + id,
+		Pod: &ipamdv1.PodRef{Name: "pod-" + id, Namespace: "default", Uid: "uid-" + id}}
+	if err := c.do(ctx, wire.MethodAdd, req, &resp); err != nil {
+		return "", err
+	}
+	if len(resp.Ips) != 1 {
+		return "", errors.New("add answered no address")
+	}
+	return resp.Ips[0].Address, nil
+}
+
+func (c cniClient) del(ctx context.Context, id string) (bool, error) {
+	var resp ipamdv1.DelResponse
+	err := c.do(ctx, wire.MethodDel, &ipamdv1.DelRequest{Attachment: attachment(id)}, &resp)
+	return resp.Released, err
+}
+
+func (c cniClient) status(ctx context.Context) (*ipamdv1.StatusResponse, error) {
+	var resp ipamdv1.StatusResponse
+	err := c.do(ctx, wire.MethodStatus, &ipamdv1.StatusRequest{}, &resp)
+	return &resp, err
+}
+
+// waitFor polls cond until it holds or the deadline passes. It is a wait
+// for a state, never an assertion about how long something took.
+func waitFor(t testing.TB, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("gave up waiting for %s", what)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+// setSandboxIP records the pod IP in the sandbox's status, as CRI does.
+func (n *node) setSandboxIP(id, ip string) {
+	n.mu.Lock()
+	s := n.sandboxes[id]
+	s.IPs = []netip.Addr{netip.MustParseAddr(ip)}
+	n.sandboxes[id] = s
+	n.mu.Unlock()
+	n.writeState()
+}

@@ -1,0 +1,118 @@
+// Package api holds the JSON documents of ipamd's introspection API. Both
+// the daemon (package introspect) and ipamctl's client (package ctl) use
+// these types, so the two can never disagree about a field name.
+package api
+
+import "time"
+
+// Paths of the introspection API.
+const (
+	PathPods      = "/v1/pods"
+	PathPool      = "/v1/pool"
+	PathAdapter   = "/v1/adapter"
+	PathENIs      = "/v1/enis"
+	PathReconcile = "/v1/reconcile" // POST; ?dryRun=true
+	PathMetrics   = "/metrics"
+)
+
+// Pod is one assignment: the pod interface identified by its infra
+// sandbox ID, and its address.
+type Pod struct {
+	SandboxID    string    `json:"sandboxID"`
+	Network      string    `json:"network"`
+	IfName       string    `json:"ifName"`
+	Name         string    `json:"name"`
+	Namespace    string    `json:"namespace"`
+	UID          string    `json:"uid"`
+	IP           string    `json:"ip"`
+	Prefix       string    `json:"prefix"` // the address in CIDR notation
+	Gateway      string    `json:"gateway,omitempty"`
+	Group        string    `json:"group"` // "static" or an ENI ID
+	AssignedAt   time.Time `json:"assignedAt"`
+	AgeSeconds   float64   `json:"ageSeconds"`
+	AgeFormatted string    `json:"age"`
+}
+
+// Pods is GET /v1/pods.
+type Pods struct {
+	Pods []Pod `json:"pods"`
+}
+
+// Group is one address group's share of the pool.
+type Group struct {
+	Group    string `json:"group"`
+	Total    int    `json:"total"`
+	Assigned int    `json:"assigned"`
+	Cooling  int    `json:"cooling"`
+	Free     int    `json:"free"`
+}
+
+// Recovery says how the datastore found its checkpoint at start.
+type Recovery struct {
+	Checkpoint  string `json:"checkpoint"` // loaded, missing or corrupt
+	Detail      string `json:"detail,omitempty"`
+	Assignments int    `json:"assignments"`
+	Unproven    int    `json:"unproven"`
+}
+
+// Pool is GET /v1/pool.
+type Pool struct {
+	Source   string   `json:"source"` // static or aws
+	Total    int      `json:"total"`
+	Assigned int      `json:"assigned"`
+	Free     int      `json:"free"`
+	Cooling  int      `json:"cooling"`
+	Unproven int      `json:"unproven"`
+	Groups   []Group  `json:"groups"`
+	Recovery Recovery `json:"recovery"`
+}
+
+// RuntimeInfo is what the adapter says about itself and its runtime.
+type RuntimeInfo struct {
+	AdapterName    string `json:"adapterName"`
+	AdapterVersion string `json:"adapterVersion"`
+	RuntimeName    string `json:"runtimeName"`
+	RuntimeVersion string `json:"runtimeVersion"`
+	Endpoint       string `json:"endpoint"`
+}
+
+// Health is the adapter plugin's supervision state.
+type Health struct {
+	State      string    `json:"state"`
+	Healthy    bool      `json:"healthy"`
+	PID        int       `json:"pid,omitempty"`
+	Restarts   int       `json:"restarts"`
+	LastError  string    `json:"lastError,omitempty"`
+	LastChange time.Time `json:"lastChange"`
+}
+
+// Reconcile is one reconcile pass's outcome.
+type Reconcile struct {
+	At       time.Time `json:"at"`
+	DryRun   bool      `json:"dryRun"`
+	Listed   int       `json:"listed"`
+	Adopted  int       `json:"adopted"`
+	Released []Pod     `json:"released"` // would be released, in a dry run
+	Error    string    `json:"error,omitempty"`
+}
+
+// Adapter is GET /v1/adapter.
+type Adapter struct {
+	Name   string   `json:"name"` // table name, "path", or "" when none was found
+	Binary string   `json:"binary"`
+	Args   []string `json:"args"`
+	Reason string   `json:"reason"` // how it was chosen
+	// AlsoFound lists other runtime sockets auto saw answering.
+	AlsoFound []string    `json:"alsoFound,omitempty"`
+	Error     string      `json:"error,omitempty"`
+	Runtime   RuntimeInfo `json:"runtime"`
+	Health    Health      `json:"health"`
+	Last      *Reconcile  `json:"lastReconcile,omitempty"`
+	Interval  string      `json:"reconcileInterval"`
+	Grace     string      `json:"reconcileGrace"`
+}
+
+// Error is the body of every non-2xx answer.
+type Error struct {
+	Error string `json:"error"`
+}

@@ -1,0 +1,184 @@
+// Package introspect is ipamd's operator API: JSON over HTTP on loopback
+// by default. It shows the assignments by infra sandbox ID (the key DEL
+// matches on), the pool, the runtime adapter's health with the last
+// reconcile pass, and runs a reconcile pass on demand, optionally as a dry
+// run that only reports what it would release. The documents are the types
+// of package introspect/api; ipamctl renders them.
+package introspect
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"log/slog"
+	"net/http"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/sandboxipam/sandboxipam/ipamd/datastore"
+	"github.com/sandboxipam/sandboxipam/ipamd/introspect/api"
+	"github.com/sandboxipam/sandboxipam/ipamd/reconcile"
+)
+
+// ErrNoAdapter: no runtime adapter is configured or found, so there is
+// nothing to reconcile against.
+var ErrNoAdapter = errors.New("no runtime adapter: reconciliation is off")
+
+// Deps are what the handlers read. Optional ones may be nil.
+type Deps struct {
+	// Store is the datastore. Required.
+	Store *datastore.Store
+	// Source names the IP source ("static", "aws").
+	Source string
+	// Adapter describes the runtime adapter for /v1/adapter.
+	Adapter func(ctx context.Context) api.Adapter
+	// Reconcile runs one pass now; nil answers 503 with ErrNoAdapter.
+	Reconcile func(ctx context.Context, dryRun bool) (reconcile.Result, error)
+	// ENIs renders the aws source's ENIs; nil answers 404 (static source).
+	ENIs func(ctx context.Context) (any, error)
+	// Metrics, when set, is served at /metrics.
+	Metrics http.Handler
+	// Now is the clock for ages; nil means time.Now.
+	Now func() time.Time
+	// Logger; nil discards.
+	Logger *slog.Logger
+}
+
+// Handler serves the introspection API.
+func Handler(d Deps) http.Handler {
+	if d.Now == nil {
+		d.Now = time.Now
+	}
+	if d.Logger == nil {
+		d.Logger = slog.New(slog.DiscardHandler)
+	}
+	h := &handlers{Deps: d}
+	mux := http.NewServeMux()
+	mux.HandleFunc("GET "+api.PathPods, h.pods)
+	mux.HandleFunc("GET "+api.PathPool, h.pool)
+	mux.HandleFunc("GET "+api.PathAdapter, h.adapter)
+	mux.HandleFunc("GET "+api.PathENIs, h.enis)
+	mux.HandleFunc("POST "+api.PathReconcile, h.reconcile)
+	if d.Metrics != nil {
+		mux.Handle("GET "+api.PathMetrics, d.Metrics)
+	}
+	return mux
+}
+
+type handlers struct{ Deps }
+
+func (h *handlers) pods(w http.ResponseWriter, _ *http.Request) {
+	now := h.Now()
+	as := h.Store.Assignments()
+	out := api.Pods{Pods: make([]api.Pod, 0, len(as))}
+	for _, a := range as {
+		out.Pods = append(out.Pods, PodView(a, now))
+	}
+	slices.SortFunc(out.Pods, func(a, b api.Pod) int {
+		return strings.Compare(a.Network+"\x00"+a.SandboxID+"\x00"+a.IfName, b.Network+"\x00"+b.SandboxID+"\x00"+b.IfName)
+	})
+	writeJSON(w, http.StatusOK, out)
+}
+
+func (h *handlers) pool(w http.ResponseWriter, _ *http.Request) {
+	st := h.Store.Stats()
+	rec := h.Store.Recovery()
+	out := api.Pool{
+		Source: h.Source, Total: st.Total, Assigned: st.Assigned, Free: st.Free, Cooling: st.Cooling, Unproven: st.Unproven,
+		Groups:   []api.Group{},
+		Recovery: api.Recovery{Checkpoint: rec.Checkpoint, Detail: rec.Detail, Assignments: rec.Assignments, Unproven: rec.Unproven},
+	}
+	for _, g := range h.Store.Usage() {
+		out.Groups = append(out.Groups, api.Group{Group: g.Group, Total: g.Total, Assigned: g.Assigned, Cooling: g.Cooling,
+			Free: max(g.Total-g.Assigned-g.Cooling, 0)})
+	}
+	writeJSON(w, http.StatusOK, out)
+}
+
+func (h *handlers) adapter(w http.ResponseWriter, r *http.Request) {
+	if h.Adapter == nil {
+		writeError(w, http.StatusServiceUnavailable, ErrNoAdapter)
+		return
+	}
+	writeJSON(w, http.StatusOK, h.Adapter(r.Context()))
+}
+
+func (h *handlers) enis(w http.ResponseWriter, r *http.Request) {
+	if h.ENIs == nil {
+		writeError(w, http.StatusNotFound, errors.New("the ENI view needs ipSource.type aws; this ipamd runs "+h.Source))
+		return
+	}
+	enis, err := h.ENIs(r.Context())
+	if err != nil {
+		writeError(w, http.StatusInternalServerError, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, enis)
+}
+
+func (h *handlers) reconcile(w http.ResponseWriter, r *http.Request) {
+	dryRun := false
+	if v := r.URL.Query().Get("dryRun"); v != "" {
+		var err error
+		if dryRun, err = strconv.ParseBool(v); err != nil {
+			writeError(w, http.StatusBadRequest, errors.New("dryRun must be true or false, got "+strconv.Quote(v)))
+			return
+		}
+	}
+	if h.Reconcile == nil {
+		writeError(w, http.StatusServiceUnavailable, ErrNoAdapter)
+		return
+	}
+	res, err := h.Reconcile(r.Context(), dryRun)
+	view := ReconcileView(res, h.Now())
+	if err != nil {
+		h.Logger.Warn("reconcile requested over introspection failed", slog.Bool("dry_run", dryRun), slog.Any("error", err))
+		if view.Error == "" {
+			view.Error = err.Error()
+		}
+		writeJSON(w, http.StatusBadGateway, view)
+		return
+	}
+	writeJSON(w, http.StatusOK, view)
+}
+
+// PodView renders one assignment.
+func PodView(a datastore.Assignment, now time.Time) api.Pod {
+	age := now.Sub(a.AssignedAt)
+	p := api.Pod{
+		SandboxID: a.SandboxID, Network: a.Network, IfName: a.IfName,
+		Name: a.Pod.Name, Namespace: a.Pod.Namespace, UID: a.Pod.UID,
+		IP: a.Address.IP.String(), Group: a.Address.Group,
+		AssignedAt: a.AssignedAt, AgeSeconds: age.Seconds(), AgeFormatted: age.Round(time.Second).String(),
+	}
+	if a.Address.Subnet.IsValid() {
+		p.Prefix = a.Address.IP.String() + "/" + strconv.Itoa(a.Address.Subnet.Bits())
+	}
+	if a.Address.Gateway.IsValid() {
+		p.Gateway = a.Address.Gateway.String()
+	}
+	return p
+}
+
+// ReconcileView renders one reconcile pass.
+func ReconcileView(r reconcile.Result, now time.Time) api.Reconcile {
+	out := api.Reconcile{At: r.At, DryRun: r.DryRun, Listed: r.Listed, Adopted: r.Adopted, Error: r.Err, Released: []api.Pod{}}
+	for _, a := range r.Released {
+		out.Released = append(out.Released, PodView(a, now))
+	}
+	return out
+}
+
+func writeJSON(w http.ResponseWriter, code int, v any) {
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(code)
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	_ = enc.Encode(v)
+}
+
+func writeError(w http.ResponseWriter, code int, err error) {
+	writeJSON(w, code, api.Error{Error: err.Error()})
+}

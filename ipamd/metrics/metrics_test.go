@@ -1,0 +1,75 @@
+package metrics_test
+
+import (
+	"io"
+	"net/http/httptest"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/sandboxipam/sandboxipam/ipamd/datastore"
+	"github.com/sandboxipam/sandboxipam/ipamd/metrics"
+	"github.com/sandboxipam/sandboxipam/ipamd/reconcile"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+)
+
+func TestMetricsExposition(t *testing.T) {
+	stats := datastore.Stats{Total: 30, Assigned: 7, Free: 20, Cooling: 3, Unproven: 0}
+	healthy, restarts := true, 2
+	m := metrics.New(metrics.Sources{
+		Stats:   func() datastore.Stats { return stats },
+		Adapter: func() (bool, int) { return healthy, restarts },
+	})
+	m.ObserveCall("Add", 800*time.Microsecond, nil)
+	m.ObserveCall("Add", 2*time.Millisecond, status.Error(codes.ResourceExhausted, "full"))
+	m.ObserveCall("Del", time.Millisecond, nil)
+	m.ObserveReconcile(reconcile.Result{Released: make([]datastore.Assignment, 3)})
+	m.ObserveReconcile(reconcile.Result{DryRun: true, Released: make([]datastore.Assignment, 5)})
+	m.ObserveReconcile(reconcile.Result{Err: "list sandboxes: runtime unavailable"})
+
+	body := scrape(t, m)
+	for _, line := range []string{
+		"ipamd_adapter_healthy 1", "ipamd_adapter_restarts_total 2", "ipamd_reconcile_errors_total 1",
+		"ipamd_reconcile_released_ips_total 3",
+		`ipamd_reconcile_runs_total{dry_run="false"} 2`, `ipamd_reconcile_runs_total{dry_run="true"} 1`,
+		`ipamd_cni_request_duration_seconds_count{code="OK",method="Del"} 1`,
+	} {
+		if !strings.Contains(body, line+"\n") {
+			t.Errorf("/metrics lacks %q", line)
+		}
+	}
+
+	healthy, restarts = false, 3
+	stats.Assigned, stats.Free = 8, 19
+	body = scrape(t, m)
+	for _, line := range []string{
+		`ipamd_ips{state="assigned"} 8`, `ipamd_ips{state="free"} 19`, `ipamd_ips{state="cooling"} 3`,
+		`ipamd_ips{state="total"} 30`, `ipamd_ips{state="unproven"} 0`,
+		"ipamd_adapter_healthy 0", "ipamd_adapter_restarts_total 3",
+		`ipamd_cni_request_duration_seconds_count{code="OK",method="Add"} 1`,
+		`ipamd_cni_request_duration_seconds_count{code="ResourceExhausted",method="Add"} 1`,
+	} {
+		if !strings.Contains(body, line+"\n") {
+			t.Errorf("/metrics lacks %q", line)
+		}
+	}
+}
+
+func TestRegistriesAreIndependent(t *testing.T) {
+	// Two daemons in one process must not collide on a shared registry.
+	a := metrics.New(metrics.Sources{})
+	b := metrics.New(metrics.Sources{})
+	a.ObserveReconcile(reconcile.Result{Released: make([]datastore.Assignment, 1)})
+	if strings.Contains(scrape(t, b), "ipamd_reconcile_released_ips_total 1") {
+		t.Fatal("a's counter shows in b's registry")
+	}
+}
+
+func scrape(t *testing.T, m *metrics.Metrics) string {
+	t.Helper()
+	rec := httptest.NewRecorder()
+	m.Handler().ServeHTTP(rec, httptest.NewRequest("GET", "/metrics", nil))
+	body, _ := io.ReadAll(rec.Result().Body)
+	return string(body)
+}

@@ -1,0 +1,187 @@
+// Package server is ipamd's CNI-facing API on top of the datastore: the
+// gRPC IPAM service and the lean wire framing the CNI plugin speaks, both
+// served on one owner-only unix socket.
+//
+// Every request is validated before it reaches the datastore; a bad field
+// is answered with codes.InvalidArgument and a message that names it
+// (attachment.ifname "eth0/x" contains '/'). The wire handler decodes the
+// same protobuf requests, calls the same methods and carries the same
+// status codes, so both protocols behave identically.
+//
+// Nothing here talks to the container runtime: ADD and DEL never wait on
+// the adapter.
+package server
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"net/netip"
+	"time"
+
+	ipamdv1 "github.com/sandboxipam/sandboxipam/ipamd/api/v1"
+	"github.com/sandboxipam/sandboxipam/ipamd/api/v1/ipamdgrpc"
+	"github.com/sandboxipam/sandboxipam/ipamd/datastore"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+)
+
+// Observer receives the duration and outcome of every call, by method name
+// ("Add", "Del", ...). It is the metrics hook; it must not block.
+type Observer func(method string, took time.Duration, err error)
+
+// Options configure New.
+type Options struct {
+	// Logger receives the server's log; nil discards it.
+	Logger *slog.Logger
+	// Observe, when set, is called after every call.
+	Observe Observer
+}
+
+// Server implements ipamdgrpc.IPAMServer on a datastore.
+type Server struct {
+	ipamdgrpc.UnimplementedIPAMServer
+	store   *datastore.Store
+	log     *slog.Logger
+	observe Observer
+}
+
+var _ ipamdgrpc.IPAMServer = (*Server)(nil)
+
+// New returns a Server on store.
+func New(store *datastore.Store, opts Options) *Server {
+	s := &Server{store: store, log: opts.Logger, observe: opts.Observe}
+	if s.log == nil {
+		s.log = slog.New(slog.DiscardHandler)
+	}
+	if s.observe == nil {
+		s.observe = func(string, time.Duration, error) {}
+	}
+	return s
+}
+
+// Add assigns an address to the attachment, or returns the one it has.
+func (s *Server) Add(ctx context.Context, req *ipamdv1.AddRequest) (resp *ipamdv1.AddResponse, err error) {
+	defer s.track("Add", time.Now(), &err)
+	key, pod, err := validateAdd(req)
+	if err != nil {
+		return nil, err
+	}
+	a, err := s.store.Assign(ctx, key, pod)
+	if err != nil {
+		s.log.Warn("ADD failed", slog.Any("key", key), slog.Any("pod", pod), slog.Any("error", err))
+		return nil, toStatus(err)
+	}
+	s.log.Debug("ADD", slog.Any("key", key), slog.Any("pod", pod), slog.String("ip", a.Address.IP.String()))
+	return &ipamdv1.AddResponse{Ips: []*ipamdv1.IPConfig{ipConfig(a)}}, nil
+}
+
+// Del releases the attachment's address. An attachment ipamd holds nothing
+// for succeeds with Released false: CNI DEL must be idempotent.
+func (s *Server) Del(ctx context.Context, req *ipamdv1.DelRequest) (resp *ipamdv1.DelResponse, err error) {
+	defer s.track("Del", time.Now(), &err)
+	key, err := attachmentKey("attachment", req.GetAttachment())
+	if err != nil {
+		return nil, err
+	}
+	a, found, err := s.store.Release(ctx, key)
+	if err != nil {
+		s.log.Warn("DEL failed", slog.Any("key", key), slog.Any("error", err))
+		return nil, toStatus(err)
+	}
+	if !found {
+		s.log.Info("DEL of an attachment ipamd holds nothing for; nothing to release", slog.Any("key", key))
+		return &ipamdv1.DelResponse{Released: false}, nil
+	}
+	s.log.Debug("DEL", slog.Any("key", key), slog.String("ip", a.Address.IP.String()))
+	return &ipamdv1.DelResponse{Released: true}, nil
+}
+
+// Check returns what ipamd holds for the attachment, NotFound if nothing.
+func (s *Server) Check(_ context.Context, req *ipamdv1.CheckRequest) (resp *ipamdv1.CheckResponse, err error) {
+	defer s.track("Check", time.Now(), &err)
+	key, err := attachmentKey("attachment", req.GetAttachment())
+	if err != nil {
+		return nil, err
+	}
+	a, ok := s.store.Lookup(key)
+	if !ok {
+		return nil, status.Errorf(codes.NotFound, "no address held for network %q sandbox %q ifname %q",
+			key.Network, key.SandboxID, key.IfName)
+	}
+	return &ipamdv1.CheckResponse{Ips: []*ipamdv1.IPConfig{ipConfig(a)}}, nil
+}
+
+// GC releases every attachment of the network that is not listed valid.
+func (s *Server) GC(ctx context.Context, req *ipamdv1.GCRequest) (resp *ipamdv1.GCResponse, err error) {
+	defer s.track("GC", time.Now(), &err)
+	keep, err := validateGC(req)
+	if err != nil {
+		return nil, err
+	}
+	released, err := s.store.GC(ctx, req.GetNetwork(), keep)
+	if err != nil {
+		return nil, toStatus(err)
+	}
+	resp = &ipamdv1.GCResponse{Released: make([]*ipamdv1.Attachment, 0, len(released))}
+	for _, a := range released {
+		resp.Released = append(resp.Released, &ipamdv1.Attachment{Network: a.Network, SandboxId: a.SandboxID, Ifname: a.IfName})
+	}
+	if len(released) > 0 {
+		s.log.Info("GC released attachments", slog.String("network", req.GetNetwork()), slog.Int("released", len(released)))
+	}
+	return resp, nil
+}
+
+// Status says whether ipamd can hand out an address now.
+func (s *Server) Status(_ context.Context, _ *ipamdv1.StatusRequest) (resp *ipamdv1.StatusResponse, err error) {
+	defer s.track("Status", time.Now(), &err)
+	st := s.store.Stats()
+	resp = &ipamdv1.StatusResponse{Ready: true, Free: uint32(max(st.Free, 0))}
+	switch {
+	case s.store.Unproven():
+		resp.Ready, resp.Message = false, "checkpoint was lost; waiting for the runtime listing to prove which addresses are free"
+	case st.Free == 0:
+		resp.Ready, resp.Message = false, "address pool exhausted"
+	}
+	return resp, nil
+}
+
+func (s *Server) track(method string, start time.Time, err *error) {
+	s.observe(method, time.Since(start), *err)
+}
+
+// ipConfig renders an assignment as the API's CIDR-notation address.
+func ipConfig(a datastore.Assignment) *ipamdv1.IPConfig {
+	bits := a.Address.Subnet.Bits()
+	if bits < 0 {
+		bits = a.Address.IP.BitLen()
+	}
+	c := &ipamdv1.IPConfig{Address: netip.PrefixFrom(a.Address.IP, bits).String()}
+	if a.Address.Gateway.IsValid() {
+		c.Gateway = a.Address.Gateway.String()
+	}
+	return c
+}
+
+// toStatus maps datastore errors onto the gRPC codes the CNI plugin
+// branches on: exhaustion and an unproven pool are retryable states, not
+// internal faults.
+func toStatus(err error) error {
+	var code codes.Code
+	switch {
+	case errors.Is(err, datastore.ErrPoolExhausted):
+		code = codes.ResourceExhausted
+	case errors.Is(err, datastore.ErrUnproven), errors.Is(err, datastore.ErrClosed):
+		code = codes.Unavailable
+	case errors.Is(err, datastore.ErrInvalidKey):
+		code = codes.InvalidArgument
+	case errors.Is(err, context.DeadlineExceeded):
+		code = codes.DeadlineExceeded
+	case errors.Is(err, context.Canceled):
+		code = codes.Canceled
+	default:
+		code = codes.Internal
+	}
+	return status.Error(code, err.Error())
+}
