@@ -1,0 +1,178 @@
+package conformance
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/sandboxipam/sandboxipam/conformance/fixture"
+	"github.com/sandboxipam/sandboxipam/runtime"
+)
+
+func checkStopped(ctx context.Context, s *session) error {
+	if err := s.requirePods(); err != nil {
+		return err
+	}
+	pod, _, err := s.createPod(ctx, s.podSpec(appContainer))
+	if err != nil {
+		return err
+	}
+	if err := expectState(ctx, s, pod, runtime.StateReady, "running"); err != nil {
+		return err
+	}
+	if err := s.stopPod(ctx, pod); err != nil {
+		return err
+	}
+	if err := expectState(ctx, s, pod, runtime.StateNotReady, "stopped"); err != nil {
+		return err
+	}
+	sb, err := s.get(ctx, pod.SandboxID)
+	if err != nil || sb.State != runtime.StateNotReady {
+		return mismatch("GetSandbox of a stopped sandbox", "the sandbox, "+runtime.StateNotReady.String(), describeGet(sb, err))
+	}
+	return nil
+}
+
+// expectState lists the sandboxes and requires pod to be listed in state.
+func expectState(ctx context.Context, s *session, pod fixture.Pod, state runtime.SandboxState, what string) error {
+	list, err := s.list(ctx)
+	if err != nil {
+		return err
+	}
+	sb, ok := findForPod(list, pod)
+	if !ok {
+		return mismatch(fmt.Sprintf("%s sandbox of pod %s is not listed; it still owns its IP", what, pod.Spec.Name),
+			pod.SandboxID+" "+state.String(), listedIDs(list))
+	}
+	if sb.State != state {
+		return mismatch(fmt.Sprintf("%s sandbox of pod %s is listed in the wrong state", what, pod.Spec.Name),
+			state.String(), sb.State.String())
+	}
+	return nil
+}
+
+func checkRemoved(ctx context.Context, s *session) error {
+	if err := s.requirePods(); err != nil {
+		return err
+	}
+	pod, item, err := s.createPod(ctx, s.podSpec(appContainer))
+	if err != nil {
+		return err
+	}
+	if err := s.stopPod(ctx, pod); err != nil {
+		return err
+	}
+	if err := item.Release(ctx); err != nil {
+		return fmt.Errorf("fixture %s: %w", s.fixture.Name(), err)
+	}
+	list, err := s.list(ctx)
+	if err != nil {
+		return err
+	}
+	if sb, ok := findForPod(list, pod); ok {
+		return mismatch(fmt.Sprintf("removed pod %s is still listed", pod.Spec.Name), "not listed", sb.ID)
+	}
+	sb, err := s.get(ctx, pod.SandboxID)
+	if !errors.Is(err, runtime.ErrNotFound) {
+		return mismatch("GetSandbox of a removed sandbox did not report ErrNotFound (checked with errors.Is through the plugin)",
+			"an error wrapping runtime.ErrNotFound", describeGet(sb, err))
+	}
+	return nil
+}
+
+func checkRestarted(ctx context.Context, s *session) error {
+	if err := s.requirePods(); err != nil {
+		return err
+	}
+	first, firstItem, err := s.createPod(ctx, s.podSpec(appContainer))
+	if err != nil {
+		return err
+	}
+	if err := s.stopPod(ctx, first); err != nil {
+		return err
+	}
+	// The retry's sandbox comes up before its containers are recreated,
+	// as when kubelet replaces a dead sandbox; runtimes also reserve app
+	// container names per pod across sandbox attempts.
+	retrySpec := first.Spec
+	retrySpec.Attempt = first.Spec.Attempt + 1
+	retrySpec.Containers = nil
+	second, _, err := s.createPod(ctx, retrySpec)
+	if err != nil {
+		return err
+	}
+	if second.SandboxID == first.SandboxID {
+		return fmt.Errorf("fixture %s reused sandbox ID %s for attempt %d", s.fixture.Name(), first.SandboxID, retrySpec.Attempt)
+	}
+	if err := expectOwnIDs(ctx, s, []fixture.Pod{first, second}, []runtime.SandboxState{runtime.StateNotReady, runtime.StateReady}); err != nil {
+		return err
+	}
+	if err := firstItem.Release(ctx); err != nil {
+		return fmt.Errorf("fixture %s: %w", s.fixture.Name(), err)
+	}
+	list, err := s.list(ctx)
+	if err != nil {
+		return err
+	}
+	if _, ok := findByID(list, first.SandboxID); ok {
+		return mismatch("attempt 0 is still listed after it was removed", "not listed", first.SandboxID)
+	}
+	return expectOwnIDs(ctx, s, []fixture.Pod{second}, []runtime.SandboxState{runtime.StateReady})
+}
+
+// expectOwnIDs lists the sandboxes and requires each pod listed under its
+// own sandbox ID, with its attempt, in the matching state.
+func expectOwnIDs(ctx context.Context, s *session, pods []fixture.Pod, states []runtime.SandboxState) error {
+	list, err := s.list(ctx)
+	if err != nil {
+		return err
+	}
+	for i, pod := range pods {
+		sb, ok := findByID(list, pod.SandboxID)
+		if !ok {
+			return mismatch(fmt.Sprintf("attempt %d of pod %s is not listed under its own sandbox ID", pod.Spec.Attempt, pod.Spec.Name),
+				pod.SandboxID, listedIDs(list))
+		}
+		if sb.Attempt != pod.Spec.Attempt || sb.State != states[i] {
+			return mismatch(fmt.Sprintf("sandbox %s of pod %s", pod.SandboxID, pod.Spec.Name),
+				fmt.Sprintf("attempt=%d %s", pod.Spec.Attempt, states[i]), fmt.Sprintf("attempt=%d %s", sb.Attempt, sb.State))
+		}
+	}
+	return nil
+}
+
+func checkNoPlainContainers(ctx context.Context, s *session) error {
+	if err := s.requirePods(); err != nil {
+		return err
+	}
+	if _, _, err := s.createPod(ctx, s.podSpec()); err != nil {
+		return err
+	}
+	name := fmt.Sprintf("plain-%s", s.runID)
+	fixtureCtx, cancel := s.fixtureCtx(ctx)
+	defer cancel()
+	plainID, err := s.fixture.CreatePlainContainer(fixtureCtx, name)
+	if errors.Is(err, fixture.ErrNotSupported) {
+		return skipf("plain containers not supported by the %s fixture", s.fixture.Name())
+	}
+	if err != nil {
+		return fmt.Errorf("fixture %s: create plain container: %w", s.fixture.Name(), err)
+	}
+	// The fixture has no call to remove one container; its Cleanup does.
+	s.note("plain container %s (%s) is removed by the fixture's clean-up", name, plainID)
+	list, err := s.list(ctx)
+	if err != nil {
+		return err
+	}
+	for _, sb := range list {
+		if refersTo(sb.ID, plainID) {
+			return mismatch(fmt.Sprintf("listed plain container %s, which is not a Kubernetes pod sandbox", name), "not listed", sb.ID)
+		}
+	}
+	sb, err := s.get(ctx, plainID)
+	if !errors.Is(err, runtime.ErrNotFound) {
+		return mismatch("GetSandbox of a plain container did not report ErrNotFound",
+			"an error wrapping runtime.ErrNotFound", describeGet(sb, err))
+	}
+	return nil
+}

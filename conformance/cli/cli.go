@@ -1,0 +1,308 @@
+// Package cli is the conformance command line: it turns the command's
+// Options into a conformance.Config and a fixture, runs the suite, prints a
+// readable report and writes JUnit XML and JSON on request. The command's
+// main only maps flags onto Options (after csi-test's cmd/csi-sanity).
+package cli
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"regexp"
+	"slices"
+	"time"
+
+	"github.com/sandboxipam/sandboxipam/conformance"
+	"github.com/sandboxipam/sandboxipam/conformance/fixture"
+)
+
+// Exit codes of the conformance command.
+const (
+	ExitPass  = 0 // every check that ran passed
+	ExitFail  = 1 // a check failed, the run was interrupted, or it could not run
+	ExitUsage = 2 // the command line is wrong
+)
+
+// Fixture kinds Options.Fixture accepts.
+const (
+	FixtureDocker = "docker"
+	FixtureCRI    = "cri"
+	FixtureNone   = "none"
+)
+
+// Default endpoints when Options.Endpoint is empty and a fixture needs one.
+const (
+	DefaultDockerEndpoint = "unix:///var/run/docker.sock"
+	DefaultCRIEndpoint    = "unix:///run/containerd/containerd.sock"
+	// DefaultEndpointFlag is how this project's adapters take their
+	// endpoint.
+	DefaultEndpointFlag = "--endpoint"
+	// fixtureCleanupTimeout bounds the fixture's final clean-up.
+	fixtureCleanupTimeout = 2 * time.Minute
+)
+
+// ErrUsage is wrapped by every error Options.Validate returns.
+var ErrUsage = errors.New("usage")
+
+// Options are the `conformance run` flags.
+type Options struct {
+	// Adapter is the adapter binary. Required.
+	Adapter string
+	// AdapterArgs are passed to the adapter before the endpoint flag.
+	AdapterArgs []string
+	// AdapterSHA256 pins the binary's checksum. Default: not pinned.
+	AdapterSHA256 string
+	// Fixture is docker, cri or none. Default none: the checks that need
+	// pods are skipped.
+	Fixture string
+	// Endpoint is given to the adapter (EndpointFlag URI) and used by the
+	// fixture to create pods. Default: DefaultDockerEndpoint or
+	// DefaultCRIEndpoint for those fixtures; with no fixture, none is
+	// passed and the adapter uses its own default.
+	Endpoint string
+	// EndpointFlag is the adapter's endpoint flag. Default
+	// DefaultEndpointFlag.
+	EndpointFlag string
+	// WrongRuntimeArgs, when set, are appended after the adapter's usual
+	// arguments (endpoint included; a flag given later wins) to make it
+	// expect another runtime than the endpoint's, or point it at another
+	// runtime's socket, for the wrong-runtime-refused check.
+	WrongRuntimeArgs []string
+	// PauseImage, AppImage and CgroupParent are the fixture's (see
+	// fixture.DockerConfig and fixture.CRIConfig). Defaults: theirs.
+	PauseImage   string
+	AppImage     string
+	CgroupParent string
+	// WithoutPodLabels makes the CRI fixture leave out kubelet's
+	// io.kubernetes.pod.* labels, proving the adapter reads the pod's
+	// identity from sandbox metadata.
+	WithoutPodLabels bool
+	// Namespace is the pods' Kubernetes namespace. Default
+	// conformance.DefaultNamespace.
+	Namespace string
+	// Focus and Skip select checks by ID (regular expressions).
+	Focus, Skip string
+	// Scale is the scale check's pod count; 0 skips that check.
+	Scale int
+	// Timeout bounds each adapter call. Default conformance.DefaultTimeout.
+	Timeout time.Duration
+	// JUnitPath and JSONPath, when set, receive the report.
+	JUnitPath, JSONPath string
+	// Verbose logs the suite's and the adapter's logs to stderr.
+	Verbose bool
+}
+
+// Validate reports the first wrong option, naming its flag.
+func (o Options) Validate() error {
+	switch {
+	case o.Adapter == "":
+		return fmt.Errorf("%w: --adapter is required", ErrUsage)
+	case !slices.Contains([]string{"", FixtureDocker, FixtureCRI, FixtureNone}, o.Fixture):
+		return fmt.Errorf("%w: --fixture must be one of docker, cri, none, got %q", ErrUsage, o.Fixture)
+	case o.Scale < 0:
+		return fmt.Errorf("%w: --scale must not be negative, got %d", ErrUsage, o.Scale)
+	case o.Timeout < 0:
+		return fmt.Errorf("%w: --timeout must not be negative, got %s", ErrUsage, o.Timeout)
+	}
+	for flagName, expr := range map[string]string{"--focus": o.Focus, "--skip": o.Skip} {
+		if _, err := compileOptional(expr); err != nil {
+			return fmt.Errorf("%w: %s: %w", ErrUsage, flagName, err)
+		}
+	}
+	return nil
+}
+
+// Run runs the suite as the command does and returns the exit code.
+// Usage errors are printed to stderr; the report goes to stdout.
+func Run(ctx context.Context, opts Options, stdout, stderr io.Writer) int {
+	if err := opts.Validate(); err != nil {
+		fmt.Fprintln(stderr, err)
+		return ExitUsage
+	}
+	opts = opts.withDefaults()
+	logger := newLogger(opts.Verbose, stderr)
+	fix, closeFixture, err := newFixture(ctx, opts)
+	if err != nil {
+		fmt.Fprintf(stderr, "conformance: %v\n", err)
+		return ExitFail
+	}
+	defer closeFixture(logger)
+	cfg, err := opts.config(fix, logger)
+	if err != nil {
+		fmt.Fprintln(stderr, err)
+		return ExitUsage
+	}
+	fmt.Fprintf(stdout, "adapter: %s %v\nfixture: %s\n\n", cfg.AdapterPath, cfg.AdapterArgs, opts.Fixture)
+	report, err := conformance.RunChecks(ctx, cfg, conformance.NewTextReporter(stdout))
+	if err != nil {
+		fmt.Fprintln(stderr, err)
+		return ExitUsage
+	}
+	fmt.Fprint(stdout, conformance.FormatSummary(report))
+	if err := writeReports(opts, report); err != nil {
+		fmt.Fprintf(stderr, "conformance: %v\n", err)
+		return ExitFail
+	}
+	if report.Failed() || report.Interrupted {
+		return ExitFail
+	}
+	return ExitPass
+}
+
+// withDefaults fills the fixture kind, endpoint and endpoint flag.
+func (o Options) withDefaults() Options {
+	if o.Fixture == "" {
+		o.Fixture = FixtureNone
+	}
+	if o.EndpointFlag == "" {
+		o.EndpointFlag = DefaultEndpointFlag
+	}
+	if o.Endpoint == "" {
+		switch o.Fixture {
+		case FixtureDocker:
+			o.Endpoint = DefaultDockerEndpoint
+		case FixtureCRI:
+			o.Endpoint = DefaultCRIEndpoint
+		}
+	}
+	if o.Scale == 0 {
+		o.Scale = -1 // conformance.Config: negative skips the scale check
+	}
+	return o
+}
+
+// config maps the options onto the suite's Config.
+func (o Options) config(fix fixture.Fixture, logger *slog.Logger) (conformance.Config, error) {
+	focus, err := compileOptional(o.Focus)
+	if err != nil {
+		return conformance.Config{}, err
+	}
+	skip, err := compileOptional(o.Skip)
+	if err != nil {
+		return conformance.Config{}, err
+	}
+	cfg := conformance.Config{
+		AdapterPath:   o.Adapter,
+		AdapterArgs:   o.withEndpoint(o.AdapterArgs, o.Endpoint),
+		AdapterSHA256: o.AdapterSHA256,
+		Fixture:       fix,
+		Namespace:     o.Namespace,
+		EndpointArgs:  func(endpoint string) []string { return o.withEndpoint(o.AdapterArgs, endpoint) },
+		Scale:         o.Scale,
+		Focus:         focus,
+		Skip:          skip,
+		Timeout:       o.Timeout,
+		Logger:        logger,
+	}
+	if len(o.WrongRuntimeArgs) > 0 {
+		cfg.WrongRuntimeArgs = append(cfg.AdapterArgs[:len(cfg.AdapterArgs):len(cfg.AdapterArgs)], o.WrongRuntimeArgs...)
+	}
+	return cfg, nil
+}
+
+// withEndpoint returns args followed by the endpoint flag, when endpoint
+// is set.
+func (o Options) withEndpoint(args []string, endpoint string) []string {
+	out := slices.Clone(args)
+	if endpoint != "" {
+		out = append(out, o.EndpointFlag+"="+endpoint)
+	}
+	return out
+}
+
+// newFixture builds the fixture the options name and a func that cleans it
+// up, on a context of its own so that Ctrl-C still removes every pod.
+func newFixture(ctx context.Context, o Options) (fixture.Fixture, func(*slog.Logger), error) {
+	var fix interface {
+		fixture.Fixture
+		Close() error
+	}
+	var err error
+	switch o.Fixture {
+	case FixtureDocker:
+		fix, err = fixture.NewDocker(ctx, fixture.DockerConfig{Host: o.Endpoint, PauseImage: o.PauseImage, CgroupParent: o.CgroupParent})
+	case FixtureCRI:
+		fix, err = fixture.NewCRI(ctx, fixture.CRIConfig{Endpoint: o.Endpoint, PauseImage: o.PauseImage,
+			AppImage: o.AppImage, CgroupParent: o.CgroupParent, WithoutPodLabels: o.WithoutPodLabels})
+	default:
+		return nil, func(*slog.Logger) {}, nil
+	}
+	if err != nil {
+		return nil, nil, fmt.Errorf("%s fixture at %s: %w", o.Fixture, o.Endpoint, err)
+	}
+	cleanup := func(logger *slog.Logger) {
+		cleanupCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), fixtureCleanupTimeout)
+		defer cancel()
+		if err := fix.Cleanup(cleanupCtx); err != nil {
+			logger.Error("fixture clean-up left resources behind", "err", err)
+		}
+		_ = fix.Close()
+	}
+	return fix, cleanup, nil
+}
+
+// writeReports writes the JUnit and JSON files the options ask for.
+func writeReports(o Options, report conformance.Report) error {
+	writers := []struct {
+		path  string
+		write func(io.Writer, conformance.Report) error
+	}{{o.JUnitPath, conformance.WriteJUnit}, {o.JSONPath, conformance.WriteJSON}}
+	for _, w := range writers {
+		if w.path == "" {
+			continue
+		}
+		if err := writeFile(w.path, report, w.write); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// writeFile creates path and writes the report into it.
+func writeFile(path string, report conformance.Report, write func(io.Writer, conformance.Report) error) error {
+	f, err := os.Create(path)
+	if err != nil {
+		return fmt.Errorf("write report: %w", err)
+	}
+	if err := write(f, report); err != nil {
+		_ = f.Close()
+		return fmt.Errorf("write report %s: %w", path, err)
+	}
+	if err := f.Close(); err != nil {
+		return fmt.Errorf("write report %s: %w", path, err)
+	}
+	return nil
+}
+
+// compileOptional compiles expr, or returns nil for an empty one.
+func compileOptional(expr string) (*regexp.Regexp, error) {
+	if expr == "" {
+		return nil, nil
+	}
+	re, err := regexp.Compile(expr)
+	if err != nil {
+		return nil, fmt.Errorf("invalid regular expression %q: %w", expr, err)
+	}
+	return re, nil
+}
+
+// newLogger logs to stderr when verbose, and discards otherwise: the
+// adapters' own errors against the deliberately broken endpoints would
+// drown the report.
+func newLogger(verbose bool, stderr io.Writer) *slog.Logger {
+	if !verbose {
+		return slog.New(slog.DiscardHandler)
+	}
+	return slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelDebug}))
+}
+
+// PrintChecks writes every check's ID, rule and statement, for
+// `conformance list`.
+func PrintChecks(w io.Writer) {
+	for _, check := range conformance.Checks() {
+		fmt.Fprintf(w, "%-27s %s\n%-27s [%s]\n", check.ID, check.Statement, "", check.Rule)
+	}
+}

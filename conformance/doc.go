@@ -1,0 +1,26 @@
+// Package conformance proves that a runtime adapter binary obeys the five
+// rules of the adapter contract (see package runtime) against a real
+// container runtime.
+//
+// The suite is modelled on csi-test's sanity package: a Config with
+// documented defaults, one check per behaviour, each with a stable ID, a
+// one-line statement and the rule it verifies. The same checks run two ways:
+//
+//   - Run(t, cfg) from a Go test, one t.Run per check, so an adapter's own
+//     tests can call the suite;
+//   - RunChecks(ctx, cfg, reporter) from the conformance binary, which turns
+//     the returned Report into text, JUnit XML or JSON.
+//
+// The adapter is always launched through runtime/plugin.Launch, the same
+// go-plugin path ipamd uses, so what passes here is what ipamd will see:
+// typed errors must survive the process boundary, and deadlines must cross it.
+//
+// Real pods come from a fixture.Fixture (Docker or CRI). Every resource a
+// check creates (pods, plain containers, extra adapter processes, sockets)
+// is recorded and released in reverse order when the check ends, also when it
+// fails or the run is interrupted. A check whose fixture lacks a capability
+// is skipped with "X not supported" rather than failed.
+//
+// Each check looks only at the pods it created itself, so the suite can run
+// against a node that has other pods, and several runs can share a runtime.
+package conformance

@@ -1,0 +1,93 @@
+package e2e_test
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/sandboxipam/sandboxipam/conformance"
+)
+
+// brokenScale keeps the scale check running where it must catch a break
+// (shortid) but cheap: the 200-pod run is the shipped docker adapter's.
+const brokenScale = "3"
+
+// TestBrokenAdaptersFailTheirRule runs the suite against each test adapter
+// that breaks one rule, and requires exit status 1 and failures in exactly
+// the checks of that rule (plus the checks that see the same break from
+// another angle), while every other check passes.
+func TestBrokenAdaptersFailTheirRule(t *testing.T) {
+	t.Parallel()
+	d := docker.Get(t)
+	cases := []struct {
+		adapter string
+		failing []string
+		// mayFail are checks that catch the break only when a race goes
+		// their way; they may pass or fail.
+		mayFail []string
+		// scaled runs the scale check, which only shortid fails.
+		scaled bool
+		// message is a phrase the main failing check's reason must hold,
+		// actual one its actual value must hold.
+		mainCheck, message, actual string
+	}{
+		{
+			adapter: "seedbug",
+			// The app container's ID shows wherever a check looks up a pod
+			// with an app container by its sandbox ID.
+			failing:   []string{"sandbox-id-exact", "no-app-container-ids", "restarted-pod-ids"},
+			mainCheck: "no-app-container-ids", message: "this is the seed bug", actual: "docker://",
+		},
+		{
+			adapter: "shortid",
+			// Every check that compares an ID byte for byte.
+			failing:   []string{"sandbox-id-exact", "get-sandbox-matches", "restarted-pod-ids", "scale-listing"},
+			scaled:    true,
+			mainCheck: "sandbox-id-exact", message: "looks like a short ID",
+		},
+		{
+			adapter: "emptyonerror",
+			failing: []string{"unreachable-is-error"},
+			// Against a hung runtime the empty list is caught only when the
+			// adapter's own client gives up before the host's deadline ends
+			// the call: the two deadlines are the same instant.
+			mayFail:   []string{"deadline-hung-runtime"},
+			mainCheck: "unreachable-is-error", message: "returned a list and no error",
+		},
+		{
+			adapter:   "listsplain",
+			failing:   []string{"no-plain-containers"},
+			mainCheck: "no-plain-containers", message: "not a Kubernetes pod sandbox",
+		},
+	}
+	runs := make(map[string][]string, len(cases))
+	for _, tc := range cases {
+		scale := "0"
+		if tc.scaled {
+			scale = brokenScale
+		}
+		runs[tc.adapter] = append([]string{"--adapter", binary(t, tc.adapter), "--scale", scale}, dockerFixtureArgs(d)...)
+	}
+	results := runCLIConcurrently(t, runs)
+	for _, tc := range cases {
+		t.Run(tc.adapter, func(t *testing.T) {
+			run := results[tc.adapter]
+			failing := tc.failing
+			for _, id := range tc.mayFail {
+				if run.result(t, id).Status == conformance.StatusFail {
+					failing = append(failing, id)
+				}
+			}
+			skipped := []string{"wrong-runtime-refused"}
+			if !tc.scaled {
+				skipped = append(skipped, "scale-listing")
+			}
+			expectOutcome(t, run, 1, failing, skipped)
+			if got := run.result(t, tc.mainCheck); !strings.Contains(got.Reason, tc.message) {
+				t.Errorf("%s reason = %q, want it to say %q", tc.mainCheck, got.Reason, tc.message)
+			}
+			if got := run.result(t, tc.mainCheck); !strings.Contains(got.Actual, tc.actual) {
+				t.Errorf("%s actual = %q, want it to hold %q", tc.mainCheck, got.Actual, tc.actual)
+			}
+		})
+	}
+}

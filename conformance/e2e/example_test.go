@@ -1,0 +1,34 @@
+package e2e_test
+
+import (
+	"context"
+	"testing"
+
+	"github.com/sandboxipam/sandboxipam/conformance"
+	"github.com/sandboxipam/sandboxipam/conformance/fixture"
+)
+
+// TestExampleAdapterConforms runs the suite in-process, through
+// conformance.Run as an adapter author's own test would, against the
+// example third-party adapter built from examples/adapter-docker-minimal.
+func TestExampleAdapterConforms(t *testing.T) {
+	t.Parallel()
+	d := docker.Get(t)
+	fix, err := fixture.NewDocker(t.Context(), fixture.DockerConfig{Host: d.Host, PauseImage: d.PauseImage, CgroupParent: d.CgroupParent})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if err := fix.Cleanup(context.Background()); err != nil {
+			t.Errorf("fixture clean-up: %v", err)
+		}
+		_ = fix.Close()
+	})
+	conformance.Run(t, conformance.Config{
+		AdapterPath:  binary(t, "adapter-docker-minimal"),
+		AdapterArgs:  []string{"--endpoint=" + d.Host},
+		Fixture:      fix,
+		EndpointArgs: func(endpoint string) []string { return []string{"--endpoint=" + endpoint} },
+		Scale:        10,
+	})
+}

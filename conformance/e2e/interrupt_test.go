@@ -1,0 +1,84 @@
+package e2e_test
+
+import (
+	"bytes"
+	"errors"
+	"os/exec"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/docker/docker/api/types/container"
+	"github.com/docker/docker/api/types/filters"
+	"github.com/docker/docker/client"
+)
+
+// TestInterruptCleansUp sends the runner SIGINT while the scale check is
+// creating pods, and requires exit status 1, the check reported as
+// interrupted, and not one of the run's containers left behind.
+func TestInterruptCleansUp(t *testing.T) {
+	t.Parallel()
+	d := docker.Get(t)
+	namespace := "conformance-interrupt"
+	docker, err := client.NewClientWithOpts(client.WithHost(d.Host), client.WithAPIVersionNegotiation())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer docker.Close()
+
+	var stdout bytes.Buffer
+	cmd := exec.CommandContext(t.Context(), binary(t, "conformance"), append([]string{"run",
+		"--adapter", binary(t, "adapter-docker-minimal"), "--focus", "^scale-listing$", "--scale", "100",
+		"--namespace", namespace}, dockerFixtureArgs(d)...)...)
+	cmd.Stdout, cmd.Stderr = &stdout, &stdout
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	waitForContainers(t, docker, namespace)
+	if err := cmd.Process.Signal(syscall.SIGINT); err != nil {
+		t.Fatal(err)
+	}
+	err = cmd.Wait()
+	var exit *exec.ExitError
+	if !errors.As(err, &exit) || exit.ExitCode() != 1 {
+		t.Errorf("exit = %v, want exit status 1\n%s", err, stdout.String())
+	}
+	if !strings.Contains(stdout.String(), "SKIP  scale-listing") || !strings.Contains(stdout.String(), "interrupted") {
+		t.Errorf("output does not report the interrupted check:\n%s", stdout.String())
+	}
+	if left := namespaceContainers(t, docker, namespace); len(left) != 0 {
+		t.Errorf("%d containers left behind after Ctrl-C: %v", len(left), left)
+	}
+}
+
+// waitForContainers polls until the run has created a container in
+// namespace; the test's own deadline bounds it.
+func waitForContainers(t *testing.T, docker *client.Client, namespace string) {
+	t.Helper()
+	for len(namespaceContainers(t, docker, namespace)) == 0 {
+		select {
+		case <-t.Context().Done():
+			t.Fatal("the run never created a pod")
+		case <-time.After(20 * time.Millisecond):
+		}
+	}
+}
+
+// namespaceContainers returns the IDs of every container, running or not,
+// of a pod in namespace.
+func namespaceContainers(t *testing.T, docker *client.Client, namespace string) []string {
+	t.Helper()
+	list, err := docker.ContainerList(t.Context(), container.ListOptions{
+		All:     true,
+		Filters: filters.NewArgs(filters.Arg("label", "io.kubernetes.pod.namespace="+namespace)),
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var ids []string
+	for _, c := range list {
+		ids = append(ids, c.ID)
+	}
+	return ids
+}

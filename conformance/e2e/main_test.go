@@ -1,0 +1,88 @@
+package e2e_test
+
+import (
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/sandboxipam/sandboxipam/internal/testenv"
+)
+
+// One private daemon of each kind for the whole package (see testenv).
+var (
+	docker     = testenv.SharedDocker(testenv.DockerOptions{})
+	containerd = testenv.SharedContainerd(testenv.ContainerdOptions{})
+)
+
+// binaries is the directory the binaries under test are built into, once
+// per test binary.
+var binaries struct {
+	once sync.Once
+	dir  string
+	err  error
+}
+
+// packagesToBuild are the mains the tests run, relative to the module root.
+var packagesToBuild = []string{
+	"./cmd/conformance",
+	"./cmd/adapters/docker",
+	"./cmd/adapters/dockershim",
+	"./cmd/adapters/crio",
+	"./cmd/adapters/containerd",
+	"./examples/adapter-docker-minimal",
+	"./conformance/testdata/seedbug",
+	"./conformance/testdata/shortid",
+	"./conformance/testdata/emptyonerror",
+	"./conformance/testdata/listsplain",
+}
+
+func TestMain(m *testing.M) {
+	code := testenv.Run(m, docker, containerd)
+	if binaries.dir != "" {
+		_ = os.RemoveAll(binaries.dir)
+	}
+	os.Exit(code)
+}
+
+// binary returns the path of a built main, named after its package
+// directory, building them all on first use.
+func binary(t *testing.T, name string) string {
+	t.Helper()
+	binaries.once.Do(func() { binaries.dir, binaries.err = buildAll() })
+	if binaries.err != nil {
+		t.Fatal(binaries.err)
+	}
+	return filepath.Join(binaries.dir, name)
+}
+
+// buildAll builds every package under test into a fresh directory.
+func buildAll() (string, error) {
+	root, err := moduleRoot()
+	if err != nil {
+		return "", err
+	}
+	dir, err := os.MkdirTemp("", "conf-bin-")
+	if err != nil {
+		return "", fmt.Errorf("build dir: %w", err)
+	}
+	args := append([]string{"build", "-tags", "grpcnotrace", "-o", dir + "/"}, packagesToBuild...)
+	cmd := exec.Command("go", args...)
+	cmd.Dir = root
+	if out, err := cmd.CombinedOutput(); err != nil {
+		return dir, fmt.Errorf("go %s: %w\n%s", strings.Join(args, " "), err, out)
+	}
+	return dir, nil
+}
+
+// moduleRoot is the directory of this module's go.mod.
+func moduleRoot() (string, error) {
+	out, err := exec.Command("go", "env", "GOMOD").Output()
+	if err != nil {
+		return "", fmt.Errorf("go env GOMOD: %w", err)
+	}
+	return filepath.Dir(strings.TrimSpace(string(out))), nil
+}

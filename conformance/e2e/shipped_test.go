@@ -1,0 +1,71 @@
+package e2e_test
+
+import (
+	"testing"
+)
+
+// dockerScale is the scale check's pod count against Docker. The one
+// full-scale run (200 pods) is containerd's, whose pods start several
+// times faster than Docker's on a small machine.
+const dockerScale = "50"
+
+// TestDockerAdapterConforms runs the whole suite against the shipped
+// docker adapter with the docker fixture. With containerd's socket as the
+// wrong runtime, every check must pass.
+func TestDockerAdapterConforms(t *testing.T) {
+	t.Parallel()
+	d := docker.Get(t)
+	c := containerd.Get(t)
+	args := append([]string{"--adapter", binary(t, "docker"), "--scale", dockerScale,
+		"--wrong-runtime-arg=--endpoint=" + c.Endpoint}, dockerFixtureArgs(d)...)
+	run := runCLI(t, args...)
+	expectOutcome(t, run, 0, nil, nil)
+	t.Logf("scale-listing: %v", run.result(t, "scale-listing").Notes)
+}
+
+// TestCRIAdaptersConform runs the suite against every CRI-speaking adapter
+// and the native containerd adapter, all reading the private containerd.
+// A CRI runtime has no plain containers, so no-plain-containers skips.
+func TestCRIAdaptersConform(t *testing.T) {
+	t.Parallel()
+	c := containerd.Get(t)
+	d := docker.Get(t)
+	cases := []struct {
+		name    string
+		adapter string
+		args    []string
+		scale   string
+	}{
+		{
+			// The one run at full scale (conformance.DefaultScale).
+			name: "containerd-cri", adapter: "containerd", scale: "200",
+			args: []string{"--adapter-arg=--cri", "--wrong-runtime-arg=--endpoint=" + d.Host},
+		},
+		{
+			name: "containerd-native", adapter: "containerd", scale: "5",
+			// Pod identity must come from containerd's own sandbox
+			// annotations: kubelet's labels are left out.
+			args: []string{"--without-pod-labels", "--wrong-runtime-arg=--endpoint=" + d.Host},
+		},
+		{
+			name: "dockershim", adapter: "dockershim", scale: "5",
+			args: []string{"--adapter-arg=--runtime-name=containerd", "--wrong-runtime-arg=--runtime-name=docker"},
+		},
+		{
+			name: "crio", adapter: "crio", scale: "5",
+			args: []string{"--adapter-arg=--runtime-name=containerd", "--wrong-runtime-arg=--runtime-name=cri-o"},
+		},
+	}
+	runs := make(map[string][]string, len(cases))
+	for _, tc := range cases {
+		args := append([]string{"--adapter", binary(t, tc.adapter), "--scale", tc.scale}, tc.args...)
+		runs[tc.name] = append(args, criFixtureArgs(c)...)
+	}
+	results := runCLIConcurrently(t, runs)
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			expectOutcome(t, results[tc.name], 0, nil, []string{"no-plain-containers"})
+			t.Logf("scale-listing: %v", results[tc.name].result(t, "scale-listing").Notes)
+		})
+	}
+}

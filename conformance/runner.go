@@ -1,0 +1,221 @@
+package conformance
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/sandboxipam/sandboxipam/conformance/fixture"
+	"github.com/sandboxipam/sandboxipam/runtime"
+	"github.com/sandboxipam/sandboxipam/runtime/plugin"
+)
+
+// LaunchCheckID is the ID of the result RunChecks reports when the adapter
+// does not start; every check is then skipped.
+const LaunchCheckID = "adapter-launch"
+
+// ErrAdapterExited is reported when the adapter process dies during a check.
+var ErrAdapterExited = errors.New("the adapter process exited")
+
+// Reporter is told about each check as the run goes, so a command line can
+// print results as they come.
+type Reporter interface {
+	CheckStarted(check Check)
+	CheckFinished(result Result)
+}
+
+// suite is one run: the Config and the adapter process shared by checks.
+type suite struct {
+	cfg     Config
+	runID   string
+	adapter *plugin.Client
+}
+
+// startSuite launches the adapter once for the run.
+func startSuite(ctx context.Context, cfg Config) (*suite, error) {
+	adapter, err := launchAdapter(ctx, cfg, cfg.AdapterArgs)
+	if err != nil {
+		return nil, err
+	}
+	return &suite{cfg: cfg, runID: newRunID(), adapter: adapter}, nil
+}
+
+// close ends the shared adapter process.
+func (s *suite) close() {
+	if err := s.adapter.Close(); err != nil {
+		s.cfg.Logger.Warn("close adapter", "err", err)
+	}
+}
+
+// info asks the shared adapter what it is, for the report's header.
+func (s *suite) info(ctx context.Context) runtime.Info {
+	callCtx, cancel := context.WithTimeout(ctx, s.cfg.Timeout)
+	defer cancel()
+	info, err := s.adapter.Info(callCtx)
+	if err != nil {
+		s.cfg.Logger.Warn("adapter Info failed", "err", err)
+	}
+	return info
+}
+
+// runCheck runs one check, releases what it created and builds its result.
+func (s *suite) runCheck(ctx context.Context, check Check) Result {
+	sess := &session{cfg: s.cfg, checkID: check.ID, runID: s.runID, adapter: s.adapter, fixture: s.cfg.Fixture, res: &resources{}}
+	start := time.Now()
+	s.cfg.Logger.Debug("check started", "check", check.ID)
+	err := check.run(ctx, sess)
+	cleanupCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), s.cfg.CleanupTimeout)
+	defer cancel()
+	if cleanupErr := sess.res.releaseAll(cleanupCtx); cleanupErr != nil {
+		sess.note("clean-up: %v", cleanupErr)
+	}
+	if s.adapter.Exited() {
+		err = errors.Join(err, s.relaunch(ctx))
+	}
+	result := resultOf(Result{ID: check.ID, Rule: check.Rule, Statement: check.Statement}, err)
+	if result.Status == StatusFail && ctx.Err() != nil {
+		result.Status, result.Reason = StatusSkip, fmt.Sprintf("interrupted (%v): %s", context.Cause(ctx), result.Reason)
+	}
+	result.Notes = sess.notes
+	result.Seconds = time.Since(start).Seconds()
+	s.cfg.Logger.Debug("check finished", "check", check.ID, "status", result.Status, "reason", result.Reason)
+	return result
+}
+
+// relaunch replaces a dead shared adapter so the checks after a crash still
+// run, and returns the failure to charge to the check it died in.
+func (s *suite) relaunch(ctx context.Context) error {
+	died := fmt.Errorf("%w (pid %d)", ErrAdapterExited, s.adapter.PID())
+	_ = s.adapter.Close()
+	adapter, err := launchAdapter(ctx, s.cfg, s.cfg.AdapterArgs)
+	if err != nil {
+		return errors.Join(died, fmt.Errorf("relaunch: %w", err))
+	}
+	s.adapter = adapter
+	return died
+}
+
+// RunChecks runs every selected check against the adapter and returns the
+// report. It fails only for an invalid Config; an adapter that does not
+// start is a failed LaunchCheckID result in the report. reporter may be nil.
+// When ctx ends, the running check is cleaned up and the rest are skipped.
+func RunChecks(ctx context.Context, cfg Config, reporter Reporter) (report Report, err error) {
+	if err := cfg.Validate(); err != nil {
+		return Report{}, err
+	}
+	cfg = cfg.withDefaults()
+	if reporter == nil {
+		reporter = nopReporter{}
+	}
+	report = Report{Adapter: cfg.AdapterPath, AdapterArgs: cfg.AdapterArgs, Fixture: fixtureName(cfg.Fixture), StartedAt: time.Now()}
+	defer func() { report.Seconds = time.Since(report.StartedAt).Seconds() }()
+	suite, err := startSuite(ctx, cfg)
+	if err != nil {
+		launch := Result{ID: LaunchCheckID, Rule: "contract: the adapter is a go-plugin binary that calls plugin.Serve",
+			Statement: "the adapter process starts and completes the plugin handshake", Status: StatusFail, Reason: err.Error()}
+		reporter.CheckFinished(launch)
+		report.Results = append(report.Results, launch)
+		report.Results = append(report.Results, skipAll(cfg, reporter, "the adapter did not start")...)
+		return report, nil
+	}
+	defer suite.close()
+	report.Info = suite.info(ctx)
+	for _, check := range selectedChecks(cfg) {
+		if ctx.Err() != nil {
+			report.Interrupted = true
+			report.Results = append(report.Results, skipOne(check, reporter, "interrupted"))
+			continue
+		}
+		reporter.CheckStarted(check)
+		result := suite.runCheck(ctx, check)
+		reporter.CheckFinished(result)
+		report.Results = append(report.Results, result)
+	}
+	report.Interrupted = report.Interrupted || ctx.Err() != nil
+	return report, nil
+}
+
+// Run runs every check as a subtest of t: t.Run(check.ID, ...). A failed
+// check fails its subtest with the expected and actual values; a skipped one
+// skips it. The adapter is launched once and closed by t.Cleanup.
+func Run(t *testing.T, cfg Config) {
+	t.Helper()
+	if err := cfg.Validate(); err != nil {
+		t.Fatal(err)
+	}
+	cfg = cfg.withDefaults()
+	suite, err := startSuite(t.Context(), cfg)
+	if err != nil {
+		t.Fatalf("%s: %v", LaunchCheckID, err)
+	}
+	t.Cleanup(suite.close)
+	for _, check := range Checks() {
+		t.Run(check.ID, func(t *testing.T) {
+			if !cfg.selected(check.ID) {
+				t.Skip("not selected by Focus and Skip")
+			}
+			result := suite.runCheck(t.Context(), check)
+			for _, note := range result.Notes {
+				t.Log(note)
+			}
+			switch result.Status {
+			case StatusFail:
+				t.Errorf("%s\n[%s]\n%s", check.Statement, check.Rule, failureText(result))
+			case StatusSkip:
+				t.Skip(result.Reason)
+			}
+		})
+	}
+}
+
+// failureText is a failed result's reason with its expected and actual values.
+func failureText(r Result) string {
+	text := r.Reason
+	if r.Expected != "" || r.Actual != "" {
+		text += fmt.Sprintf("\nexpected: %s\nactual:   %s", r.Expected, r.Actual)
+	}
+	return text
+}
+
+// selectedChecks returns the checks Focus and Skip select, in run order.
+func selectedChecks(cfg Config) []Check {
+	var checks []Check
+	for _, check := range Checks() {
+		if cfg.selected(check.ID) {
+			checks = append(checks, check)
+		}
+	}
+	return checks
+}
+
+// skipAll reports every selected check as skipped for reason.
+func skipAll(cfg Config, reporter Reporter, reason string) []Result {
+	var results []Result
+	for _, check := range selectedChecks(cfg) {
+		results = append(results, skipOne(check, reporter, reason))
+	}
+	return results
+}
+
+// skipOne reports one check as skipped for reason.
+func skipOne(check Check, reporter Reporter, reason string) Result {
+	result := Result{ID: check.ID, Rule: check.Rule, Statement: check.Statement, Status: StatusSkip, Reason: reason}
+	reporter.CheckFinished(result)
+	return result
+}
+
+// fixtureName names the fixture for the report.
+func fixtureName(f fixture.Fixture) string {
+	if f == nil {
+		return "none"
+	}
+	return f.Name()
+}
+
+// nopReporter is the Reporter used when the caller gives none.
+type nopReporter struct{}
+
+func (nopReporter) CheckStarted(Check)   {}
+func (nopReporter) CheckFinished(Result) {}

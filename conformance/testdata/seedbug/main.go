@@ -1,0 +1,71 @@
+// Command seedbug is a deliberately broken adapter, built only by the
+// conformance suite's own tests. It reports each pod under the ID of the
+// pod's first application container, with Kubernetes' "docker://" scheme,
+// instead of the infra sandbox ID: exactly what an IPAM daemon once rebuilt
+// from status.containerStatuses[].containerID, leaking every IP on DEL.
+// The suite must fail it on rule 1.
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"os"
+
+	"github.com/docker/docker/api/types/container"
+	"github.com/docker/docker/api/types/filters"
+	"github.com/docker/docker/client"
+
+	"github.com/sandboxipam/sandboxipam/examples/adapter-docker-minimal/dockerlabels"
+	"github.com/sandboxipam/sandboxipam/runtime"
+	"github.com/sandboxipam/sandboxipam/runtime/plugin"
+)
+
+// seedBug is the correct adapter with ListSandboxes broken.
+type seedBug struct {
+	*dockerlabels.Adapter
+	docker *client.Client
+}
+
+// ListSandboxes replaces each sandbox ID by "docker://" + the ID of the
+// pod's oldest app container, as the pod status would show it.
+func (s *seedBug) ListSandboxes(ctx context.Context) ([]runtime.Sandbox, error) {
+	sandboxes, err := s.Adapter.ListSandboxes(ctx)
+	if err != nil {
+		return nil, err
+	}
+	apps, err := s.docker.ContainerList(ctx, container.ListOptions{
+		All:     true,
+		Filters: filters.NewArgs(filters.Arg("label", "io.kubernetes.docker.type=container")),
+	})
+	if err != nil {
+		return nil, fmt.Errorf("list app containers: %w: %v", runtime.ErrUnavailable, err)
+	}
+	// Docker lists newest first: the last one seen per pod is its first.
+	firstApp := make(map[string]string)
+	for _, app := range apps {
+		firstApp[app.Labels["io.kubernetes.pod.uid"]] = app.ID
+	}
+	for i, sb := range sandboxes {
+		if appID, ok := firstApp[sb.UID]; ok {
+			sandboxes[i].ID = "docker://" + appID
+		}
+	}
+	return sandboxes, nil
+}
+
+func main() {
+	endpoint := flag.String("endpoint", dockerlabels.DefaultEndpoint, "Docker Engine API address")
+	flag.Parse()
+	adapter, err := dockerlabels.New(*endpoint)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	docker, err := client.NewClientWithOpts(client.WithHost(*endpoint), client.WithAPIVersionNegotiation())
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	plugin.Serve(&seedBug{Adapter: adapter, docker: docker})
+}
