@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"net/netip"
 	"os"
-	"os/exec"
 	"slices"
 	"strconv"
 	"strings"
@@ -13,7 +12,6 @@ import (
 	"testing"
 	"time"
 
-	goplugin "github.com/hashicorp/go-plugin"
 	"google.golang.org/protobuf/proto"
 
 	"github.com/sandboxipam/sandboxipam/internal/testadapter"
@@ -22,8 +20,9 @@ import (
 )
 
 // BenchmarkLaunchToFirstAnswer: from Launch to the first Info answer, the
-// process's start, the handshake, AutoMTLS and the first connection
-// included. Close is not timed. median-ms is the median iteration.
+// process's start, the handshake, go-plugin's AutoMTLS (automtls=on: both
+// sides generate a key) and the first connection included. Close is not
+// timed. median-ms is the median iteration.
 func BenchmarkLaunchToFirstAnswer(b *testing.B) {
 	for _, mtls := range []bool{true, false} {
 		b.Run(map[bool]string{true: "automtls=on", false: "automtls=off"}[mtls], func(b *testing.B) {
@@ -49,38 +48,6 @@ func BenchmarkLaunchToFirstAnswer(b *testing.B) {
 			reportMedian(b, durations)
 		})
 	}
-	// For comparison: go-plugin's own AutoMTLS, which this package does
-	// not use (see mtls.go).
-	b.Run("automtls=go-plugin", func(b *testing.B) {
-		statePath := writeState(b, fixtureState())
-		adapter := testadapter.Build(b)
-		ctx := context.Background()
-		durations := make([]time.Duration, 0, b.N)
-		b.ResetTimer()
-		for range b.N {
-			start := time.Now()
-			pc := goplugin.NewClient(&goplugin.ClientConfig{
-				HandshakeConfig:  handshake(),
-				VersionedPlugins: pluginSets(ProtocolVersion, nil),
-				AllowedProtocols: []goplugin.Protocol{goplugin.ProtocolGRPC},
-				AutoMTLS:         true,
-				Cmd:              exec.Command(adapter, "--state="+statePath),
-				Logger:           newSlogBridge(testLogger(b), "", nil),
-			})
-			rpc, err := dispense(pc)
-			if err != nil {
-				b.Fatal(err)
-			}
-			if _, err := rpc.Info(ctx, &adapterpb.InfoRequest{}); err != nil {
-				b.Fatal(err)
-			}
-			durations = append(durations, time.Since(start))
-			b.StopTimer()
-			pc.Kill()
-			b.StartTimer()
-		}
-		reportMedian(b, durations)
-	})
 }
 
 // BenchmarkListSandboxes: one ListSandboxes round trip through the plugin

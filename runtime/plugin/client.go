@@ -37,9 +37,10 @@ type Config struct {
 	// Logger receives the plugin's logs and go-plugin's own. Default
 	// slog.Default().
 	Logger *slog.Logger
-	// DisableAutoMTLS turns off automatic mutual TLS, which is on by
-	// default: each launch then saves about a millisecond, and any local
-	// process that can reach the plugin's socket may call it.
+	// DisableAutoMTLS turns off go-plugin's automatic mutual TLS, which is
+	// on by default: each launch then saves 25-35 ms (the key generation),
+	// and any local process that can reach the plugin's socket may call
+	// it.
 	DisableAutoMTLS bool
 	// StartTimeout bounds a launch, handshake and first ping included.
 	// Default DefaultStartTimeout (10s).

@@ -11,9 +11,10 @@
 //
 //   - The handshake is versioned (ProtocolVersion, go-plugin's
 //     VersionedPlugins) and gRPC only; a magic cookie lets an adapter run
-//     by hand say it is a plugin. Automatic mutual TLS is on unless
+//     by hand say it is a plugin. go-plugin's AutoMTLS is on unless
 //     Config.DisableAutoMTLS is set: host and plugin each accept only the
-//     other's one-time certificate.
+//     other's one-time certificate. It costs 25-35 ms per launch (each
+//     side generates a P-521 key), once per adapter launch, not per call.
 //   - Every call carries the caller's context: gRPC sends its deadline to
 //     the plugin, where the adapter's context has the same deadline.
 //   - Errors keep their message and their meaning: runtime.ErrNotFound,
@@ -33,17 +34,12 @@
 //     gone. Plugin sockets live under one directory of ours in
 //     os.TempDir(); each launch removes those a dead host left behind.
 //
-// Where this goes another way than go-plugin's usual pattern. Automatic
-// mTLS is our own rather than go-plugin's AutoMTLS: go-plugin has each
-// side generate a P-521 key in turn on the launch's critical path, 25-35
-// ms on an idle machine and over 100 ms on a busy one; here the host makes
-// both one-time P-256 certificates in well under a millisecond and hands
-// the plugin its key through an inherited pipe (see mtls.go). Serve still
-// accepts go-plugin's AutoMTLS from a host that asks for it. There is no
+// Where this goes another way than go-plugin's usual pattern. There is no
 // global registry of clients (go-plugin's Managed and CleanupClients); each
 // Client and Supervisor is closed by its owner. Ping is our own RPC
 // rather than go-plugin's health check, because go-plugin's takes no
 // context. Launch runs the plugin process itself (go-plugin's RunnerFunc)
 // to bind the start to ctx, to learn the moment the process exits, and to
-// quote the plugin's stderr in launch errors.
+// quote the plugin's stderr in launch errors; the process gets go-plugin's
+// environment, AutoMTLS's certificate included.
 package plugin

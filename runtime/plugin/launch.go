@@ -3,7 +3,6 @@ package plugin
 import (
 	"context"
 	"crypto/sha256"
-	"crypto/tls"
 	"encoding/hex"
 	"errors"
 	"fmt"
@@ -90,15 +89,6 @@ func fileSHA256(path string) (string, error) {
 // the process go-plugin starts.
 func clientConfig(cfg Config, path string, logger hclog.Logger, launch *launchState) (*goplugin.ClientConfig, error) {
 	env := append([]string{logLevelEnv + "=" + lowestEnabledLevel(cfg.Logger)}, cfg.Env...)
-	var mtls *mtlsMaterial
-	var tlsConfig *tls.Config
-	if !cfg.DisableAutoMTLS {
-		var err error
-		if mtls, err = newMTLSMaterial(); err != nil {
-			return nil, fmt.Errorf("automatic mTLS: %w", err)
-		}
-		tlsConfig = mtls.clientTLS()
-	}
 	socketDir, err := socketParent()
 	if err != nil {
 		return nil, err
@@ -109,17 +99,20 @@ func clientConfig(cfg Config, path string, logger hclog.Logger, launch *launchSt
 		HandshakeConfig:  handshake(),
 		VersionedPlugins: pluginSets(ProtocolVersion, nil),
 		AllowedProtocols: []goplugin.Protocol{goplugin.ProtocolGRPC},
-		TLSConfig:        tlsConfig, // our automatic mTLS (see mtls.go), not go-plugin's
+		// go-plugin's AutoMTLS: the host's certificate reaches the plugin
+		// as PLUGIN_CLIENT_CERT in the environment handed to RunnerFunc.
+		AutoMTLS: !cfg.DisableAutoMTLS,
 		// Launch's own context ends the start at cfg.StartTimeout; this is
 		// only go-plugin's backstop.
 		StartTimeout: cfg.StartTimeout + time.Second,
 		Logger:       logger,
 		SyncStdout:   logger.Named("stdout").StandardWriter(&hclog.StandardLoggerOptions{ForceLevel: hclog.Info}),
 		SyncStderr:   logger.Named("stderr").StandardWriter(&hclog.StandardLoggerOptions{ForceLevel: hclog.Warn}),
-		// We set the environment ourselves (see newProcess).
+		// We set the environment ourselves (see newProcess), go-plugin's
+		// variables included.
 		SkipHostEnv: true,
 		RunnerFunc: func(_ hclog.Logger, spec *exec.Cmd, tmpDir string) (runner.Runner, error) {
-			proc, err := newProcess(path, cfg.Args, env, spec, tmpDir, mtls)
+			proc, err := newProcess(path, cfg.Args, env, spec, tmpDir)
 			if err != nil {
 				return nil, err
 			}

@@ -96,11 +96,12 @@ func serve(adapter runtime.RuntimeAdapter, version int) {
 	level := levelFromEnv(os.Getenv(logLevelEnv))
 	slog.SetDefault(newPluginLogger(os.Stderr, level))
 	go exitWhenOrphaned(os.Getppid())
+	// No TLSProvider: when the host asks for AutoMTLS, go-plugin's Serve
+	// finds the host's certificate in PLUGIN_CLIENT_CERT and serves mTLS.
 	goplugin.Serve(&goplugin.ServeConfig{
 		HandshakeConfig:  handshake(),
 		VersionedPlugins: pluginSets(version, adapter),
 		GRPCServer:       goplugin.DefaultGRPCServer,
-		TLSProvider:      pluginTLS,
 		Logger: hclog.New(&hclog.LoggerOptions{
 			Name:       "go-plugin",
 			Level:      hclogLevel(level),

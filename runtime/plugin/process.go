@@ -3,7 +3,6 @@ package plugin
 import (
 	"context"
 	"errors"
-	"fmt"
 	"io"
 	"os"
 	"os/exec"
@@ -44,8 +43,9 @@ type process struct {
 var _ runner.Runner = (*process)(nil)
 
 // newProcess prepares cmd for go-plugin; spec carries the environment
-// go-plugin sets up (magic cookie, protocol versions, socket directory).
-func newProcess(path string, args, extraEnv []string, spec *exec.Cmd, tmpDir string, mtls *mtlsMaterial) (*process, error) {
+// go-plugin sets up (magic cookie, protocol versions, socket directory,
+// and with AutoMTLS the host's certificate, PLUGIN_CLIENT_CERT).
+func newProcess(path string, args, extraEnv []string, spec *exec.Cmd, tmpDir string) (*process, error) {
 	cmd := exec.Command(path, args...)
 	// Host environment first, then the operator's extras, then go-plugin's
 	// own variables, so that nothing overrides the handshake.
@@ -58,14 +58,6 @@ func newProcess(path string, args, extraEnv []string, spec *exec.Cmd, tmpDir str
 	stderr, err := cmd.StderrPipe()
 	if err != nil {
 		return nil, err
-	}
-	if mtls != nil {
-		tlsFile, err := mtls.pluginTLSFile()
-		if err != nil {
-			return nil, fmt.Errorf("automatic mTLS: %w", err)
-		}
-		cmd.ExtraFiles = []*os.File{tlsFile} // the plugin's fd 3
-		cmd.Env = append(cmd.Env, tlsFDEnv+"=3")
 	}
 	tail := &tailBuffer{max: stderrTailSize}
 	return &process{
@@ -81,11 +73,6 @@ func newProcess(path string, args, extraEnv []string, spec *exec.Cmd, tmpDir str
 func (p *process) Start(context.Context) error {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	defer func() {
-		for _, f := range p.cmd.ExtraFiles {
-			_ = f.Close() // the plugin has its copy, or never will
-		}
-	}()
 	if p.aborted {
 		_ = os.RemoveAll(p.tmpDir)
 		return errLaunchAborted
