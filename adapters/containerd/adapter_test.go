@@ -1,0 +1,265 @@
+package containerd_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"reflect"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/containerd/containerd/v2/client"
+	"github.com/containerd/containerd/v2/core/containers"
+	"google.golang.org/protobuf/types/known/anypb"
+
+	"github.com/sandboxipam/sandboxipam/adapters/containerd"
+	"github.com/sandboxipam/sandboxipam/adapters/cri/critest"
+	"github.com/sandboxipam/sandboxipam/adapters/internal/adaptertest"
+	"github.com/sandboxipam/sandboxipam/conformance/fixture"
+	"github.com/sandboxipam/sandboxipam/internal/testenv"
+	"github.com/sandboxipam/sandboxipam/runtime"
+)
+
+var ctrd = testenv.SharedContainerd(testenv.ContainerdOptions{})
+
+func TestMain(m *testing.M) {
+	os.Exit(testenv.Run(m, ctrd))
+}
+
+const testTimeout = 3 * time.Minute
+
+var modes = map[string]bool{"native": false, "cri": true}
+
+func newAdapter(t *testing.T, cfg containerd.Config) runtime.RuntimeAdapter {
+	t.Helper()
+	adapter, err := containerd.New(cfg, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { adapter.(io.Closer).Close() })
+	return adapter
+}
+
+func configFor(c *testenv.Containerd, cri bool) containerd.Config {
+	cfg := containerd.DefaultConfig()
+	cfg.Endpoint, cfg.Namespace, cfg.CRI = c.Endpoint, c.Namespace, cri
+	return cfg
+}
+
+// plainContainer creates, with containerd's own client, a container in
+// the CRI plugin's namespace that has no sandbox label: what another tool
+// sharing the namespace would leave there.
+func plainContainer(t *testing.T, c *testenv.Containerd) adaptertest.PlainContainerFunc {
+	return func(ctx context.Context) (string, error) {
+		ctrdClient, err := client.New(c.Address, client.WithDefaultNamespace(c.Namespace))
+		if err != nil {
+			return "", err
+		}
+		defer ctrdClient.Close()
+		id := critest.NewID()
+		_, err = ctrdClient.ContainerService().Create(ctx, containers.Container{
+			ID:      id,
+			Labels:  map[string]string{"purpose": "not-a-pod"},
+			Runtime: containers.RuntimeInfo{Name: "io.containerd.runc.v2"},
+			Spec:    &anypb.Any{TypeUrl: "types.containerd.io/opencontainers/runtime-spec/1/Spec", Value: []byte(`{"ociVersion":"1.0.2"}`)},
+		})
+		if err != nil {
+			return "", fmt.Errorf("create plain container: %w", err)
+		}
+		t.Cleanup(func() {
+			ctrdClient, err := client.New(c.Address, client.WithDefaultNamespace(c.Namespace))
+			if err == nil {
+				_ = ctrdClient.ContainerService().Delete(context.Background(), id)
+				ctrdClient.Close()
+			}
+		})
+		return id, nil
+	}
+}
+
+// TestListsExactlyTheCRISandboxes creates pods through containerd's CRI
+// plugin, as kubelet does, and checks both modes' listings ID for ID
+// against the IDs the runtime assigned, against a direct CRI
+// ListPodSandbox and against crictl.
+func TestListsExactlyTheCRISandboxes(t *testing.T) {
+	c := ctrd.Get(t)
+	// Before the pods: a cold crictl install takes minutes.
+	crictl, crictlMissing := findCrictl(t)
+	ctx, cancel := context.WithTimeout(context.Background(), testTimeout)
+	defer cancel()
+	f := adaptertest.NewCRIFixture(t, ctx, c)
+	scenario := adaptertest.BuildScenario(t, ctx, f, plainContainer(t, c))
+
+	listings := map[string]map[string]runtime.Sandbox{}
+	for mode, cri := range modes {
+		t.Run(mode, func(t *testing.T) {
+			adapter := newAdapter(t, configFor(c, cri))
+			listings[mode] = adaptertest.CheckListing(t, ctx, adapter, scenario)
+			t.Run("GetSandbox", func(t *testing.T) { adaptertest.CheckGetSandbox(t, ctx, adapter, scenario) })
+		})
+	}
+	native, viaCRI := listings["native"], listings["cri"]
+	if native == nil || viaCRI == nil {
+		t.FailNow()
+	}
+	t.Run("same as CRI ListPodSandbox", func(t *testing.T) {
+		if got, want := adaptertest.SortedIDs(native), criSandboxIDs(t, ctx, c.Endpoint); !slices.Equal(got, want) {
+			t.Errorf("native listed %v\nCRI lists     %v", got, want)
+		}
+	})
+	t.Run("same as crictl", func(t *testing.T) {
+		if crictl == "" && os.Getenv("CI") == "true" {
+			t.Fatal(crictlMissing)
+		}
+		if crictl == "" {
+			t.Skip(crictlMissing)
+		}
+		if got, want := adaptertest.SortedIDs(native), crictlPods(t, ctx, crictl, c.Endpoint); !slices.Equal(got, want) {
+			t.Errorf("native listed %v\ncrictl lists  %v", got, want)
+		}
+	})
+	t.Run("pod IPs", func(t *testing.T) {
+		web := viaCRI[scenario.Web.SandboxID]
+		if len(web.IPs) == 0 {
+			t.Fatalf("CRI status of a pod-network sandbox has no IP: %+v", web)
+		}
+		for _, pod := range scenario.Existing() {
+			if got, want := native[pod.SandboxID].IPs, viaCRI[pod.SandboxID].IPs; !slices.Equal(got, want) {
+				t.Errorf("sandbox %s: native IPs %v, CRI status IPs %v", pod.SandboxID, got, want)
+			}
+		}
+		if ips := viaCRI[scenario.Host.SandboxID].IPs; len(ips) != 0 {
+			t.Errorf("host-network sandbox has IPs %v", ips)
+		}
+	})
+	t.Run("network namespace", func(t *testing.T) {
+		web := native[scenario.Web.SandboxID]
+		if !strings.HasPrefix(web.NetNS, c.Dir) {
+			t.Errorf("native NetNS = %q, want a path under %s", web.NetNS, c.Dir)
+		} else if _, err := os.Stat(web.NetNS); err != nil {
+			t.Errorf("NetNS %s: %v", web.NetNS, err)
+		}
+		if got := native[scenario.Host.SandboxID].NetNS; got != "" {
+			t.Errorf("host-network sandbox NetNS = %q, want none", got)
+		}
+	})
+	t.Run("list and get agree", func(t *testing.T) {
+		adapter := newAdapter(t, configFor(c, false))
+		for _, pod := range scenario.Existing() {
+			got, err := adapter.GetSandbox(ctx, pod.SandboxID)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !reflect.DeepEqual(got, native[pod.SandboxID]) {
+				t.Errorf("GetSandbox = %+v\nlisted      %+v", got, native[pod.SandboxID])
+			}
+		}
+	})
+	// Last: it stops the web pod.
+	t.Run("stopped after listing", func(t *testing.T) { testStopAfterListing(t, ctx, c, f, scenario.Web) })
+}
+
+// testStopAfterListing stops a pod that earlier listings saw running:
+// the native adapter's memory of running tasks must not outlive it.
+func testStopAfterListing(t *testing.T, ctx context.Context, c *testenv.Containerd, f *fixture.CRI, pod fixture.Pod) {
+	adapter := newAdapter(t, configFor(c, false))
+	for range 2 { // the second listing answers from memory
+		if sb := adaptertest.ListByID(t, ctx, adapter)[pod.SandboxID]; sb.State != runtime.StateReady {
+			t.Fatalf("before stop: %+v, want Ready", sb)
+		}
+	}
+	if err := f.StopPod(ctx, pod); err != nil {
+		t.Fatal(err)
+	}
+	listed := adaptertest.ListByID(t, ctx, adapter)[pod.SandboxID]
+	got, err := adapter.GetSandbox(ctx, pod.SandboxID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if listed.State != runtime.StateNotReady || listed.NetNS != "" || len(listed.IPs) != 0 || !reflect.DeepEqual(listed, got) {
+		t.Errorf("after stop: listed %+v\nGetSandbox %+v\nwant NotReady without namespace or IPs", listed, got)
+	}
+}
+
+func TestInfo(t *testing.T) {
+	c := ctrd.Get(t)
+	for mode, cri := range modes {
+		t.Run(mode, func(t *testing.T) {
+			info, err := newAdapter(t, configFor(c, cri)).Info(context.Background())
+			if err != nil {
+				t.Fatal(err)
+			}
+			if info.AdapterName != "containerd" || info.RuntimeName != "containerd" || !strings.HasPrefix(info.RuntimeVersion, "1.6") || info.Endpoint != c.Endpoint {
+				t.Errorf("Info = %+v, want containerd 1.6.x at %s", info, c.Endpoint)
+			}
+		})
+	}
+}
+
+func TestUnreachableSocketIsUnavailable(t *testing.T) {
+	for mode, cri := range modes {
+		t.Run(mode, func(t *testing.T) {
+			cfg := containerd.DefaultConfig()
+			cfg.Endpoint, cfg.CRI = "unix://"+filepath.Join(t.TempDir(), "containerd.sock"), cri
+			sandboxes, err := newAdapter(t, cfg).ListSandboxes(context.Background())
+			if !errors.Is(err, runtime.ErrUnavailable) || sandboxes != nil {
+				t.Fatalf("ListSandboxes = %v, %v; want nil, ErrUnavailable", sandboxes, err)
+			}
+		})
+	}
+}
+
+// In CRI mode the expected runtime name is checked against containerd's
+// real Version answer.
+func TestCRIModeRefusesAnotherRuntimeName(t *testing.T) {
+	c := ctrd.Get(t)
+	cfg := configFor(c, true)
+	cfg.RuntimeName = "cri-o"
+	_, err := newAdapter(t, cfg).ListSandboxes(context.Background())
+	want := fmt.Sprintf(`endpoint %s serves runtime "containerd", want "cri-o": endpoint serves another runtime`, c.Endpoint)
+	if !errors.Is(err, runtime.ErrWrongRuntime) || err.Error() != want {
+		t.Fatalf("error = %v\nwant    %s", err, want)
+	}
+}
+
+// A CRI-only runtime's socket (here one answering as CRI-O) has no
+// containerd API; native mode names the runtime it found.
+func TestNativeModeRefusesACRIOnlySocket(t *testing.T) {
+	dir, err := os.MkdirTemp("", "ctrd")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(dir) })
+	path := filepath.Join(dir, "crio.sock")
+	stop, err := critest.NewServer(critest.CRIO()).Serve(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(stop)
+	cfg := containerd.DefaultConfig()
+	cfg.Endpoint = "unix://" + path
+	_, err = newAdapter(t, cfg).ListSandboxes(context.Background())
+	want := fmt.Sprintf(`endpoint unix://%s serves runtime "cri-o" (CRI only), want "containerd" (the containerd API): endpoint serves another runtime`, path)
+	if !errors.Is(err, runtime.ErrWrongRuntime) || err.Error() != want {
+		t.Fatalf("error = %v\nwant    %s", err, want)
+	}
+}
+
+func TestExpiredContextIsHonoured(t *testing.T) {
+	c := ctrd.Get(t)
+	for mode, cri := range modes {
+		t.Run(mode, func(t *testing.T) {
+			ctx, cancel := context.WithDeadline(context.Background(), time.Now().Add(-time.Second))
+			defer cancel()
+			_, err := newAdapter(t, configFor(c, cri)).ListSandboxes(ctx)
+			if !errors.Is(err, context.DeadlineExceeded) || !errors.Is(err, runtime.ErrUnavailable) {
+				t.Fatalf("error = %v, want DeadlineExceeded and ErrUnavailable", err)
+			}
+		})
+	}
+}

@@ -1,0 +1,238 @@
+// Package cri is the CRI client shared by the adapters whose runtime
+// speaks the Kubernetes Container Runtime Interface: dockershim and
+// cri-dockerd, CRI-O, and containerd's CRI plugin.
+//
+// A listing is one ListPodSandbox call for every sandbox in every state,
+// followed by one PodSandboxStatus call per sandbox (bounded concurrency)
+// for the pod IPs and the network namespace mode, which the list reply
+// lacks. Before the first listing the adapter checks Version().RuntimeName
+// against the runtime it was configured for, so an adapter pointed at
+// another runtime's socket says which runtime it found.
+//
+// Sandbox.NetNS stays empty: CRI has no field for it, and the verbose
+// status that holds it is runtime-specific and, in containerd, costs a
+// shim round trip per sandbox. The containerd adapter's native mode
+// reports it.
+package cri
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"net"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/backoff"
+	"google.golang.org/grpc/credentials/insecure"
+	criv1 "k8s.io/cri-api/pkg/apis/runtime/v1"
+
+	"github.com/sandboxipam/sandboxipam/adapters/internal/endpoint"
+	"github.com/sandboxipam/sandboxipam/adapters/internal/fanout"
+	"github.com/sandboxipam/sandboxipam/internal/version"
+	"github.com/sandboxipam/sandboxipam/runtime"
+)
+
+// maxMessageSize matches what kubelet and crictl accept: a node with
+// hundreds of sandboxes answers ListPodSandbox with several megabytes.
+const maxMessageSize = 16 << 20
+
+// Adapter lists pod sandboxes over CRI. It is safe for concurrent use.
+type Adapter struct {
+	cfg    Config
+	log    *slog.Logger
+	conn   *grpc.ClientConn
+	client criv1.RuntimeServiceClient
+	// active is the endpoint the last connection went to: the configured
+	// one or a fallback.
+	active atomic.Pointer[string]
+
+	mu       sync.Mutex
+	verified bool // the runtime answered Version with cfg.RuntimeName
+}
+
+var _ runtime.RuntimeAdapter = (*Adapter)(nil)
+
+// New validates cfg and returns an adapter. It does not connect: the
+// runtime may start after the adapter, and every call reports
+// runtime.ErrUnavailable until it does. A nil logger discards.
+func New(cfg Config, log *slog.Logger) (*Adapter, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	adapter := &Adapter{cfg: cfg, log: log}
+	primary, _ := endpoint.Normalize(cfg.Endpoint)
+	adapter.active.Store(&primary)
+	conn, err := grpc.NewClient("passthrough:///cri",
+		grpc.WithTransportCredentials(insecure.NewCredentials()),
+		grpc.WithContextDialer(adapter.dial),
+		grpc.WithAuthority("localhost"),
+		// A runtime restart must not leave the adapter in a long
+		// reconnect backoff: ipamd asks again on its next reconcile.
+		grpc.WithConnectParams(grpc.ConnectParams{
+			Backoff:           backoff.Config{BaseDelay: 50 * time.Millisecond, Multiplier: 1.6, Jitter: 0.2, MaxDelay: time.Second},
+			MinConnectTimeout: cfg.Timeout,
+		}),
+		grpc.WithDefaultCallOptions(grpc.MaxCallRecvMsgSize(maxMessageSize)),
+	)
+	if err != nil {
+		return nil, fmt.Errorf("create CRI client for %s: %w", primary, err)
+	}
+	adapter.conn = conn
+	adapter.client = criv1.NewRuntimeServiceClient(conn)
+	return adapter, nil
+}
+
+// Close releases the connection.
+func (a *Adapter) Close() error {
+	return a.conn.Close()
+}
+
+// dial connects to the configured endpoint or, when its socket is absent,
+// to the first fallback whose socket answers.
+func (a *Adapter) dial(ctx context.Context, _ string) (net.Conn, error) {
+	candidates := append([]string{a.cfg.Endpoint}, a.cfg.FallbackEndpoints...)
+	var firstErr error
+	for _, candidate := range candidates {
+		conn, err := endpoint.Dial(ctx, candidate)
+		if err == nil {
+			normalized, _ := endpoint.Normalize(candidate)
+			a.active.Store(&normalized)
+			return conn, nil
+		}
+		if firstErr == nil {
+			firstErr = err
+		}
+		if !endpoint.IsAbsent(err) {
+			break
+		}
+	}
+	return nil, firstErr
+}
+
+// endpoint is the endpoint in use, for messages and Info.
+func (a *Adapter) endpoint() string {
+	return *a.active.Load()
+}
+
+// Info reports the adapter and the runtime's own name and version.
+func (a *Adapter) Info(ctx context.Context) (runtime.Info, error) {
+	ctx, cancel := context.WithTimeout(ctx, a.cfg.Timeout)
+	defer cancel()
+	reply, err := a.checkRuntime(ctx)
+	if err != nil {
+		return runtime.Info{}, err
+	}
+	return runtime.Info{
+		AdapterName:    a.cfg.AdapterName,
+		AdapterVersion: version.String(),
+		RuntimeName:    reply.GetRuntimeName(),
+		RuntimeVersion: reply.GetRuntimeVersion(),
+		Endpoint:       a.endpoint(),
+	}, nil
+}
+
+// checkRuntime asks Version and refuses a runtime other than the
+// configured one.
+func (a *Adapter) checkRuntime(ctx context.Context) (*criv1.VersionResponse, error) {
+	reply, err := a.client.Version(ctx, &criv1.VersionRequest{})
+	if err != nil {
+		return nil, a.translate(ctx, "query CRI version", err)
+	}
+	if got := reply.GetRuntimeName(); got != a.cfg.RuntimeName {
+		return nil, fmt.Errorf("endpoint %s serves runtime %q, want %q: %w",
+			a.endpoint(), got, a.cfg.RuntimeName, runtime.ErrWrongRuntime)
+	}
+	a.mu.Lock()
+	a.verified = true
+	a.mu.Unlock()
+	return reply, nil
+}
+
+// ensureRuntime checks the runtime once; later calls trust it.
+func (a *Adapter) ensureRuntime(ctx context.Context) error {
+	a.mu.Lock()
+	verified := a.verified
+	a.mu.Unlock()
+	if verified {
+		return nil
+	}
+	_, err := a.checkRuntime(ctx)
+	return err
+}
+
+// ListSandboxes returns every sandbox in every state, with its IPs.
+func (a *Adapter) ListSandboxes(ctx context.Context) ([]runtime.Sandbox, error) {
+	ctx, cancel := context.WithTimeout(ctx, a.cfg.Timeout)
+	defer cancel()
+	if err := a.ensureRuntime(ctx); err != nil {
+		return nil, err
+	}
+	// No filter: the default would still include NOTREADY sandboxes, but
+	// an explicit empty request documents that every state is wanted.
+	reply, err := a.client.ListPodSandbox(ctx, &criv1.ListPodSandboxRequest{})
+	if err != nil {
+		return nil, a.translate(ctx, "list pod sandboxes", err)
+	}
+	items := reply.GetItems()
+	statuses := make([]*criv1.PodSandboxStatus, len(items))
+	err = fanout.Each(ctx, len(items), a.cfg.StatusConcurrency, func(ctx context.Context, i int) error {
+		status, err := a.status(ctx, items[i].GetId())
+		if err != nil && !isNotFound(err) {
+			return err
+		}
+		statuses[i] = status // nil: removed since the listing
+		return nil
+	})
+	if err != nil {
+		return nil, a.translate(ctx, "read pod sandbox status", err)
+	}
+	sandboxes := make([]runtime.Sandbox, 0, len(items))
+	for i, item := range items {
+		if statuses[i] == nil {
+			a.log.DebugContext(ctx, "sandbox removed while listing", "id", item.GetId())
+			continue
+		}
+		sandboxes = append(sandboxes, a.sandboxFromStatus(ctx, statuses[i], item))
+	}
+	return sandboxes, nil
+}
+
+// GetSandbox returns the sandbox with exactly this ID. Runtimes resolve
+// ID prefixes in PodSandboxStatus; a prefix is not the ID the CNI plugin
+// received, so it is reported as not found.
+func (a *Adapter) GetSandbox(ctx context.Context, id string) (runtime.Sandbox, error) {
+	if id == "" {
+		return runtime.Sandbox{}, fmt.Errorf("get sandbox: empty ID: %w", runtime.ErrInvalidArgument)
+	}
+	ctx, cancel := context.WithTimeout(ctx, a.cfg.Timeout)
+	defer cancel()
+	if err := a.ensureRuntime(ctx); err != nil {
+		return runtime.Sandbox{}, err
+	}
+	status, err := a.status(ctx, id)
+	if err != nil {
+		return runtime.Sandbox{}, a.translate(ctx, "get sandbox "+id, err)
+	}
+	if status.GetId() != id {
+		return runtime.Sandbox{}, fmt.Errorf("get sandbox %s from %s: only a prefix of sandbox %s: %w",
+			id, a.endpoint(), status.GetId(), runtime.ErrNotFound)
+	}
+	return a.sandboxFromStatus(ctx, status, nil), nil
+}
+
+func (a *Adapter) status(ctx context.Context, id string) (*criv1.PodSandboxStatus, error) {
+	reply, err := a.client.PodSandboxStatus(ctx, &criv1.PodSandboxStatusRequest{PodSandboxId: id})
+	if err != nil {
+		return nil, err
+	}
+	if reply.GetStatus() == nil {
+		return nil, fmt.Errorf("sandbox %s: runtime answered without a status", id)
+	}
+	return reply.GetStatus(), nil
+}

@@ -1,0 +1,74 @@
+package adapters_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"sync"
+	"testing"
+
+	"github.com/sandboxipam/sandboxipam/internal/testenv"
+	"github.com/sandboxipam/sandboxipam/runtime/plugin"
+)
+
+var (
+	dockerd = testenv.SharedDocker(testenv.DockerOptions{})
+	ctrd    = testenv.SharedContainerd(testenv.ContainerdOptions{})
+)
+
+func TestMain(m *testing.M) {
+	code := testenv.Run(m, dockerd, ctrd)
+	if binaries.dir != "" {
+		os.RemoveAll(binaries.dir)
+	}
+	os.Exit(code)
+}
+
+// binaries are the four adapter binaries, built once per test process the
+// way the Makefile builds them, before any test starts its clock.
+var binaries struct {
+	once sync.Once
+	dir  string
+	err  error
+}
+
+func binaryPath(t testing.TB, name string) string {
+	t.Helper()
+	binaries.once.Do(func() {
+		if binaries.dir, binaries.err = os.MkdirTemp("", "adapters"); binaries.err != nil {
+			return
+		}
+		build := exec.Command("go", "build", "-trimpath", "-tags", "grpcnotrace", "-o", binaries.dir+"/",
+			"github.com/sandboxipam/sandboxipam/cmd/adapters/...")
+		if out, err := build.CombinedOutput(); err != nil {
+			binaries.err = fmt.Errorf("build adapters: %w\n%s", err, out)
+		}
+	})
+	if binaries.err != nil {
+		t.Fatal(binaries.err)
+	}
+	return filepath.Join(binaries.dir, name)
+}
+
+// launch starts an adapter binary as a plugin, closed with the test.
+func launch(t testing.TB, name string, args ...string) *plugin.Client {
+	t.Helper()
+	client, err := plugin.Launch(context.Background(), plugin.Config{
+		Path:   binaryPath(t, name),
+		Args:   args,
+		Logger: slog.New(slog.DiscardHandler),
+	})
+	if err != nil {
+		t.Fatalf("launch %s %v: %v", name, args, err)
+	}
+	t.Cleanup(func() {
+		if err := client.Close(); err != nil && !errors.Is(err, context.Canceled) {
+			t.Logf("close %s: %v", name, err)
+		}
+	})
+	return client
+}

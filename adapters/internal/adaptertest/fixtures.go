@@ -1,0 +1,47 @@
+package adaptertest
+
+import (
+	"context"
+	"testing"
+
+	"github.com/sandboxipam/sandboxipam/conformance/fixture"
+	"github.com/sandboxipam/sandboxipam/internal/testenv"
+)
+
+// NewCRIFixture returns a fixture creating pods through c's CRI plugin,
+// cleaned up with the test. Pods carry none of kubelet's
+// io.kubernetes.pod.* labels, so that an adapter that reads the pod's
+// identity from labels instead of the sandbox metadata fails.
+func NewCRIFixture(t testing.TB, ctx context.Context, c *testenv.Containerd) *fixture.CRI {
+	t.Helper()
+	f, err := fixture.NewCRI(ctx, fixture.CRIConfig{
+		Endpoint: c.Endpoint, PauseImage: c.PauseImage, CgroupParent: c.CgroupParent, WithoutPodLabels: true,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if err := f.Cleanup(context.WithoutCancel(ctx)); err != nil {
+			t.Errorf("fixture cleanup: %v", err)
+		}
+		f.Close()
+	})
+	return f
+}
+
+// NewDockerFixture returns a fixture laying out dockershim-style pods in
+// d, cleaned up with the test.
+func NewDockerFixture(t testing.TB, ctx context.Context, d *testenv.Docker) *fixture.Docker {
+	t.Helper()
+	f, err := fixture.NewDocker(ctx, fixture.DockerConfig{Host: d.Host, PauseImage: d.PauseImage, CgroupParent: d.CgroupParent})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if err := f.Cleanup(context.WithoutCancel(ctx)); err != nil {
+			t.Errorf("fixture cleanup: %v", err)
+		}
+		f.Close()
+	})
+	return f
+}
