@@ -78,7 +78,10 @@ Flags:
 	fs.PrintDefaults()
 	fmt.Fprint(w, `
 Every config field can be set in the YAML file or by an environment variable
-named after its YAML path, e.g. runtime.endpoint -> IPAMD_RUNTIME_ENDPOINT.
+named after its YAML path, e.g. runtime.endpoint -> IPAMD_RUNTIME_ENDPOINT
+and ipSource.aws.warmIPTarget -> IPAMD_IPSOURCE_AWS_WARMIPTARGET. The AWS VPC
+CNI's WARM_IP_TARGET, MINIMUM_IP_TARGET and WARM_ENI_TARGET are accepted as
+aliases of the three aws pool targets; an IPAMD_ variable wins over its alias.
 The config is validated at start; each error names the field.
 
 Config fields:
@@ -95,6 +98,22 @@ func printReference(w io.Writer) {
 			def = `""`
 		}
 		fmt.Fprintf(tw, "  %s\t%s\t%s\t%s\n", f.Path, f.Env, def, f.Desc)
+	}
+	tw.Flush()
+	var aliases []config.Field
+	for _, f := range config.Reference() {
+		if f.Alias != "" {
+			aliases = append(aliases, f)
+		}
+	}
+	if len(aliases) == 0 {
+		return
+	}
+	fmt.Fprintln(w, "\nAliases (the AWS VPC CNI's names; when both are set, the IPAMD_ variable wins):")
+	tw = tabwriter.NewWriter(w, 2, 8, 2, ' ', 0)
+	fmt.Fprintln(tw, "  ALIAS\tVARIABLE\tFIELD")
+	for _, f := range aliases {
+		fmt.Fprintf(tw, "  %s\t%s\t%s\n", f.Alias, f.Env, f.Path)
 	}
 	tw.Flush()
 }

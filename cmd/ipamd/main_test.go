@@ -4,10 +4,12 @@ import (
 	"bytes"
 	"os"
 	"path/filepath"
+	"reflect"
 	"strings"
 	"testing"
 
 	"github.com/sandboxipam/sandboxipam/ipamd/config"
+	"github.com/sandboxipam/sandboxipam/ipamd/ipsource/aws"
 )
 
 func TestHelpListsEveryFieldWithVariableAndDefault(t *testing.T) {
@@ -47,5 +49,52 @@ func TestBadConfigExitsNamingTheField(t *testing.T) {
 	want := `runtime.adapter must be one of docker, dockershim, containerd, crio, auto or a path, got "x"`
 	if !strings.Contains(stderr.String(), want) {
 		t.Errorf("stderr = %q, want it to contain %q", stderr.String(), want)
+	}
+}
+
+// config-reference lists every aws source field under the variable the aws
+// package documents for it, with its default, and the VPC CNI aliases.
+func TestConfigReferenceListsAWSVariables(t *testing.T) {
+	var stdout, stderr bytes.Buffer
+	if code := run([]string{"config-reference"}, &stdout, &stderr); code != 0 {
+		t.Fatalf("config-reference exit %d: %s", code, stderr.String())
+	}
+	rows := map[string]string{} // first column -> the rest, single-spaced
+	for line := range strings.SplitSeq(stdout.String(), "\n") {
+		if f := strings.Fields(line); len(f) > 2 {
+			rows[f[0]] = strings.Join(f[1:], " ")
+		}
+	}
+	defaults := map[string]string{
+		"warmIPTarget": "0", "minimumIPTarget": "0", "warmENITarget": "1", "maxENIs": "0",
+		"poolCheckInterval": "1s", "shrinkInterval": "30s", "resyncInterval": "1m0s", "leakedENICleanupInterval": "30m0s",
+		"maxAttempts": "10", "maxBackoff": "20s", "region": `""`, "ec2Endpoint": `""`, "imdsEndpoint": `""`,
+	}
+	rt := reflect.TypeFor[aws.Config]()
+	if rt.NumField() != len(defaults) {
+		t.Fatalf("aws.Config has %d fields, this test knows %d", rt.NumField(), len(defaults))
+	}
+	for i := range rt.NumField() {
+		sf := rt.Field(i)
+		path := "ipSource.aws." + sf.Tag.Get("yaml")
+		want := sf.Tag.Get("env") + " " + defaults[sf.Tag.Get("yaml")] + " "
+		if got := rows[path]; !strings.HasPrefix(got, want) {
+			t.Errorf("config-reference row %s = %q, want it to start with %q", path, got, want)
+		}
+	}
+	for alias, want := range map[string]string{
+		"WARM_IP_TARGET":    "IPAMD_IPSOURCE_AWS_WARMIPTARGET ipSource.aws.warmIPTarget",
+		"MINIMUM_IP_TARGET": "IPAMD_IPSOURCE_AWS_MINIMUMIPTARGET ipSource.aws.minimumIPTarget",
+		"WARM_ENI_TARGET":   "IPAMD_IPSOURCE_AWS_WARMENITARGET ipSource.aws.warmENITarget",
+	} {
+		if got := rows[alias]; got != want {
+			t.Errorf("config-reference alias row %s = %q, want %q", alias, got, want)
+		}
+	}
+	if !strings.Contains(stdout.String(), "when both are set, the IPAMD_ variable wins") {
+		t.Errorf("config-reference does not state the precedence:\n%s", stdout.String())
+	}
+	if strings.Contains(stdout.String(), "IPAMD_AWS_") {
+		t.Errorf("config-reference names an IPAMD_AWS_ variable:\n%s", stdout.String())
 	}
 }

@@ -8,6 +8,13 @@
 // comma-separated value. Reference lists every field with its variable and
 // default; `ipamd config-reference` prints it.
 //
+// That derivation is the only scheme, the aws source's fields included
+// (ipSource.aws.warmIPTarget -> IPAMD_IPSOURCE_AWS_WARMIPTARGET). The
+// three pool targets also answer to the AWS VPC CNI's variables
+// WARM_IP_TARGET, MINIMUM_IP_TARGET and WARM_ENI_TARGET (Field.Alias), so
+// an aws-node manifest's settings carry over; when a target's IPAMD_
+// variable is set too, the IPAMD_ variable wins.
+//
 // The runtime adapter is picked from an explicit name-to-binary table
 // (Adapters), never from init-time registration, so a typo in
 // runtime.adapter fails when the config loads rather than when the
@@ -133,16 +140,18 @@ type Static struct {
 
 // AWS is the aws source: secondary private IPs of ENIs, kept warm with
 // the semantics of the AWS VPC CNI's WARM_IP_TARGET, MINIMUM_IP_TARGET and
-// WARM_ENI_TARGET. SourceConfig turns it into package ipsource/aws's
-// Config, whose field comments say more; defaults are that package's.
+// WARM_ENI_TARGET, which are also accepted as aliases of the three
+// targets' IPAMD_ variables (envAlias; the IPAMD_ variable wins).
+// SourceConfig turns it into package ipsource/aws's Config, whose field
+// comments say more; defaults are that package's.
 type AWS struct {
 	// WarmIPTarget is how many free IPs to keep. Default 0 (unset).
-	WarmIPTarget int `yaml:"warmIPTarget" desc:"free IPs to keep attached (0: unset)"`
+	WarmIPTarget int `yaml:"warmIPTarget" envAlias:"WARM_IP_TARGET" desc:"free IPs to keep attached (0: unset)"`
 	// MinimumIPTarget is how many IPs to hold at least. Default 0 (unset).
-	MinimumIPTarget int `yaml:"minimumIPTarget" desc:"IPs to hold at least (0: unset)"`
+	MinimumIPTarget int `yaml:"minimumIPTarget" envAlias:"MINIMUM_IP_TARGET" desc:"IPs to hold at least (0: unset)"`
 	// WarmENITarget is how many spare ENIs' worth of IPs to keep when
 	// neither IP target is set. Default 1.
-	WarmENITarget int `yaml:"warmENITarget" desc:"spare ENIs' worth of free IPs when no IP target is set"`
+	WarmENITarget int `yaml:"warmENITarget" envAlias:"WARM_ENI_TARGET" desc:"spare ENIs' worth of free IPs when no IP target is set"`
 	// MaxENIs caps the ENIs used, primary included. Default 0 (the
 	// instance type's limit).
 	MaxENIs int `yaml:"maxENIs" desc:"most ENIs to use, primary included (0: the instance type's limit)"`
@@ -263,8 +272,8 @@ const (
 var ErrInvalid = errors.New("invalid config")
 
 // Load reads the YAML file at path over DefaultConfig, applies the
-// IPAMD_* variables found in environ (os.Environ's form), and validates
-// the result. An empty path means defaults and environment only.
+// IPAMD_* variables (and the aliases ApplyEnv accepts) found in environ
+// (os.Environ's form), and validates the result. An empty path means defaults and environment only.
 func Load(path string, environ []string) (Config, error) {
 	cfg := DefaultConfig()
 	if path != "" {

@@ -217,6 +217,12 @@ func TestEveryFieldHasADistinctEnvVar(t *testing.T) {
 			t.Errorf("%s and %s share %s", f.Path, other, f.Env)
 		}
 		seen[f.Env] = f.Path
+		if f.Alias != "" {
+			if other, dup := seen[f.Alias]; dup || strings.HasPrefix(f.Alias, EnvPrefix) {
+				t.Errorf("alias %s of %s: taken by %q, or starts with %s", f.Alias, f.Path, other, EnvPrefix)
+			}
+			seen[f.Alias] = f.Path
+		}
 		cfg := DefaultConfig()
 		if err := ApplyEnv(&cfg, []string{f.Env + "=" + f.Default}); err != nil {
 			t.Errorf("%s=%q (its own default): %v", f.Env, f.Default, err)

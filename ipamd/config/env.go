@@ -17,7 +17,10 @@ const EnvPrefix = "IPAMD_"
 type Field struct {
 	Path string // YAML path, e.g. "runtime.endpoint"
 	Env  string // e.g. "IPAMD_RUNTIME_ENDPOINT"
-	Desc string
+	// Alias is a second variable that sets the field when Env is not set,
+	// e.g. the AWS VPC CNI's WARM_IP_TARGET; empty for most fields.
+	Alias string
+	Desc  string
 	// Default is the field's value in DefaultConfig, formatted as the
 	// environment variable would carry it.
 	Default string
@@ -52,6 +55,7 @@ func walk(v reflect.Value, prefix string, out *[]Field) {
 		*out = append(*out, Field{
 			Path:    path,
 			Env:     EnvName(path),
+			Alias:   sf.Tag.Get("envAlias"),
 			Desc:    sf.Tag.Get("desc"),
 			Default: format(fv),
 			value:   fv,
@@ -78,16 +82,29 @@ func Reference() []Field {
 // ApplyEnv sets the fields named by IPAMD_* variables in environ. A value
 // that does not parse is an error naming the variable, and so is an
 // IPAMD_* variable that names no field (most likely a typo).
+//
+// A field with an Alias (the AWS VPC CNI's WARM_IP_TARGET,
+// MINIMUM_IP_TARGET and WARM_ENI_TARGET) is also set by that variable,
+// but only when its IPAMD_ variable is absent: the IPAMD_ variable wins,
+// and an alias shadowed by it is not even parsed. An empty alias counts as
+// unset, as in the VPC CNI. Either one overrides the file.
 func ApplyEnv(cfg *Config, environ []string) error {
 	byEnv := make(map[string]Field)
+	byAlias := make(map[string]Field)
 	for _, f := range fields(cfg) {
 		byEnv[f.Env] = f
+		if f.Alias != "" {
+			byAlias[f.Alias] = f
+		}
 	}
 	var names []string
 	values := make(map[string]string)
 	for _, kv := range environ {
 		name, value, ok := strings.Cut(kv, "=")
-		if !ok || !strings.HasPrefix(name, EnvPrefix) {
+		if !ok {
+			continue
+		}
+		if _, alias := byAlias[name]; !alias && !strings.HasPrefix(name, EnvPrefix) {
 			continue
 		}
 		names = append(names, name)
@@ -95,6 +112,15 @@ func ApplyEnv(cfg *Config, environ []string) error {
 	}
 	sort.Strings(names) // deterministic: the first bad variable is reported
 	for _, name := range names {
+		if f, ok := byAlias[name]; ok {
+			if _, shadowed := values[f.Env]; shadowed || values[name] == "" {
+				continue
+			}
+			if err := parseInto(f.value, values[name]); err != nil {
+				return fmt.Errorf("%w: environment variable %s (%s, alias of %s): %v", ErrInvalid, name, f.Path, f.Env, err)
+			}
+			continue
+		}
 		f, ok := byEnv[name]
 		if !ok {
 			return fmt.Errorf("%w: environment variable %s names no config field (see ipamd config-reference)", ErrInvalid, name)

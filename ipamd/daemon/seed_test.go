@@ -2,15 +2,21 @@ package daemon_test
 
 import (
 	"errors"
+	"fmt"
+	"net/netip"
+	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
 
 	ipamdv1 "github.com/sandboxipam/sandboxipam/ipamd/api/v1"
 	"github.com/sandboxipam/sandboxipam/ipamd/api/wire"
+	"github.com/sandboxipam/sandboxipam/ipamd/config"
 	"github.com/sandboxipam/sandboxipam/ipamd/ctl"
 	"github.com/sandboxipam/sandboxipam/ipamd/introspect/api"
+	"github.com/sandboxipam/sandboxipam/ipamd/ipsource/aws/awslocal"
 )
 
 // The infra sandbox IDs of the seed bug report's two coredns pods: the
@@ -25,8 +31,203 @@ const (
 // after the restart a DEL by sandbox ID releases (not "unknown pod"),
 // while the pod deleted during the outage is reclaimed by the reconciler.
 func TestSeedScenarioRealBinary(t *testing.T) {
+	runSeedScenario(t, seedRun{
+		node: newNode(t, "198.18.0.0/28"), initialTotal: 14, wantA: "198.18.0.1/28", wantB: "198.18.0.2/28",
+	})
+}
+
+// TestSeedScenarioAWS is the same scenario with ipSource.type aws: the real
+// binary's aws-sdk-go-v2 clients talk to awslocal's EC2 Query and IMDSv2
+// servers on loopback, with static credentials from the SDK's own
+// environment variables and a fixed region. The restarted ipamd adopts
+// the ENIs and addresses EC2 reports and asks EC2 for nothing new.
+//
+// The aws settings reach ipamd as environment variables by their
+// documented names, the VPC CNI alias WARM_IP_TARGET included, so the
+// names config-reference prints are proven against the real binary.
+func TestSeedScenarioAWS(t *testing.T) {
+	cloud, err := awslocal.Start(awslocal.Options{Region: "us-west-2", InstanceType: "t3.medium"})
+	if err != nil {
+		t.Fatalf("start awslocal: %v", err)
+	}
+	t.Cleanup(func() { cloud.Close() })
+	isolateSDK(t)
+	// Anything not addressed to loopback would go to a proxy that is not
+	// there (Go never proxies loopback), so no request can reach AWS.
+	for _, v := range []string{"HTTP_PROXY", "HTTPS_PROXY", "http_proxy", "https_proxy"} {
+		t.Setenv(v, "http://127.0.0.1:9")
+	}
+	t.Setenv("NO_PROXY", "")
+	t.Setenv("no_proxy", "")
+	t.Setenv("IPAMD_IPSOURCE_AWS_REGION", cloud.Region())
+	t.Setenv("IPAMD_IPSOURCE_AWS_EC2ENDPOINT", cloud.EC2Endpoint())
+	t.Setenv("IPAMD_IPSOURCE_AWS_IMDSENDPOINT", cloud.IMDSEndpoint())
+	t.Setenv("WARM_IP_TARGET", "4")
+	t.Setenv("MINIMUM_IP_TARGET", "") // empty: unset, whatever the machine's environment says
+	t.Setenv("WARM_ENI_TARGET", "")
+
+	n := newNode(t, "198.18.0.0/28") // the static CIDR is unused with aws
+	n.cfg.IPSource.Type = config.SourceAWS
+	n.cfg.IPSource.AWS.PoolCheckInterval = 50 * time.Millisecond
+	n.cfg.IPSource.AWS.ShrinkInterval = 0 // give surplus back at once, so the pool ends where it began
+	n.cfg.IPSource.AWS.MaxBackoff = 5 * time.Millisecond
+	if err := n.cfg.Validate(); err != nil {
+		t.Fatal(err)
+	}
+
+	// t3.medium: 6 IPv4 addresses per ENI, so 5 pod addresses each. The
+	// subnet 198.18.0.0/20 reserves .0-.3; the primary ENI holds .4.
+	// WARM_IP_TARGET=4 fills the primary with .5-.8 before ipamd serves;
+	// A and B take .5 and .6; keeping 4 free then takes .9 (the primary's
+	// last room) and a second ENI (.10) with one secondary address, .11.
+	const (
+		wantA = "198.18.0.5/20"
+		wantB = "198.18.0.6/20"
+	)
+	addrs := func(ips ...string) string { return strings.Join(ips, " ") }
+	growth := []string{"CreateNetworkInterface", "AttachNetworkInterface", "AssignPrivateIpAddresses"}
+	runSeedScenario(t, seedRun{
+		node: n, initialTotal: 4, wantA: wantA, wantB: wantB,
+		afterAdds: func(intro *ctl.Client, p *process) {
+			waitFor(t, "the pool to grow back to 4 free addresses", func() bool {
+				pool := mustPool(t, intro)
+				return pool.Total == 6 && pool.Assigned == 2 && pool.Free == 4
+			})
+			before := attachedENIs(cloud)
+			if len(before) != 2 ||
+				before[0].DeviceIndex != 0 || before[0].PrimaryIP.String() != "198.18.0.4" ||
+				secondaries(before[0]) != addrs("198.18.0.5", "198.18.0.6", "198.18.0.7", "198.18.0.8", "198.18.0.9") ||
+				before[1].DeviceIndex != 1 || before[1].PrimaryIP.String() != "198.18.0.10" || secondaries(before[1]) != "198.18.0.11" {
+				t.Fatalf("EC2 before the crash:\n%s", describeENIs(before))
+			}
+			for _, ip := range []string{wantA, wantB} {
+				if holders := eniHolding(cloud, netip.MustParsePrefix(ip).Addr()); len(holders) != 1 || holders[0] != before[0].ID {
+					t.Fatalf("%s is held in EC2 by %v, want the primary ENI %s alone", ip, holders, before[0].ID)
+				}
+			}
+		},
+		beforeRestart: func(*ctl.Client, *process) { cloud.ResetCalls() },
+		afterRestart: func(intro *ctl.Client, p *process) {
+			calls := cloud.Calls()
+			for _, action := range growth {
+				if calls[action] != 0 {
+					t.Fatalf("the restarted ipamd called %s %d times, want 0 (it must adopt what exists); calls %v", action, calls[action], calls)
+				}
+			}
+			if calls["DescribeNetworkInterfaces"] == 0 {
+				t.Fatalf("the restarted ipamd never read the ENIs from EC2: calls %v", calls)
+			}
+			// Logged once the attached ENIs are adopted, before the
+			// reconciler can release B.
+			ready := grepLines(readLog(t, p), `msg="aws source ready"`)
+			if lines := strings.Split(ready, "\n"); len(lines) != 2 ||
+				!strings.Contains(lines[0], "enis=1 addresses=4 assigned=0") || !strings.Contains(lines[1], "enis=2 addresses=6 assigned=2") {
+				t.Fatalf("aws source ready lines = %q, want enis=1 addresses=4 assigned=0, then enis=2 addresses=6 assigned=2", ready)
+			}
+		},
+		atEnd: func(intro *ctl.Client, p *process) {
+			calls := cloud.Calls()
+			for _, action := range growth {
+				if calls[action] != 0 {
+					t.Errorf("since the restart ipamd called %s %d times, want 0; calls %v", action, calls[action], calls)
+				}
+			}
+			// The pool holds exactly what EC2 holds, each address once.
+			after := attachedENIs(cloud)
+			held := map[netip.Addr]string{}
+			for _, e := range after {
+				for _, ip := range e.SecondaryIPs {
+					if other, dup := held[ip]; dup {
+						t.Fatalf("%s is on %s and %s", ip, other, e.ID)
+					}
+					held[ip] = e.ID
+				}
+			}
+			if pool := mustPool(t, intro); len(held) != pool.Total || len(held) != 4 {
+				t.Fatalf("EC2 holds %d secondary addresses, the pool %d; want 4 each\n%s", len(held), pool.Total, describeENIs(after))
+			}
+		},
+	})
+}
+
+// attachedENIs is the instance's ENIs in EC2, by device index.
+func attachedENIs(cloud *awslocal.Cloud) []awslocal.ENI {
+	var out []awslocal.ENI
+	for _, e := range cloud.ENIs() {
+		if e.Status == "in-use" && e.InstanceID == cloud.InstanceID() {
+			out = append(out, e)
+		}
+	}
+	slices.SortFunc(out, func(a, b awslocal.ENI) int { return a.DeviceIndex - b.DeviceIndex })
+	return out
+}
+
+// eniHolding lists the ENIs that hold ip as a secondary address.
+func eniHolding(cloud *awslocal.Cloud, ip netip.Addr) []string {
+	var out []string
+	for _, e := range cloud.ENIs() {
+		if slices.Contains(e.SecondaryIPs, ip) {
+			out = append(out, e.ID)
+		}
+	}
+	return out
+}
+
+func secondaries(e awslocal.ENI) string {
+	parts := make([]string, len(e.SecondaryIPs))
+	for i, ip := range e.SecondaryIPs {
+		parts[i] = ip.String()
+	}
+	return strings.Join(parts, " ")
+}
+
+func describeENIs(enis []awslocal.ENI) string {
+	var b strings.Builder
+	for _, e := range enis {
+		fmt.Fprintf(&b, "%s device %d primary %s secondaries [%s]\n", e.ID, e.DeviceIndex, e.PrimaryIP, secondaries(e))
+	}
+	return b.String()
+}
+
+func readLog(t testing.TB, p *process) string {
+	t.Helper()
+	data, err := os.ReadFile(p.log)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(data)
+}
+
+// seedRun is one IP source's run of the seed scenario: the node with the
+// source configured, what the source must hand out, and the source's own
+// checks at the scenario's turning points.
+type seedRun struct {
+	node *node
+	// initialTotal is the pool's size once ipamd serves, all of it free;
+	// the pool must come back to it once A and B are gone.
+	initialTotal int
+	// wantA and wantB are the exact addresses ADD answers, in CIDR
+	// notation.
+	wantA, wantB string
+	// afterAdds runs once A and B hold their addresses, before the kill:
+	// a source that grows in the background waits here until it is done.
+	// beforeRestart runs while ipamd is down; afterRestart once the
+	// restarted ipamd serves, and atEnd after the last check. Nil skips.
+	afterAdds, beforeRestart, afterRestart, atEnd seedHook
+}
+
+// seedHook gets the introspection client and the ipamd run at hand (nil
+// while ipamd is down).
+type seedHook func(intro *ctl.Client, p *process)
+
+// runSeedScenario is the seed scenario through the real binary: ADD A and
+// B under their sandbox IDs, SIGKILL, pod B deleted while ipamd is down,
+// restart, DEL A by its sandbox ID releases it, the reconciler releases B
+// after the grace period, and the pool ends where it began.
+func runSeedScenario(t *testing.T, r seedRun) {
+	t.Helper()
 	bin := buildIpamd(t)
-	n := newNode(t, "198.18.0.0/28")
+	n := r.node
 	n.cfg.Reconcile.Grace = time.Second
 	n.cfg.Reconcile.Interval = 200 * time.Millisecond
 	n.cfg.Introspection.Address = freeLoopbackAddr(t)
@@ -36,30 +237,38 @@ func TestSeedScenarioRealBinary(t *testing.T) {
 	cni := cniClient{socket: n.cfg.Socket}
 	intro := ctl.New(n.cfg.Introspection.Address, nil)
 	ctx := t.Context()
+	run := func(hook seedHook, p *process) {
+		if hook != nil {
+			hook(intro, p)
+		}
+	}
 
 	n.addSandbox(sandboxA)
 	n.addSandbox(sandboxB)
 	p := startBinary(t, bin, cfgPath, logPath, cni, intro)
 	initial := mustPool(t, intro)
-	if initial.Total != 14 || initial.Assigned != 0 || initial.Free != 14 {
-		t.Fatalf("initial pool = %+v, want 14 total, 14 free", initial)
+	if initial.Total != r.initialTotal || initial.Assigned != 0 || initial.Free != r.initialTotal {
+		t.Fatalf("initial pool = %+v, want %d total, %d free", initial, r.initialTotal, r.initialTotal)
 	}
-	if ip, err := cni.add(ctx, sandboxA); err != nil || ip != "198.18.0.1/28" {
-		t.Fatalf("ADD A = %q, %v; want 198.18.0.1/28", ip, err)
+	if ip, err := cni.add(ctx, sandboxA); err != nil || ip != r.wantA {
+		t.Fatalf("ADD A = %q, %v; want %s", ip, err, r.wantA)
 	}
-	if ip, err := cni.add(ctx, sandboxB); err != nil || ip != "198.18.0.2/28" {
-		t.Fatalf("ADD B = %q, %v; want 198.18.0.2/28", ip, err)
+	if ip, err := cni.add(ctx, sandboxB); err != nil || ip != r.wantB {
+		t.Fatalf("ADD B = %q, %v; want %s", ip, err, r.wantB)
 	}
 	pods := mustPods(t, intro)
-	if got := podsByID(pods); len(got) != 2 || got[sandboxA] != "198.18.0.1/28" || got[sandboxB] != "198.18.0.2/28" {
+	if got := podsByID(pods); len(got) != 2 || got[sandboxA] != r.wantA || got[sandboxB] != r.wantB {
 		t.Fatalf("/v1/pods before the crash = %v", got)
 	}
+	run(r.afterAdds, p)
 
 	p.kill()
 	n.removeSandbox(sandboxB) // pod B is deleted while ipamd is down: no DEL reaches it
+	run(r.beforeRestart, nil)
 	p = startBinary(t, bin, cfgPath, logPath, cni, intro)
+	run(r.afterRestart, p)
 
-	if got := podsByID(mustPods(t, intro)); len(got) != 2 || got[sandboxA] != "198.18.0.1/28" {
+	if got := podsByID(mustPods(t, intro)); len(got) != 2 || got[sandboxA] != r.wantA {
 		t.Fatalf("/v1/pods after restart = %v, want both assignments recovered from the checkpoint", got)
 	}
 	released, err := cni.del(ctx, sandboxA)
@@ -92,6 +301,7 @@ func TestSeedScenarioRealBinary(t *testing.T) {
 	if metrics := scrape(t, n.cfg.Introspection.Address); !strings.Contains(metrics, "ipamd_reconcile_released_ips_total 1\n") {
 		t.Errorf("the reconciler released more than B:\n%s\n%s", grepLines(metrics, "ipamd_reconcile"), p.logTail())
 	}
+	run(r.atEnd, p)
 	p.stop()
 }
 

@@ -7,10 +7,17 @@ import (
 	"time"
 )
 
-// Config is the aws source's part of ipamd's configuration. Field comments
-// give the default (DefaultConfig) and the environment variable that
-// overrides the field; the struct tags carry the same names for the
-// daemon's config loader.
+// Config is the aws source's part of ipamd's configuration, which ipamd
+// reads under ipSource.aws. Field comments give the default
+// (DefaultConfig) and the environment variable that overrides the field;
+// the env tags carry the same names. They are not a second scheme: ipamd's
+// config loader derives every variable from the YAML path (IPAMD_ and the
+// path upper-cased, "." -> "_", so ipSource.aws.warmIPTarget is
+// IPAMD_IPSOURCE_AWS_WARMIPTARGET), and package config's tests check that
+// these tags name exactly the derived variables. The three targets also
+// answer to the AWS VPC CNI's own variables WARM_IP_TARGET,
+// MINIMUM_IP_TARGET and WARM_ENI_TARGET; when both are set, the IPAMD_
+// variable wins.
 //
 // The three targets follow the AWS VPC CNI: when WarmIPTarget or
 // MinimumIPTarget is above zero they decide and WarmENITarget is ignored;
@@ -20,53 +27,56 @@ import (
 // by whole ENIs.
 type Config struct {
 	// WarmIPTarget is how many free addresses the pool keeps ready for new
-	// pods. Default 0 (not set). Env IPAMD_AWS_WARM_IP_TARGET.
-	WarmIPTarget int `yaml:"warmIPTarget" env:"IPAMD_AWS_WARM_IP_TARGET"`
+	// pods. Default 0 (not set).
+	// Env IPAMD_IPSOURCE_AWS_WARMIPTARGET (or WARM_IP_TARGET).
+	WarmIPTarget int `yaml:"warmIPTarget" env:"IPAMD_IPSOURCE_AWS_WARMIPTARGET"`
 	// MinimumIPTarget is the fewest addresses the pool holds, free or
-	// not. Default 0 (not set). Env IPAMD_AWS_MINIMUM_IP_TARGET.
-	MinimumIPTarget int `yaml:"minimumIPTarget" env:"IPAMD_AWS_MINIMUM_IP_TARGET"`
+	// not. Default 0 (not set).
+	// Env IPAMD_IPSOURCE_AWS_MINIMUMIPTARGET (or MINIMUM_IP_TARGET).
+	MinimumIPTarget int `yaml:"minimumIPTarget" env:"IPAMD_IPSOURCE_AWS_MINIMUMIPTARGET"`
 	// WarmENITarget is how many ENIs' worth of free addresses the pool
 	// keeps when neither IP target is set. Default 1.
-	// Env IPAMD_AWS_WARM_ENI_TARGET.
-	WarmENITarget int `yaml:"warmENITarget" env:"IPAMD_AWS_WARM_ENI_TARGET"`
+	// Env IPAMD_IPSOURCE_AWS_WARMENITARGET (or WARM_ENI_TARGET).
+	WarmENITarget int `yaml:"warmENITarget" env:"IPAMD_IPSOURCE_AWS_WARMENITARGET"`
 	// MaxENIs caps the ENIs the node uses, primary included, below the
 	// instance type's limit. Default 0 (the instance type's limit).
-	// Env IPAMD_AWS_MAX_ENI.
-	MaxENIs int `yaml:"maxENIs" env:"IPAMD_AWS_MAX_ENI"`
+	// Env IPAMD_IPSOURCE_AWS_MAXENIS.
+	MaxENIs int `yaml:"maxENIs" env:"IPAMD_IPSOURCE_AWS_MAXENIS"`
 	// PoolCheckInterval is how often the pool is compared with the
-	// targets. Default 1s. Env IPAMD_AWS_POOL_CHECK_INTERVAL.
-	PoolCheckInterval time.Duration `yaml:"poolCheckInterval" env:"IPAMD_AWS_POOL_CHECK_INTERVAL"`
+	// targets. Default 1s. Env IPAMD_IPSOURCE_AWS_POOLCHECKINTERVAL.
+	PoolCheckInterval time.Duration `yaml:"poolCheckInterval" env:"IPAMD_IPSOURCE_AWS_POOLCHECKINTERVAL"`
 	// ShrinkInterval is the least time between two shrinks, so a burst
 	// of pod deletions followed by creations does not return addresses to
 	// EC2 only to ask for them again. Default 30s; 0 shrinks at once.
-	// Env IPAMD_AWS_SHRINK_INTERVAL.
-	ShrinkInterval time.Duration `yaml:"shrinkInterval" env:"IPAMD_AWS_SHRINK_INTERVAL"`
+	// Env IPAMD_IPSOURCE_AWS_SHRINKINTERVAL.
+	ShrinkInterval time.Duration `yaml:"shrinkInterval" env:"IPAMD_IPSOURCE_AWS_SHRINKINTERVAL"`
 	// ResyncInterval is how often the attached ENIs are read back from
 	// EC2 and every address they hold is put in the pool again, which
 	// repairs the pool after a call whose outcome was unknown.
-	// Default 1m. Env IPAMD_AWS_RESYNC_INTERVAL.
-	ResyncInterval time.Duration `yaml:"resyncInterval" env:"IPAMD_AWS_RESYNC_INTERVAL"`
+	// Default 1m. Env IPAMD_IPSOURCE_AWS_RESYNCINTERVAL.
+	ResyncInterval time.Duration `yaml:"resyncInterval" env:"IPAMD_IPSOURCE_AWS_RESYNCINTERVAL"`
 	// LeakedENICleanupInterval is how often detached ENIs this node's
 	// ipamd created are deleted (also once at start). Default 30m.
-	// Env IPAMD_AWS_LEAKED_ENI_CLEANUP_INTERVAL.
-	LeakedENICleanupInterval time.Duration `yaml:"leakedENICleanupInterval" env:"IPAMD_AWS_LEAKED_ENI_CLEANUP_INTERVAL"`
+	// Env IPAMD_IPSOURCE_AWS_LEAKEDENICLEANUPINTERVAL.
+	LeakedENICleanupInterval time.Duration `yaml:"leakedENICleanupInterval" env:"IPAMD_IPSOURCE_AWS_LEAKEDENICLEANUPINTERVAL"`
 	// MaxAttempts is how many times the SDK's standard retryer tries one
 	// EC2 call (throttling included) before the source sees the error.
-	// Default 10. Env IPAMD_AWS_MAX_ATTEMPTS.
-	MaxAttempts int `yaml:"maxAttempts" env:"IPAMD_AWS_MAX_ATTEMPTS"`
+	// Default 10. Env IPAMD_IPSOURCE_AWS_MAXATTEMPTS.
+	MaxAttempts int `yaml:"maxAttempts" env:"IPAMD_IPSOURCE_AWS_MAXATTEMPTS"`
 	// MaxBackoff caps the retryer's exponential backoff with jitter.
-	// Default 20s. Env IPAMD_AWS_MAX_BACKOFF.
-	MaxBackoff time.Duration `yaml:"maxBackoff" env:"IPAMD_AWS_MAX_BACKOFF"`
+	// Default 20s. Env IPAMD_IPSOURCE_AWS_MAXBACKOFF.
+	MaxBackoff time.Duration `yaml:"maxBackoff" env:"IPAMD_IPSOURCE_AWS_MAXBACKOFF"`
 	// Region of the EC2 endpoint. Default "" (the instance's region, read
-	// from IMDS). Env IPAMD_AWS_REGION.
-	Region string `yaml:"region" env:"IPAMD_AWS_REGION"`
+	// from IMDS). Env IPAMD_IPSOURCE_AWS_REGION.
+	Region string `yaml:"region" env:"IPAMD_IPSOURCE_AWS_REGION"`
 	// EC2Endpoint replaces the regional EC2 endpoint, for a VPC endpoint
 	// or a test server. Default "" (the SDK's endpoint).
-	// Env IPAMD_AWS_EC2_ENDPOINT.
-	EC2Endpoint string `yaml:"ec2Endpoint" env:"IPAMD_AWS_EC2_ENDPOINT"`
+	// Env IPAMD_IPSOURCE_AWS_EC2ENDPOINT.
+	EC2Endpoint string `yaml:"ec2Endpoint" env:"IPAMD_IPSOURCE_AWS_EC2ENDPOINT"`
 	// IMDSEndpoint replaces the instance metadata endpoint. Default ""
-	// (the SDK's, http://169.254.169.254). Env IPAMD_AWS_IMDS_ENDPOINT.
-	IMDSEndpoint string `yaml:"imdsEndpoint" env:"IPAMD_AWS_IMDS_ENDPOINT"`
+	// (the SDK's, http://169.254.169.254).
+	// Env IPAMD_IPSOURCE_AWS_IMDSENDPOINT.
+	IMDSEndpoint string `yaml:"imdsEndpoint" env:"IPAMD_IPSOURCE_AWS_IMDSENDPOINT"`
 }
 
 // DefaultConfig returns the defaults stated on Config's fields.

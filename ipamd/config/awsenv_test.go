@@ -1,0 +1,191 @@
+package config
+
+import (
+	"errors"
+	"go/ast"
+	"go/parser"
+	"go/token"
+	"os"
+	"path/filepath"
+	"reflect"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/sandboxipam/sandboxipam/ipamd/ipsource/aws"
+)
+
+// awsFieldEnv is, per field of aws.Config, its YAML name and the variable
+// its env tag documents.
+func awsFieldEnv(t *testing.T) map[string]string {
+	t.Helper()
+	out := map[string]string{}
+	rt := reflect.TypeFor[aws.Config]()
+	for i := range rt.NumField() {
+		sf := rt.Field(i)
+		out[sf.Tag.Get("yaml")] = sf.Tag.Get("env")
+	}
+	return out
+}
+
+// The aws package documents one variable per field; it must be exactly the
+// one the loader derives, and every field must be in Reference.
+func TestAWSEnvTagsAreTheDerivedVariables(t *testing.T) {
+	ref := map[string]Field{}
+	for _, f := range Reference() {
+		ref[f.Path] = f
+	}
+	tags := awsFieldEnv(t)
+	if len(tags) != 13 {
+		t.Fatalf("aws.Config has %d fields, this test knows 13: %v", len(tags), tags)
+	}
+	for yamlName, env := range tags {
+		path := "ipSource.aws." + yamlName
+		if want := EnvName(path); env != want {
+			t.Errorf("aws.Config %s: env tag %q, but the loader derives %q", yamlName, env, want)
+		}
+		if f, ok := ref[path]; !ok || f.Env != env {
+			t.Errorf("Reference has %s as %+v, want variable %s", path, f, env)
+		}
+	}
+}
+
+// The field comments in the aws package name the same variables as the
+// tags (and the aliases where there are some), and nothing else.
+func TestAWSDocCommentsNameTheDerivedVariables(t *testing.T) {
+	src := filepath.Join("..", "ipsource", "aws", "config.go")
+	file, err := parser.ParseFile(token.NewFileSet(), src, nil, parser.ParseComments)
+	if err != nil {
+		t.Fatal(err)
+	}
+	aliases := map[string]string{"warmIPTarget": "WARM_IP_TARGET", "minimumIPTarget": "MINIMUM_IP_TARGET", "warmENITarget": "WARM_ENI_TARGET"}
+	tags := awsFieldEnv(t)
+	checked := 0
+	ast.Inspect(file, func(n ast.Node) bool {
+		ts, ok := n.(*ast.TypeSpec)
+		if !ok || ts.Name.Name != "Config" {
+			return true
+		}
+		for _, fld := range ts.Type.(*ast.StructType).Fields.List {
+			tag := reflect.StructTag(strings.Trim(fld.Tag.Value, "`"))
+			yamlName := tag.Get("yaml")
+			doc := strings.Join(strings.Fields(fld.Doc.Text()), " ")
+			want := "Env " + tags[yamlName]
+			if a := aliases[yamlName]; a != "" {
+				want += " (or " + a + ")"
+			}
+			if !strings.Contains(doc, want+".") {
+				t.Errorf("comment of aws.Config.%s = %q, want it to say %q", fld.Names[0].Name, doc, want+".")
+			}
+			if strings.Count(doc, "IPAMD_") != 1 {
+				t.Errorf("comment of aws.Config.%s names %d IPAMD_ variables, want 1: %q", fld.Names[0].Name, strings.Count(doc, "IPAMD_"), doc)
+			}
+			checked++
+		}
+		return false
+	})
+	if checked != len(tags) {
+		t.Fatalf("checked %d field comments, aws.Config has %d fields", checked, len(tags))
+	}
+	data, err := os.ReadFile(src)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if strings.Contains(string(data), "IPAMD_AWS_") {
+		t.Errorf("%s still names an IPAMD_AWS_ variable, which the loader rejects", src)
+	}
+}
+
+// Every field of the aws source is set by the variable the aws package
+// documents for it, exactly, over the file's values.
+func TestAWSEnvOverridesByDocumentedNames(t *testing.T) {
+	values := map[string]string{
+		"warmIPTarget":             "7",
+		"minimumIPTarget":          "12",
+		"warmENITarget":            "3",
+		"maxENIs":                  "2",
+		"poolCheckInterval":        "250ms",
+		"shrinkInterval":           "0s",
+		"resyncInterval":           "90s",
+		"leakedENICleanupInterval": "2h",
+		"maxAttempts":              "4",
+		"maxBackoff":               "3s",
+		"region":                   "ap-south-2",
+		"ec2Endpoint":              "http://127.0.0.1:9001",
+		"imdsEndpoint":             "http://127.0.0.1:9002",
+	}
+	env := []string{"IPAMD_IPSOURCE_TYPE=aws"}
+	for yamlName, name := range awsFieldEnv(t) {
+		v, ok := values[yamlName]
+		if !ok {
+			t.Fatalf("no test value for aws.Config %s", yamlName)
+		}
+		env = append(env, name+"="+v)
+	}
+	cfg, err := Load(filepath.Join("testdata", "full.yaml"), env) // full.yaml sets every aws field otherwise
+	if err != nil {
+		t.Fatalf("Load: %v", err)
+	}
+	want := aws.Config{WarmIPTarget: 7, MinimumIPTarget: 12, WarmENITarget: 3, MaxENIs: 2,
+		PoolCheckInterval: 250 * time.Millisecond, ShrinkInterval: 0, ResyncInterval: 90 * time.Second,
+		LeakedENICleanupInterval: 2 * time.Hour, MaxAttempts: 4, MaxBackoff: 3 * time.Second,
+		Region: "ap-south-2", EC2Endpoint: "http://127.0.0.1:9001", IMDSEndpoint: "http://127.0.0.1:9002"}
+	if got := cfg.IPSource.AWS.SourceConfig(); got != want {
+		t.Errorf("aws config from env =\n%+v\nwant\n%+v", got, want)
+	}
+	if cfg.IPSource.Type != SourceAWS {
+		t.Errorf("ipSource.type = %q, want aws", cfg.IPSource.Type)
+	}
+}
+
+func TestAWSTargetAliases(t *testing.T) {
+	full := filepath.Join("testdata", "full.yaml") // warmIPTarget 5, minimumIPTarget 10, warmENITarget 2
+	targets := func(c Config) [3]int {
+		return [3]int{c.IPSource.AWS.WarmIPTarget, c.IPSource.AWS.MinimumIPTarget, c.IPSource.AWS.WarmENITarget}
+	}
+	for _, tc := range []struct {
+		name string
+		env  []string
+		want [3]int
+	}{
+		{"none", nil, [3]int{5, 10, 2}},
+		{"aliases override the file", []string{"WARM_IP_TARGET=1", "MINIMUM_IP_TARGET=20", "WARM_ENI_TARGET=3"}, [3]int{1, 20, 3}},
+		{"IPAMD_ wins over its alias", []string{"WARM_IP_TARGET=1", "IPAMD_IPSOURCE_AWS_WARMIPTARGET=9",
+			"MINIMUM_IP_TARGET=20", "WARM_ENI_TARGET=4", "IPAMD_IPSOURCE_AWS_WARMENITARGET=6"}, [3]int{9, 20, 6}},
+		{"IPAMD_ wins whatever the order", []string{"IPAMD_IPSOURCE_AWS_MINIMUMIPTARGET=11", "MINIMUM_IP_TARGET=30"}, [3]int{5, 11, 2}},
+		{"an empty alias is unset, as in the VPC CNI", []string{"WARM_IP_TARGET=", "MINIMUM_IP_TARGET=", "WARM_ENI_TARGET="}, [3]int{5, 10, 2}},
+		{"a shadowed alias is not parsed", []string{"WARM_ENI_TARGET=lots", "IPAMD_IPSOURCE_AWS_WARMENITARGET=1"}, [3]int{5, 10, 1}},
+		{"other VPC CNI variables are ignored", []string{"MAX_ENI=1", "WARM_PREFIX_TARGET=1", "AWS_VPC_K8S_CNI_LOGLEVEL=DEBUG"}, [3]int{5, 10, 2}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			cfg, err := Load(full, tc.env)
+			if err != nil {
+				t.Fatalf("Load: %v", err)
+			}
+			if got := targets(cfg); got != tc.want {
+				t.Errorf("warmIP, minimumIP, warmENI = %v, want %v", got, tc.want)
+			}
+		})
+	}
+
+	_, err := Load("", []string{"WARM_IP_TARGET=five"})
+	want := `environment variable WARM_IP_TARGET (ipSource.aws.warmIPTarget, alias of IPAMD_IPSOURCE_AWS_WARMIPTARGET): want an integer, got "five"`
+	if !errors.Is(err, ErrInvalid) || !strings.Contains(err.Error(), want) {
+		t.Errorf("Load with a bad alias = %v\nwant ErrInvalid containing %q", err, want)
+	}
+	_, err = Load("", []string{"WARM_ENI_TARGET=-1", "IPAMD_IPSOURCE_TYPE=aws"})
+	if !errors.Is(err, ErrInvalid) || !strings.Contains(err.Error(), "ipSource.aws.warmENITarget must be >= 0, got -1") {
+		t.Errorf("Load with WARM_ENI_TARGET=-1 = %v, want the field's validation error", err)
+	}
+
+	var aliases []string
+	for _, f := range Reference() {
+		if f.Alias != "" {
+			aliases = append(aliases, f.Alias+"="+f.Env)
+		}
+	}
+	wantAliases := "WARM_IP_TARGET=IPAMD_IPSOURCE_AWS_WARMIPTARGET MINIMUM_IP_TARGET=IPAMD_IPSOURCE_AWS_MINIMUMIPTARGET WARM_ENI_TARGET=IPAMD_IPSOURCE_AWS_WARMENITARGET"
+	if strings.Join(aliases, " ") != wantAliases {
+		t.Errorf("Reference aliases = %v, want %s", aliases, wantAliases)
+	}
+}
