@@ -2,8 +2,10 @@ package wire
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net"
+	"os"
 	"time"
 
 	"google.golang.org/protobuf/proto"
@@ -61,6 +63,11 @@ func (c *Client) Call(ctx context.Context, m Method, req, resp proto.Message) er
 }
 
 func (c *Client) callError(ctx context.Context, m Method, err error) error {
+	if _, has := ctx.Deadline(); has && errors.Is(err, os.ErrDeadlineExceeded) {
+		// The connection's deadline is the context's: the read timed out
+		// at the very moment the context expires, so report it as such.
+		<-ctx.Done()
+	}
 	if ctxErr := ctx.Err(); ctxErr != nil {
 		return fmt.Errorf("%s to ipamd at %s: %w", m, c.path, ctxErr)
 	}
