@@ -1,5 +1,6 @@
-// Command docker is the runtime adapter plugin for pods that dockershim or cri-dockerd laid out in a Docker Engine, read through the Engine API. ipamd launches
-// it; run by hand it only says that it is a plugin. Flags map onto
+// Command docker is the runtime adapter plugin for pods that dockershim or
+// cri-dockerd laid out in a Docker Engine, read through the Engine API.
+// ipamd launches it; run by hand it only says that it is a plugin. Flags map onto
 // docker.Config; see docker.DefaultConfig for the defaults.
 package main
 
