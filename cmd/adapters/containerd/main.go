@@ -1,5 +1,6 @@
-// Command containerd is the runtime adapter plugin for containerd, read through its own API (or its CRI plugin with --cri). ipamd launches
-// it; run by hand it only says that it is a plugin. Flags map onto
+// Command containerd is the runtime adapter plugin for containerd, read
+// through its own API (or its CRI plugin with --cri). ipamd launches it;
+// run by hand it only says that it is a plugin. Flags map onto
 // containerd.Config; see containerd.DefaultConfig for the defaults.
 package main
 

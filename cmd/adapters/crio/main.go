@@ -1,6 +1,6 @@
-// Command crio is the runtime adapter plugin for CRI-O, read over CRI. ipamd launches
-// it; run by hand it only says that it is a plugin. Flags map onto
-// crio.Config; see crio.DefaultConfig for the defaults.
+// Command crio is the runtime adapter plugin for CRI-O, read over CRI.
+// ipamd launches it; run by hand it only says that it is a plugin. Flags
+// map onto crio.Config; see crio.DefaultConfig for the defaults.
 package main
 
 import (

@@ -1,7 +1,7 @@
 // Command docker is the runtime adapter plugin for pods that dockershim or
 // cri-dockerd laid out in a Docker Engine, read through the Engine API.
-// ipamd launches it; run by hand it only says that it is a plugin. Flags map onto
-// docker.Config; see docker.DefaultConfig for the defaults.
+// ipamd launches it; run by hand it only says that it is a plugin. Flags
+// map onto docker.Config; see docker.DefaultConfig for the defaults.
 package main
 
 import (

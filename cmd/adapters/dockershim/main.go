@@ -1,5 +1,6 @@
-// Command dockershim is the runtime adapter plugin for Docker behind kubelet's dockershim or cri-dockerd, read over CRI. ipamd launches
-// it; run by hand it only says that it is a plugin. Flags map onto
+// Command dockershim is the runtime adapter plugin for Docker behind
+// kubelet's dockershim or cri-dockerd, read over CRI. ipamd launches it;
+// run by hand it only says that it is a plugin. Flags map onto
 // dockershim.Config; see dockershim.DefaultConfig for the defaults.
 package main
 
