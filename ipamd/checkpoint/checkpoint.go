@@ -1,5 +1,8 @@
-// Package checkpoint is the on-disk format of ipamd's datastore: one file
-// that holds the whole state, written atomically and verified on load.
+// Package checkpoint is the on-disk format of ipamd's datastore: a
+// snapshot file that holds the whole state, written atomically and
+// verified on load, and a journal next to it (see journal.go) of the
+// changes made since, one appended record per group commit. Load reads
+// both.
 //
 // The file is a header line followed by a JSON body:
 //

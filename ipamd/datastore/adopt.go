@@ -51,6 +51,9 @@ func (s *Store) Adopt(ctx context.Context, network, ifName string, sandboxes []r
 	rep, stillHeld := s.adoptSandboxesLocked(network, ifName, sandboxes)
 	s.settleQuarantineLocked(&rep, stillHeld, complete)
 	s.order = nil
+	// Adoption can change the quarantine of every address and whether the
+	// store is proven: written as a whole snapshot, not a journal record.
+	s.needFull = true
 	b := s.changedLocked()
 	s.mu.Unlock()
 	if err := wait(ctx, b); err != nil {

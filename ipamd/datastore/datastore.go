@@ -6,11 +6,29 @@
 // namespace and UID are kept as metadata for operators and are never
 // matched on, because StatefulSets reuse pod names with new sandboxes.
 //
-// Every change is in the checkpoint file before the call that made it
-// returns. Concurrent callers share one write and one fsync (group commit):
-// a single writer goroutine snapshots the whole state, writes it with
-// checkpoint.WriteAtomic and wakes every caller whose change the snapshot
-// holds. A failed write fails every caller of that batch. Their changes are
+// Every change is on disk before the call that made it returns.
+// Concurrent callers share one write and one fdatasync (group commit): a
+// single writer goroutine collects what the batch changed (the addresses
+// and keys it touched, recorded as they are now) and appends it as one
+// record to the checkpoint's journal (see package checkpoint), then wakes
+// every caller whose change the record holds. Rewriting the whole state
+// with two fsyncs per commit cost the CNI path more than host-local takes;
+// an append costs one small write and one fdatasync whatever the size of
+// the state.
+//
+// Compaction writes the whole state as a new snapshot (checkpoint.
+// WriteAtomic) and starts a fresh journal. It happens in the commit path,
+// in place of an append, for the commit that finds the journal past
+// compactBytes, after a failed append (the journal's tail is then in
+// doubt), for the first commit of a new store (there is no snapshot for a
+// journal to follow yet), and for changes that touch much of the state at
+// once (Adopt, the unproven state at Open): that one commit costs what every commit cost
+// before the journal, and callers arriving meanwhile join the next batch
+// as behind any write. Doing it in the background would need a second
+// copy of the state and a journal switch under concurrent appends, for a
+// cost paid once per thousands of commits.
+//
+// A failed write fails every caller of that batch. Their changes are
 // not rolled back in memory (a later change may already build on them);
 // they stay in memory, are never handed out twice, and are written by the
 // next successful write. Any later Assign, Release, ReleaseSandbox or GC,
@@ -33,7 +51,10 @@
 // fails with ErrLocked while another store holds it.
 //
 // A lost checkpoint is never mistaken for an empty node. A damaged or
-// unreadable file is kept aside, and the store starts unproven: every
+// unreadable snapshot, a journal damaged anywhere but in its last record
+// (a torn last record is an append a crash cut short, never acknowledged,
+// and is cut off), or a journal without its snapshot is kept aside (both
+// files), and the store starts unproven: every
 // address is quarantined and Assign fails with ErrUnproven until Adopt
 // rebuilds the assignments from the container runtime's listing.
 package datastore
@@ -49,6 +70,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/sandboxipam/sandboxipam/ipamd/checkpoint"
 	"github.com/sandboxipam/sandboxipam/ipamd/ipsource"
 )
 
@@ -89,7 +111,8 @@ type Assignment struct {
 
 // Options configure Open.
 type Options struct {
-	// Path is the checkpoint file; its directory is created 0700.
+	// Path is the checkpoint's snapshot file; its journal is Path +
+	// ".journal". Their directory is created 0700.
 	Path string
 	// Cooldown is how long a released address waits before reuse;
 	// zero means DefaultCooldown.
@@ -152,6 +175,15 @@ type Store struct {
 	recovery    Recovery
 	closed      bool
 	commit      commitState
+	// dirtyIPs and dirtyKeys are the addresses and assignments changed
+	// since the last journal record was taken; needFull makes the next
+	// write a compaction instead (see the package doc).
+	dirtyIPs  map[netip.Addr]struct{}
+	dirtyKeys map[Key]struct{}
+	needFull  bool
+	// journal is the open journal, nil until the first compaction. Only
+	// the writer goroutine touches it once Open has returned.
+	journal *checkpoint.JournalWriter
 
 	wake    chan struct{}
 	stop    chan struct{}
@@ -176,6 +208,7 @@ func Open(ctx context.Context, opts Options) (*Store, error) {
 	s := newStore(opts)
 	s.lock = lock
 	if err := s.load(ctx); err != nil {
+		s.closeJournal()
 		s.unlock()
 		return nil, err
 	}
@@ -193,6 +226,8 @@ func newStore(opts Options) *Store {
 		addrs:            make(map[netip.Addr]*entry),
 		marked:           make(map[netip.Addr]struct{}),
 		assignments:      make(map[Key]*Assignment),
+		dirtyIPs:         make(map[netip.Addr]struct{}),
+		dirtyKeys:        make(map[Key]struct{}),
 		wake:             make(chan struct{}, 1),
 		stop:             make(chan struct{}),
 		stopped:          make(chan struct{}),
@@ -214,6 +249,14 @@ func (s *Store) unlock() {
 	if s.lock != nil {
 		_ = s.lock.Close()
 		s.lock = nil
+	}
+}
+
+// closeJournal closes the journal file once nothing appends to it.
+func (s *Store) closeJournal() {
+	if s.journal != nil {
+		_ = s.journal.Close()
+		s.journal = nil
 	}
 }
 
@@ -251,6 +294,7 @@ func (s *Store) Close() error {
 	}
 	close(s.stop)
 	<-s.stopped
+	s.closeJournal()
 	s.unlock()
 	if err != nil {
 		return fmt.Errorf("close datastore: last write: %w", err)

@@ -99,14 +99,14 @@ func TestConcurrentAssignNeverDuplicatesAndIsDurable(t *testing.T) {
 		}
 		seen[ip] = k
 	}
-	// Reading the file without closing: every acknowledged assignment is
-	// already on disk.
-	file, err := checkpoint.Read(f.path)
+	// Reading the files without closing: every acknowledged assignment is
+	// already on disk, in the snapshot or its journal.
+	st, err := checkpoint.Load(f.path)
 	if err != nil {
 		t.Fatal(err)
 	}
 	onDisk := map[datastore.Key]netip.Addr{}
-	for _, a := range file.Assignments {
+	for _, a := range st.File.Assignments {
 		onDisk[datastore.Key{Network: a.Network, SandboxID: a.SandboxID, IfName: a.IfName}] = a.IP
 	}
 	if len(acked) != workers*perWorker || !maps.Equal(onDisk, acked) {
@@ -197,21 +197,26 @@ func corruptedAside(t *testing.T, f *fixture) string {
 	return f.path + ".corrupt-" + strconv.FormatInt(f.clock.Now().Unix(), 10)
 }
 
-// crashCopy opens what is on disk right now, as a restart after a crash
-// would, without closing the live store.
+// crashCopy opens what is on disk right now (snapshot and journal), as a
+// restart after a crash would, without closing the live store.
 func crashCopy(t *testing.T, f *fixture) *datastore.Store {
 	t.Helper()
-	data, err := os.ReadFile(f.path)
-	if err != nil {
-		t.Fatal(err)
-	}
 	copyFixture := newFixture(t, f.cidrs...)
 	copyFixture.clock = f.clock
 	if err := os.MkdirAll(filepath.Dir(copyFixture.path), 0o700); err != nil {
 		t.Fatal(err)
 	}
-	if err := os.WriteFile(copyFixture.path, data, 0o600); err != nil {
-		t.Fatal(err)
+	for _, suffix := range []string{"", ".journal"} {
+		data, err := os.ReadFile(f.path + suffix)
+		if errors.Is(err, os.ErrNotExist) && suffix != "" {
+			continue
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(copyFixture.path+suffix, data, 0o600); err != nil {
+			t.Fatal(err)
+		}
 	}
 	return copyFixture.open()
 }

@@ -4,10 +4,13 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io/fs"
 	"log/slog"
+	"net/netip"
 	"os"
 	"path/filepath"
 	"strconv"
+	"time"
 
 	"github.com/sandboxipam/sandboxipam/ipamd/checkpoint"
 	"github.com/sandboxipam/sandboxipam/ipamd/ipsource"
@@ -45,34 +48,72 @@ func (s *Store) snapshotLocked() checkpoint.File {
 		f.Addresses = append(f.Addresses, c)
 	}
 	for _, a := range s.assignments {
-		f.Assignments = append(f.Assignments, checkpoint.Assignment{
-			Network: a.Network, SandboxID: a.SandboxID, IfName: a.IfName,
-			PodName: a.Pod.Name, Namespace: a.Pod.Namespace, UID: a.Pod.UID,
-			IP: a.Address.IP, AssignedAt: a.AssignedAt,
-		})
+		f.Assignments = append(f.Assignments, assignmentRecord(a))
 	}
 	return f
+}
+
+func assignmentRecord(a *Assignment) checkpoint.Assignment {
+	return checkpoint.Assignment{
+		Network: a.Network, SandboxID: a.SandboxID, IfName: a.IfName,
+		PodName: a.Pod.Name, Namespace: a.Pod.Namespace, UID: a.Pod.UID,
+		IP: a.Address.IP, AssignedAt: a.AssignedAt,
+	}
+}
+
+// addressStateLocked is what a snapshot taken now would record for ip, as
+// snapshotLocked decides it, or false when it would not list ip.
+func (s *Store) addressStateLocked(ip netip.Addr, now time.Time) (checkpoint.Address, bool) {
+	e, ok := s.addrs[ip]
+	if !ok {
+		return checkpoint.Address{}, false
+	}
+	if e.held {
+		if a, ok := s.assignments[e.holder]; ok {
+			return addressRecord(a.Address), true
+		}
+		return addressRecord(e.addr), true
+	}
+	cooling := e.cooling(now, s.cooldown)
+	quarantined := e.quarantined && !s.unproven
+	if !cooling && !quarantined {
+		return checkpoint.Address{}, false
+	}
+	c := addressRecord(e.addr)
+	c.Quarantined = quarantined
+	if cooling {
+		c.ReleasedAt = e.releasedAt
+	}
+	return c, true
 }
 
 func addressRecord(a ipsource.Address) checkpoint.Address {
 	return checkpoint.Address{IP: a.IP, Subnet: a.Subnet, Gateway: a.Gateway, Group: a.Group}
 }
 
-// load fills a new store from its checkpoint, or decides it starts empty
-// or unproven.
+// load fills a new store from its snapshot and journal, or decides it
+// starts empty or unproven.
 func (s *Store) load(ctx context.Context) error {
 	s.removeStaleTemps()
-	f, err := checkpoint.Read(s.path)
+	st, err := checkpoint.Load(s.path)
 	switch {
 	case err == nil:
-		s.restore(f)
+		s.restore(st.File)
+		// restore marked what it loaded as changed: it is all on disk.
+		clear(s.dirtyIPs)
+		clear(s.dirtyKeys)
+		s.needFull = st.Journal.Sealed
+		if err := s.openJournal(st); err != nil {
+			return fmt.Errorf("open datastore: %w", err)
+		}
 		s.recovery = Recovery{Checkpoint: RecoveryLoaded, Assignments: len(s.assignments)}
 		if s.unproven {
 			s.recovery.Detail = "the checkpoint was lost before and the runtime listing has not proven the pool yet; Assign is refused until Adopt"
 			s.log.Warn("datastore loaded in unproven mode", slog.String("path", s.path))
 		}
 		s.log.Info("datastore checkpoint loaded", slog.String("path", s.path),
-			slog.Int("assignments", len(s.assignments)), slog.Int("addresses", len(s.addrs)))
+			slog.Int("assignments", len(s.assignments)), slog.Int("addresses", len(s.addrs)),
+			slog.Int("journal_records", st.Journal.Records))
 		return nil
 	case errors.Is(err, checkpoint.ErrMissing) && s.proveWhenMissing:
 		s.unproven = true
@@ -89,31 +130,83 @@ func (s *Store) load(ctx context.Context) error {
 	}
 }
 
+// openJournal gets the journal ready for appends after a load: a torn
+// tail (an append a crash cut short, never acknowledged) is cut off; a
+// missing journal (a store from before the journal) or a stale one (a
+// crash between a compaction's snapshot and its fresh journal) is replaced
+// at once by an empty one following the snapshot, so the next compaction
+// never meets a journal that follows an older snapshot.
+func (s *Store) openJournal(st checkpoint.State) error {
+	path := checkpoint.JournalPath(s.path)
+	if !st.Journal.Present || st.Journal.Stale {
+		if st.Journal.Stale {
+			s.log.Info("checkpoint journal already compacted into the snapshot: starting a fresh one", slog.String("path", path))
+		}
+		j, err := checkpoint.CreateJournal(path, st.Sum)
+		if err != nil {
+			return err
+		}
+		s.journal = j
+		return nil
+	}
+	if st.Journal.Torn > 0 {
+		s.log.Warn("checkpoint journal ends in a torn record, an unacknowledged write cut short by a crash: cutting it off",
+			slog.String("path", path), slog.Int64("bytes", st.Journal.Torn), slog.Int("records_kept", st.Journal.Records))
+	}
+	j, err := checkpoint.OpenJournal(path, st.Journal)
+	if err != nil {
+		return err
+	}
+	s.journal = j
+	return nil
+}
+
 // startUnproven handles a checkpoint that exists but cannot be trusted:
-// keep it aside for a human, refuse to hand out addresses, and persist
-// that refusal at once so a crash now does not restart as "missing".
+// keep it (snapshot and journal) aside for a human, refuse to hand out
+// addresses, and persist that refusal at once so a crash now does not
+// restart as "missing". The snapshot is moved first: a crash between the
+// two moves leaves a journal without its snapshot, which loads as corrupt
+// again, never as a trusted snapshot that lost its journal.
 func (s *Store) startUnproven(ctx context.Context, cause error) error {
-	aside := s.path + ".corrupt-" + strconv.FormatInt(s.now().Unix(), 10)
-	if err := os.Rename(s.path, aside); err != nil {
-		return fmt.Errorf("open datastore: %w: %v, and it could not be kept aside: %w", ErrCheckpointCorrupt, cause, err)
+	suffix := ".corrupt-" + strconv.FormatInt(s.now().Unix(), 10)
+	aside := s.path + suffix
+	jpath := checkpoint.JournalPath(s.path)
+	snapErr := os.Rename(s.path, aside)
+	jErr := os.Rename(jpath, jpath+suffix)
+	snapGone, jGone := errors.Is(snapErr, fs.ErrNotExist), errors.Is(jErr, fs.ErrNotExist)
+	switch {
+	case snapErr != nil && !snapGone:
+		return fmt.Errorf("open datastore: %w: %v, and it could not be kept aside: %w", ErrCheckpointCorrupt, cause, snapErr)
+	case jErr != nil && !jGone:
+		return fmt.Errorf("open datastore: %w: %v, and its journal could not be kept aside: %w", ErrCheckpointCorrupt, cause, jErr)
+	case snapGone && jGone:
+		return fmt.Errorf("open datastore: %w: %v, and it vanished before it could be kept aside", ErrCheckpointCorrupt, cause)
+	}
+	kept := aside
+	switch {
+	case snapGone:
+		kept = jpath + suffix
+	case !jGone:
+		kept = aside + " and " + jpath + suffix
 	}
 	s.unproven = true
 	s.recovery = Recovery{
 		Checkpoint: RecoveryCorrupt,
-		Detail:     fmt.Sprintf("%v; kept as %s; no address is handed out until the runtime listing is adopted", cause, aside),
+		Detail:     fmt.Sprintf("%v; kept as %s; no address is handed out until the runtime listing is adopted", cause, kept),
 	}
 	s.log.Error("DATASTORE CHECKPOINT CORRUPT OR UNREADABLE: starting unproven, every address quarantined until the runtime listing is adopted",
-		slog.String("path", s.path), slog.String("kept_as", aside), slog.Any("error", cause))
+		slog.String("path", s.path), slog.String("kept_as", kept), slog.Any("error", cause))
 	return s.persistNow(ctx)
 }
 
-// persistNow writes the unproven state before Open returns, so a crash
-// right after does not restart as a trusted first start.
+// persistNow writes the unproven state (a snapshot and a fresh journal)
+// before Open returns, so a crash right after does not restart as a
+// trusted first start.
 func (s *Store) persistNow(ctx context.Context) error {
 	if err := ctx.Err(); err != nil {
 		return fmt.Errorf("open datastore: %w", err)
 	}
-	if err := s.writeFile(s.snapshotLocked()); err != nil {
+	if err := s.compact(s.snapshotLocked()); err != nil {
 		return fmt.Errorf("open datastore: persist unproven state: %w", err)
 	}
 	return nil
@@ -148,7 +241,8 @@ func (s *Store) restore(f checkpoint.File) {
 // were never renamed into place, so they hold nothing acknowledged.
 func (s *Store) removeStaleTemps() {
 	matches, _ := filepath.Glob(s.path + ".tmp-*")
-	for _, m := range matches {
+	journalTemps, _ := filepath.Glob(checkpoint.JournalPath(s.path) + ".tmp-*")
+	for _, m := range append(matches, journalTemps...) {
 		if err := os.Remove(m); err == nil {
 			s.log.Info("removed an unfinished checkpoint write", slog.String("path", m))
 		}

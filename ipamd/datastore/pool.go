@@ -54,6 +54,12 @@ func (s *Store) addLocked(a ipsource.Address) {
 	if e.held {
 		s.assignments[e.holder].Address = a
 	}
+	// Only held, cooling and (while proven) quarantined addresses are
+	// recorded, so only their record can change: the rest of the pool,
+	// added again at every start and refresh, costs the journal nothing.
+	if e.held || e.cooling(s.now(), s.cooldown) || (e.quarantined && !s.unproven) {
+		s.dirtyIPs[a.IP] = struct{}{}
+	}
 }
 
 // TakeFree removes up to n free, cooled-down addresses of group from the

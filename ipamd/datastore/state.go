@@ -87,6 +87,7 @@ func (s *Store) holdLocked(a *Assignment) {
 	}
 	e.held, e.holder, e.quarantined = true, a.Key, false
 	s.assignments[a.Key] = a
+	s.dirtyLocked(a.Address.IP, a.Key)
 }
 
 // releaseLocked drops the assignment under key and starts its address's
@@ -101,6 +102,7 @@ func (s *Store) releaseLocked(key Key, now time.Time) (Assignment, bool) {
 		e.held, e.holder, e.releasedAt = false, Key{}, now
 		s.marked[a.Address.IP] = struct{}{}
 	}
+	s.dirtyLocked(a.Address.IP, key)
 	return *a, true
 }
 
