@@ -14,7 +14,7 @@ import (
 // and pod metadata, plus n/10 cooling addresses.
 func stateOf(n int) checkpoint.File {
 	at := time.Date(2026, 12, 2, 12, 0, 0, 123456789, time.UTC)
-	subnet := netip.MustParsePrefix("10.64.0.0/16")
+	subnet := netip.MustParsePrefix("198.18.0.0/16")
 	f := checkpoint.File{SavedAt: at}
 	ip := subnet.Addr().Next()
 	for i := range n + n/10 {

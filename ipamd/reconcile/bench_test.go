@@ -30,7 +30,7 @@ func benchNode(b *testing.B) (*datastore.Store, []runtime.Sandbox, string, *cloc
 		b.Fatal(err)
 	}
 	b.Cleanup(func() { _ = store.Close() })
-	cfg, err := static.ParseConfig([]string{"10.64.0.0/18"}, nil, nil)
+	cfg, err := static.ParseConfig([]string{"198.18.0.0/18"}, nil, nil)
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -42,7 +42,7 @@ func benchNode(b *testing.B) (*datastore.Store, []runtime.Sandbox, string, *cloc
 		b.Fatal(err)
 	}
 	sandboxes := make([]runtime.Sandbox, benchSandboxes)
-	ip := netip.MustParseAddr("10.64.0.1")
+	ip := netip.MustParseAddr("198.18.0.1")
 	for i := range sandboxes {
 		sandboxes[i] = runtime.Sandbox{ID: fmt.Sprintf("%064x", i), Name: fmt.Sprintf("pod-%d", i), Namespace: "default",
 			UID: fmt.Sprintf("uid-%d", i), State: runtime.StateReady, CreatedAt: t0, IPs: []netip.Addr{ip}}
