@@ -2,26 +2,18 @@ package containerd
 
 import (
 	"encoding/json"
-	"flag"
-	"os"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/sandboxipam/sandboxipam/adapters/internal/adaptertest"
 )
 
 // TestFlagsFromTestdata parses a full command line, one flag a line, as
 // the adapter binary does.
 func TestFlagsFromTestdata(t *testing.T) {
-	raw, err := os.ReadFile("testdata/flags.txt")
-	if err != nil {
-		t.Fatal(err)
-	}
 	cfg := DefaultConfig()
-	flags := flag.NewFlagSet("containerd", flag.ContinueOnError)
-	cfg.RegisterFlags(flags)
-	if err := flags.Parse(strings.Fields(string(raw))); err != nil {
-		t.Fatal(err)
-	}
+	adaptertest.ParseFlagsFile(t, "containerd", cfg.RegisterFlags)
 	want := Config{
 		Endpoint: "unix:///run/k3s/containerd/containerd.sock", Namespace: "k8s.io", CRI: true,
 		RuntimeName: "containerd", Timeout: 5 * time.Second, StatusConcurrency: 12,

@@ -1,26 +1,17 @@
 package docker
 
 import (
-	"flag"
-	"os"
-	"strings"
 	"testing"
 	"time"
+
+	"github.com/sandboxipam/sandboxipam/adapters/internal/adaptertest"
 )
 
 // TestFlagsFromTestdata parses a full command line, one flag a line, as
 // the adapter binary does.
 func TestFlagsFromTestdata(t *testing.T) {
-	raw, err := os.ReadFile("testdata/flags.txt")
-	if err != nil {
-		t.Fatal(err)
-	}
 	cfg := DefaultConfig()
-	flags := flag.NewFlagSet("docker", flag.ContinueOnError)
-	cfg.RegisterFlags(flags)
-	if err := flags.Parse(strings.Fields(string(raw))); err != nil {
-		t.Fatal(err)
-	}
+	adaptertest.ParseFlagsFile(t, "docker", cfg.RegisterFlags)
 	want := Config{Endpoint: "unix:///run/docker.sock", Timeout: 3 * time.Second, InspectConcurrency: 16}
 	if cfg != want {
 		t.Errorf("parsed %+v, want %+v", cfg, want)

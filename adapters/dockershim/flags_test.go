@@ -1,26 +1,17 @@
 package dockershim
 
 import (
-	"flag"
-	"os"
-	"strings"
 	"testing"
 	"time"
+
+	"github.com/sandboxipam/sandboxipam/adapters/internal/adaptertest"
 )
 
 // TestFlagsFromTestdata parses a full command line, one flag a line, as
 // the adapter binary does.
 func TestFlagsFromTestdata(t *testing.T) {
-	raw, err := os.ReadFile("testdata/flags.txt")
-	if err != nil {
-		t.Fatal(err)
-	}
 	cfg := DefaultConfig()
-	flags := flag.NewFlagSet("dockershim", flag.ContinueOnError)
-	cfg.RegisterFlags(flags)
-	if err := flags.Parse(strings.Fields(string(raw))); err != nil {
-		t.Fatal(err)
-	}
+	adaptertest.ParseFlagsFile(t, "dockershim", cfg.RegisterFlags)
 	want := Config{Endpoint: "unix:///var/run/cri-dockerd.sock", RuntimeName: "docker", Timeout: 2500 * time.Millisecond, StatusConcurrency: 4}
 	if cfg != want {
 		t.Errorf("parsed %+v, want %+v", cfg, want)
