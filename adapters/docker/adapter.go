@@ -8,6 +8,17 @@
 // is the ID the CNI plugin receives. Application containers carry
 // io.kubernetes.docker.type=container and are never listed. Stopped
 // sandboxes are listed (NotReady) until they are removed.
+//
+// The Engine does not know a dockershim pod's IPs: the sandbox runs with
+// --network none and the CNI plugin configures its network namespace. So
+// a running sandbox that is not on the host network reports, besides any
+// address Docker assigned itself, the global-scope unicast addresses
+// (IPv4 and IPv6; not loopback, not link-local) on the interfaces inside
+// its namespace, /proc/<pid>/ns/net of the pause process, read anew on
+// every call, sorted. Reading a namespace takes root (CAP_SYS_ADMIN, to
+// open a netlink socket in it). A sandbox whose namespace cannot be read,
+// because its process just exited, reports no addresses from it and does
+// not fail the call. Stopped and host-network sandboxes report none.
 package docker
 
 import (
@@ -118,6 +129,7 @@ func (a *Adapter) ListSandboxes(ctx context.Context) ([]runtime.Sandbox, error) 
 		return nil, a.unavailable(ctx, "inspect sandbox containers", err)
 	}
 	sandboxes := make([]runtime.Sandbox, 0, len(summaries))
+	pids := make([]int, 0, len(summaries))
 	listed := make(map[string]bool, len(summaries))
 	for i := range summaries {
 		inspected, ok := inspections[i]
@@ -126,9 +138,20 @@ func (a *Adapter) ListSandboxes(ctx context.Context) ([]runtime.Sandbox, error) 
 			continue
 		}
 		listed[summaries[i].ID] = true
-		sandboxes = append(sandboxes, factsFromSummary(&summaries[i], inspected).sandbox())
+		facts := factsFromSummary(&summaries[i], inspected)
+		sandboxes = append(sandboxes, facts.sandbox())
+		pids = append(pids, facts.pid)
 	}
 	a.cache.retain(listed)
+	// The addresses are read on every listing, never cached: the CNI
+	// plugin adds them after the sandbox starts.
+	err = fanout.Each(ctx, len(sandboxes), a.cfg.InspectConcurrency, func(ctx context.Context, i int) error {
+		a.addNetnsIPs(ctx, &sandboxes[i], pids[i])
+		return nil
+	})
+	if err != nil {
+		return nil, a.unavailable(ctx, "read sandbox network namespaces", err)
+	}
 	return sandboxes, nil
 }
 
@@ -197,5 +220,8 @@ func (a *Adapter) GetSandbox(ctx context.Context, id string) (runtime.Sandbox, e
 		return runtime.Sandbox{}, fmt.Errorf("get sandbox %s from %s: container is not a pod sandbox: %w",
 			id, a.endpoint, runtime.ErrNotFound)
 	}
-	return a.factsFromInspect(ctx, &details).sandbox(), nil
+	facts := a.factsFromInspect(ctx, &details)
+	sandbox := facts.sandbox()
+	a.addNetnsIPs(ctx, &sandbox, facts.pid)
+	return sandbox, nil
 }

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"maps"
 	"net/netip"
-	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -126,14 +125,14 @@ func attemptFromName(name string) uint32 {
 	return uint32(attempt)
 }
 
-// engineIPs returns the addresses Docker itself assigned. Dockershim
-// sandboxes use --network none with CNI, so Docker records none and the
-// list is empty; a sandbox on a Docker network has its addresses here.
+// engineIPs returns the addresses Docker itself assigned, sorted.
+// Dockershim sandboxes use --network none with CNI, so Docker records
+// none and the list is empty (their addresses come from the network
+// namespace, see netnsIPs); a sandbox on a Docker network has its
+// addresses here.
 func engineIPs(networks map[string]*network.EndpointSettings) []netip.Addr {
 	var ips []netip.Addr
-	// Sorted by network name, so that the order is stable.
-	for _, name := range slices.Sorted(maps.Keys(networks)) {
-		endpoint := networks[name]
+	for _, endpoint := range networks {
 		if endpoint == nil {
 			continue
 		}
@@ -143,5 +142,5 @@ func engineIPs(networks map[string]*network.EndpointSettings) []netip.Addr {
 			}
 		}
 	}
-	return ips
+	return mergeIPs(ips, nil)
 }
