@@ -288,8 +288,8 @@ func (c *Client) callError(ctx context.Context, op string, err error) error {
 	}
 	// A status without our detail, from an adapter written in another
 	// language: map it by its code.
-	if kind, known := codeKind(st.Code()); known {
-		return fmt.Errorf("adapter %s: %s: %w", c.path, op, &remoteError{msg: st.Message(), sentinels: []error{kindError(kind)}})
+	if sentinel, known := codeError(st.Code()); known {
+		return fmt.Errorf("adapter %s: %s: %w", c.path, op, &remoteError{msg: st.Message(), sentinels: []error{sentinel}})
 	}
 	return fmt.Errorf("adapter %s: %s: %s: %s", c.path, op, st.Code(), st.Message())
 }

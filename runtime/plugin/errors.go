@@ -36,79 +36,56 @@ var (
 	ErrPluginCrashed = errors.New("adapter plugin crashed")
 )
 
-// errorKinds lists the sentinels that cross the boundary, in the order the
-// gRPC code is chosen when an error matches more than one: the runtime's
-// own meaning first, then the context's.
-var errorKinds = [...]adapterpb.ErrorKind{
-	adapterpb.ErrorKind_ERROR_KIND_NOT_FOUND,
-	adapterpb.ErrorKind_ERROR_KIND_UNAVAILABLE,
-	adapterpb.ErrorKind_ERROR_KIND_WRONG_RUNTIME,
-	adapterpb.ErrorKind_ERROR_KIND_INVALID_ARGUMENT,
-	adapterpb.ErrorKind_ERROR_KIND_DEADLINE_EXCEEDED,
-	adapterpb.ErrorKind_ERROR_KIND_CANCELED,
+// errorKinds is the one table of the sentinels that cross the boundary:
+// each with its wire kind and gRPC code, in the order the code is chosen
+// when an error matches more than one (the runtime's own meaning first,
+// then the context's).
+var errorKinds = [...]struct {
+	kind     adapterpb.ErrorKind
+	sentinel error
+	code     codes.Code
+}{
+	{adapterpb.ErrorKind_ERROR_KIND_NOT_FOUND, runtime.ErrNotFound, codes.NotFound},
+	{adapterpb.ErrorKind_ERROR_KIND_UNAVAILABLE, runtime.ErrUnavailable, codes.Unavailable},
+	{adapterpb.ErrorKind_ERROR_KIND_WRONG_RUNTIME, runtime.ErrWrongRuntime, codes.FailedPrecondition},
+	{adapterpb.ErrorKind_ERROR_KIND_INVALID_ARGUMENT, runtime.ErrInvalidArgument, codes.InvalidArgument},
+	{adapterpb.ErrorKind_ERROR_KIND_DEADLINE_EXCEEDED, context.DeadlineExceeded, codes.DeadlineExceeded},
+	{adapterpb.ErrorKind_ERROR_KIND_CANCELED, context.Canceled, codes.Canceled},
 }
 
+// kindError is the sentinel of a wire kind, nil for an unknown kind.
 func kindError(kind adapterpb.ErrorKind) error {
-	switch kind {
-	case adapterpb.ErrorKind_ERROR_KIND_NOT_FOUND:
-		return runtime.ErrNotFound
-	case adapterpb.ErrorKind_ERROR_KIND_UNAVAILABLE:
-		return runtime.ErrUnavailable
-	case adapterpb.ErrorKind_ERROR_KIND_WRONG_RUNTIME:
-		return runtime.ErrWrongRuntime
-	case adapterpb.ErrorKind_ERROR_KIND_INVALID_ARGUMENT:
-		return runtime.ErrInvalidArgument
-	case adapterpb.ErrorKind_ERROR_KIND_DEADLINE_EXCEEDED:
-		return context.DeadlineExceeded
-	case adapterpb.ErrorKind_ERROR_KIND_CANCELED:
-		return context.Canceled
-	default:
-		return nil
-	}
-}
-
-func kindCode(kind adapterpb.ErrorKind) codes.Code {
-	switch kind {
-	case adapterpb.ErrorKind_ERROR_KIND_NOT_FOUND:
-		return codes.NotFound
-	case adapterpb.ErrorKind_ERROR_KIND_UNAVAILABLE:
-		return codes.Unavailable
-	case adapterpb.ErrorKind_ERROR_KIND_WRONG_RUNTIME:
-		return codes.FailedPrecondition
-	case adapterpb.ErrorKind_ERROR_KIND_INVALID_ARGUMENT:
-		return codes.InvalidArgument
-	case adapterpb.ErrorKind_ERROR_KIND_DEADLINE_EXCEEDED:
-		return codes.DeadlineExceeded
-	case adapterpb.ErrorKind_ERROR_KIND_CANCELED:
-		return codes.Canceled
-	default:
-		return codes.Unknown
-	}
-}
-
-// codeKind is kindCode's inverse, for statuses that carry no AdapterError
-// detail (an adapter written in another language).
-func codeKind(code codes.Code) (adapterpb.ErrorKind, bool) {
-	for _, kind := range errorKinds {
-		if kindCode(kind) == code {
-			return kind, true
+	for _, e := range errorKinds {
+		if e.kind == kind {
+			return e.sentinel
 		}
 	}
-	return adapterpb.ErrorKind_ERROR_KIND_UNSPECIFIED, false
+	return nil
+}
+
+// codeError is the sentinel of a gRPC code, for statuses that carry no
+// AdapterError detail (an adapter written in another language).
+func codeError(code codes.Code) (error, bool) {
+	for _, e := range errorKinds {
+		if e.code == code {
+			return e.sentinel, true
+		}
+	}
+	return nil, false
 }
 
 // toStatus is the plugin side of the edge: it turns an adapter's error into
 // a gRPC status that keeps the message and names every sentinel it wraps.
 func toStatus(err error) error {
 	var kinds []adapterpb.ErrorKind
-	for _, kind := range errorKinds {
-		if errors.Is(err, kindError(kind)) {
-			kinds = append(kinds, kind)
-		}
-	}
 	code := codes.Unknown
-	if len(kinds) > 0 {
-		code = kindCode(kinds[0])
+	for _, e := range errorKinds {
+		if errors.Is(err, e.sentinel) {
+			if kinds == nil {
+				code = e.code
+			}
+			kinds = append(kinds, e.kind)
+		}
 	}
 	st := status.New(code, err.Error())
 	if detailed, detailErr := st.WithDetails(&adapterpb.AdapterError{Kinds: kinds}); detailErr == nil {
