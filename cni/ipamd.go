@@ -32,12 +32,12 @@ const (
 // is unreachableCode (11 for ADD/DEL/CHECK/GC, so the runtime retries; 50
 // for STATUS); ipamd's own errors are mapped by ipamdError.
 func ipamdCall(ctx context.Context, conf *NetConf, m wire.Method, req, resp proto.Message, unreachableCode uint) error {
-	conn, err := dialIPAMD(ctx, conf.IPAMDSocket)
+	conn, err := wire.Dial(ctx, conf.IPAMDSocket)
 	if err != nil {
 		return types.NewError(unreachableCode, "ipamd is unreachable", err.Error())
 	}
 	defer conn.Close()
-	if err := conn.call(m, req, resp); err != nil {
+	if err := conn.Call(ctx, m, req, resp); err != nil {
 		return ipamdError(m, err, unreachableCode)
 	}
 	return nil
