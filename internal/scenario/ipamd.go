@@ -25,21 +25,19 @@ type IPAMD struct {
 	Addr       string // introspection host:port
 	LogPath    string
 
-	endpoint string
-	cmd      *exec.Cmd
-	exited   chan struct{}
+	cmd    *exec.Cmd
+	exited chan struct{}
 }
 
 // IPAMDConfig is what the scenario varies in ipamd's config.
 type IPAMDConfig struct {
-	Dir       string        // state, socket and log live here
-	BinDir    string        // ipamd, ipamctl and adapters/ live here
-	Adapter   string        // docker, containerd, ...
-	Endpoint  string        // the runtime socket URI
-	CIDR      string        // the static pool
-	Grace     time.Duration // reconcile grace; the interval is a third of it
-	Cooldown  time.Duration
-	AdapterID string // unused by ipamd; keeps configs distinct in logs
+	Dir      string        // state, socket and log live here
+	BinDir   string        // ipamd, ipamctl and adapters/ live here
+	Adapter  string        // docker, containerd, ...
+	Endpoint string        // the runtime socket URI
+	CIDR     string        // the static pool
+	Grace    time.Duration // reconcile grace; the interval is a third of it
+	Cooldown time.Duration
 }
 
 // NewIPAMD writes ipamd's config under cfg.Dir. Start launches it.
@@ -52,10 +50,9 @@ func NewIPAMD(cfg IPAMDConfig) (*IPAMD, error) {
 		Binary:     filepath.Join(cfg.BinDir, "ipamd"),
 		Ctl:        filepath.Join(cfg.BinDir, "ipamctl"),
 		ConfigPath: filepath.Join(cfg.Dir, "ipamd.yaml"),
-		Socket:     filepath.Join(cfg.Dir, "run", "ipamd.sock"),
+		Socket:     IPAMDSocket(cfg.Dir),
 		Addr:       addr,
 		LogPath:    filepath.Join(cfg.Dir, "ipamd.log"),
-		endpoint:   cfg.Endpoint,
 	}
 	interval := cfg.Grace / 3
 	if interval < 200*time.Millisecond {
@@ -209,5 +206,5 @@ func freeLoopbackAddr() (string, error) {
 	return "127.0.0.1:" + strconv.Itoa(l.Addr().(*net.TCPAddr).Port), nil
 }
 
-// Endpoint is the runtime socket URI ipamd's adapter is configured with.
-func (d *IPAMD) Endpoint() string { return d.endpoint }
+// IPAMDSocket is where an ipamd configured with dir as its Dir serves.
+func IPAMDSocket(dir string) string { return filepath.Join(dir, "run", "ipamd.sock") }

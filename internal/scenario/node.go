@@ -62,21 +62,20 @@ func StartNode(ctx context.Context, opts Options) (*Node, error) {
 	}
 	n := &Node{opts: opts}
 	ipamdDir := filepath.Join(opts.Dir, "ipamd")
+	// containerd's CNI config names ipamd's socket, and ipamd's config
+	// names containerd's: containerd starts first, with the socket path
+	// ipamd will serve.
+	if err := n.startContainerd(ctx, IPAMDSocket(ipamdDir)); err != nil {
+		return nil, err
+	}
 	var err error
 	n.IPAMD, err = NewIPAMD(IPAMDConfig{
-		Dir: ipamdDir, BinDir: opts.BinDir, Adapter: "containerd",
+		Dir: ipamdDir, BinDir: opts.BinDir, Adapter: "containerd", Endpoint: n.Containerd.Endpoint,
 		CIDR: opts.CIDR, Grace: opts.Grace, Cooldown: time.Second,
-		Endpoint: "unix://" + filepath.Join(opts.Dir, "ctd", "containerd.sock"),
 	})
 	if err != nil {
-		return nil, err
-	}
-	if err := n.startContainerd(ctx); err != nil {
-		return nil, err
-	}
-	if n.IPAMD.Endpoint() != n.Containerd.Endpoint {
 		n.Stop(ctx)
-		return nil, fmt.Errorf("containerd serves %s, ipamd was configured for %s", n.Containerd.Endpoint, n.IPAMD.Endpoint())
+		return nil, err
 	}
 	if err := n.IPAMD.Start(ctx); err != nil {
 		n.Stop(ctx)
@@ -85,10 +84,10 @@ func StartNode(ctx context.Context, opts Options) (*Node, error) {
 	return n, nil
 }
 
-func (n *Node) startContainerd(ctx context.Context) error {
+func (n *Node) startContainerd(ctx context.Context, ipamdSocket string) error {
 	c, err := testenv.StartContainerd(ctx, testenv.ContainerdOptions{
 		Dir:         filepath.Join(n.opts.Dir, "ctd"),
-		CNIConfList: n.conflist(),
+		CNIConfList: conflist(ipamdSocket),
 		CNIBinDirs:  []string{n.opts.BinDir},
 		Logger:      n.opts.Logger,
 	})
@@ -112,12 +111,12 @@ func (n *Node) startContainerd(ctx context.Context) error {
 
 // conflist is the CNI config containerd runs pods with: the sandboxipam
 // plugin, talking to this node's ipamd.
-func (n *Node) conflist() []byte {
+func conflist(ipamdSocket string) []byte {
 	return fmt.Appendf(nil, `{
   "cniVersion": "1.0.0",
   "name": %q,
   "plugins": [{"type": "sandboxipam", "ipamdSocket": %q}]
-}`, NetworkName, n.IPAMD.Socket)
+}`, NetworkName, ipamdSocket)
 }
 
 // Stop removes every pod, stops ipamd and containerd, and leaves nothing.
