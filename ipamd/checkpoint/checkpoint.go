@@ -82,6 +82,10 @@ type Assignment struct {
 	UID        string     `json:"uid,omitempty"`
 	IP         netip.Addr `json:"ip"`
 	AssignedAt time.Time  `json:"at"`
+	// ListedAt is when a successful runtime listing first showed the
+	// sandbox; zero while no listing has. The reconciler releases only
+	// assignments whose sandbox it saw once and no longer sees.
+	ListedAt time.Time `json:"listedAt,omitzero"`
 }
 
 // Encode renders f with its header. It fails only for a time outside the
@@ -102,7 +106,7 @@ func checkYears(f File) error {
 		err = errors.Join(err, checkYear(a.ReleasedAt))
 	}
 	for _, a := range f.Assignments {
-		err = errors.Join(err, checkYear(a.AssignedAt))
+		err = errors.Join(err, checkYear(a.AssignedAt), checkYear(a.ListedAt))
 	}
 	return err
 }

@@ -89,6 +89,10 @@ func appendAssignment(b []byte, a Assignment) []byte {
 	b = appendAddr(b, a.IP)
 	b = append(b, `,"at":`...)
 	b = appendTime(b, a.AssignedAt)
+	if !a.ListedAt.IsZero() {
+		b = append(b, `,"listedAt":`...)
+		b = appendTime(b, a.ListedAt)
+	}
 	return append(b, '}')
 }
 

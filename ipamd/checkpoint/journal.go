@@ -31,7 +31,9 @@ package checkpoint
 // unacknowledged append a crash cut short: the writer appends one record at
 // a time and acknowledges it only after fdatasync) when no valid record
 // follows it; when one does, the journal is corrupt in the middle, and the
-// caller must treat the state as lost.
+// caller must treat the state as lost. A last record that is complete (its
+// length is intact and every byte it claims is in the file) but fails its
+// checksum is damage too, not a tear: see tornTail.
 
 import (
 	"bytes"
@@ -150,7 +152,7 @@ func checkRecordYears(r Record) error {
 		err = errors.Join(err, checkYear(a.ReleasedAt))
 	}
 	for _, a := range r.Assignments {
-		err = errors.Join(err, checkYear(a.AssignedAt))
+		err = errors.Join(err, checkYear(a.AssignedAt), checkYear(a.ListedAt))
 	}
 	return err
 }
@@ -168,8 +170,10 @@ func EncodeJournal(base string, records []Record) ([]byte, error) {
 	return b, nil
 }
 
-// DecodeJournal verifies and parses a journal. A torn last record is
-// dropped and counted in Torn; every other failure wraps ErrCorrupt.
+// DecodeJournal verifies and parses a journal. A torn last record (the
+// file ends inside it) is dropped and counted in Torn; every other
+// failure, a complete last record that fails its checksum included, wraps
+// ErrCorrupt.
 func DecodeJournal(data []byte) (Journal, error) {
 	line, _, ok := bytes.Cut(data, []byte("\n"))
 	if !ok {
@@ -186,6 +190,9 @@ func DecodeJournal(data []byte) (Journal, error) {
 		if !ok {
 			if validRecordAfter(data, off+1) {
 				return Journal{}, fmt.Errorf("%w: journal record at byte %d is damaged and valid records follow it", ErrCorrupt, off)
+			}
+			if !tornTail(data[off:]) {
+				return Journal{}, fmt.Errorf("%w: the last journal record (at byte %d, %d bytes) is complete but fails its checksum: an acknowledged change was damaged", ErrCorrupt, off, len(data)-off)
 			}
 			j.Torn = int64(len(data) - off)
 			break
@@ -226,6 +233,34 @@ func frameAt(data []byte, off int) (payload []byte, next int, ok bool) {
 		return nil, 0, false
 	}
 	return payload, off + frameLen + n, true
+}
+
+// tornTail reports whether tail, the bytes from the first bad frame to
+// the end of the file, is an append a crash cut short rather than a
+// complete record that was damaged afterwards. Only the first was never
+// acknowledged: the writer appends a record in one write and answers only
+// after fdatasync, so a crash leaves a prefix of the record, possibly
+// followed by zeros where the file grew but its data never reached the
+// disk. A record whose every byte is there and that still fails its
+// checksum was acknowledged and then damaged: that is corruption, never
+// a tail to cut off. JSON payloads hold no NUL byte, so zero fill is told
+// from content.
+func tornTail(tail []byte) bool {
+	content := bytes.TrimRight(tail, "\x00")
+	if len(content) < frameLen {
+		// The file ends (or its zero fill starts) inside the frame header.
+		return true
+	}
+	lenBytes := content[:4]
+	if binary.LittleEndian.Uint32(content[4:8]) != crc32.Checksum(lenBytes, castagnoli) {
+		// A torn append keeps its first bytes intact: a bad length with
+		// its checksum present is damage.
+		return false
+	}
+	n := int(binary.LittleEndian.Uint32(lenBytes))
+	// Torn when the file, or its content before the zero fill, ends inside
+	// the payload; complete otherwise.
+	return n <= maxRecord && len(content) < frameLen+n
 }
 
 // validRecordAfter reports whether a valid record starts anywhere from

@@ -70,13 +70,15 @@ func TestDecodeJournalTornTail(t *testing.T) {
 	base := checkpoint.Sum([]byte("x"))
 	good := encodedJournal(t, base, sampleRecords()[:2])
 	full := encodedJournal(t, base, sampleRecords())
-	flipped := bytes.Clone(full)
-	flipped[len(flipped)-3] ^= 1
+	zeroFilled := bytes.Clone(full)
+	clear(zeroFilled[len(full)-20:])
+	headerThenZeros := append(bytes.Clone(full[:len(good)+6]), make([]byte, 200)...)
 	for name, data := range map[string][]byte{
-		"short frame":      full[:len(good)+7],
-		"short payload":    full[:len(full)-1],
-		"zeros":            append(bytes.Clone(good), make([]byte, 300)...),
-		"bad last payload": flipped,
+		"short frame":                   full[:len(good)+7],
+		"short payload":                 full[:len(full)-1],
+		"zeros":                         append(bytes.Clone(good), make([]byte, 300)...),
+		"payload end never reached disk": zeroFilled,
+		"header cut, then zero fill":    headerThenZeros,
 	} {
 		j, err := checkpoint.DecodeJournal(data)
 		if err != nil {
@@ -100,7 +102,20 @@ func TestDecodeJournalRejectsDamage(t *testing.T) {
 	gap := sampleRecords()
 	gap[1].Seq = 5
 	badSeal := []checkpoint.Record{{Seq: 1, Seal: "nope"}}
+	last := bytes.LastIndex(full, []byte(`{"seq":3`)) - 12 // the last record's frame
+	lastPayload := bytes.Clone(full)
+	lastPayload[len(full)-3] ^= 1
+	lastLength := bytes.Clone(full)
+	lastLength[last+1] ^= 1
+	lastPayloadCRC := bytes.Clone(full)
+	lastPayloadCRC[last+9] ^= 0x40
 	cases := map[string][]byte{
+		// A complete last record that fails its checksum was acknowledged
+		// and then damaged: never mistaken for a torn append.
+		"last record payload":     lastPayload,
+		"last record length":      lastLength,
+		"last record payload crc": lastPayloadCRC,
+		"last record, zeros after": append(bytes.Clone(lastPayload), make([]byte, 64)...),
 		"empty":            nil,
 		"no header":        full[header:],
 		"header crc":       bytes.Replace(full, []byte(" v1 "), []byte(" v2 "), 1),
