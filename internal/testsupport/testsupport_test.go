@@ -1,0 +1,204 @@
+package testsupport
+
+import (
+	"fmt"
+	"net"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+	"testing/synctest"
+)
+
+func TestIsCI(t *testing.T) {
+	for v, want := range map[string]bool{
+		"": false, "false": false, "FALSE": false, "0": false, " ": false,
+		"true": true, "1": true, "yes": true, "TRUE": true,
+	} {
+		if got := isCI(v); got != want {
+			t.Errorf("isCI(%q) = %v, want %v", v, got, want)
+		}
+	}
+}
+
+// recorder is a testing.TB whose Fatalf and Skipf record instead of
+// stopping the goroutine, so the helpers' failure paths can be checked.
+type recorder struct {
+	testing.TB
+	fatal, skip string
+}
+
+func (r *recorder) Helper()                           {}
+func (r *recorder) Fatalf(format string, args ...any) { r.fatal = fmt.Sprintf(format, args...) }
+func (r *recorder) Skipf(format string, args ...any)  { r.skip = fmt.Sprintf(format, args...) }
+
+func TestSkipOrFail(t *testing.T) {
+	t.Setenv("CI", "")
+	r := &recorder{TB: t}
+	SkipOrFail(r, "needs %s", "root")
+	if r.skip != "skipping: needs root" || r.fatal != "" {
+		t.Errorf("CI unset: skip %q, fatal %q; want a skip", r.skip, r.fatal)
+	}
+	t.Setenv("CI", "1")
+	r = &recorder{TB: t}
+	SkipOrFail(r, "needs %s", "root")
+	if r.fatal != "CI is set and this test cannot run: needs root" || r.skip != "" {
+		t.Errorf("CI=1: skip %q, fatal %q; want a failure", r.skip, r.fatal)
+	}
+}
+
+func TestEventuallyPollsUntilTrue(t *testing.T) {
+	calls := 0
+	Eventually(t, "the third call", func() bool { calls++; return calls == 3 })
+	if calls != 3 {
+		t.Errorf("cond called %d times, want 3", calls)
+	}
+}
+
+func TestWaitReportsLastState(t *testing.T) {
+	if testing.Short() {
+		t.Skip("waits out WaitDeadline")
+	}
+	// No clock to race: the condition never holds, so only the deadline
+	// can end the wait. Run in a bubble so the two minutes pass at once.
+	synctest.Test(t, func(t *testing.T) {
+		r := &recorder{TB: t}
+		n := 0
+		Wait(r, "never", func() (bool, string) { n++; return false, fmt.Sprintf("call %d", n) })
+		want := fmt.Sprintf("gave up after %s waiting for never; last state: call %d", WaitDeadline, n)
+		if r.fatal != want {
+			t.Errorf("failure = %q, want %q", r.fatal, want)
+		}
+	})
+}
+
+func TestModuleRoot(t *testing.T) {
+	root := Root(t)
+	if _, err := os.Stat(filepath.Join(root, "go.mod")); err != nil {
+		t.Fatal(err)
+	}
+	wd, _ := os.Getwd()
+	if rel, err := filepath.Rel(root, wd); err != nil || rel != filepath.Join("internal", "testsupport") {
+		t.Errorf("root %s is not two levels above %s", root, wd)
+	}
+}
+
+func TestReservePortHoldsUntilRelease(t *testing.T) {
+	p := ReservePort(t)
+	if _, err := net.Listen("tcp", p.Addr); err == nil {
+		t.Fatalf("%s could be bound while reserved", p.Addr)
+	}
+	p.Release()
+	daemon, err := net.Listen("tcp", p.Addr) // the daemon takes it over
+	if err != nil {
+		t.Fatalf("bind %s after Release: %v", p.Addr, err)
+	}
+	if err := p.Hold(); err == nil {
+		t.Fatal("Hold succeeded while the daemon listens")
+	}
+	daemon.Close()
+	if err := p.Hold(); err != nil {
+		t.Fatalf("Hold after the daemon exited: %v", err)
+	}
+	if l, err := net.Listen("tcp", p.Addr); err == nil {
+		l.Close()
+		t.Fatalf("%s could be bound while held again", p.Addr)
+	}
+}
+
+func TestShortDir(t *testing.T) {
+	dir := ShortDir(t, "ts-")
+	if len(dir) > maxSocketDir {
+		t.Errorf("%s is %d bytes, want at most %d", dir, len(dir), maxSocketDir)
+	}
+	if fi, err := os.Stat(dir); err != nil || !fi.IsDir() {
+		t.Fatalf("stat %s: %v", dir, err)
+	}
+}
+
+// TestBuildFlagsMatchMakefile: the tests' builds share make build's cache
+// only if both compile with the same flags.
+func TestBuildFlagsMatchMakefile(t *testing.T) {
+	data, err := os.ReadFile(filepath.Join(Root(t), "Makefile"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var value string
+	found := false
+	for line := range strings.SplitSeq(string(data), "\n") {
+		if name, v, ok := strings.Cut(line, ":="); ok && strings.TrimSpace(name) == "GOFLAGS_BUILD" {
+			value, found = strings.TrimSpace(v), true
+		}
+	}
+	if !found {
+		t.Fatal("the Makefile defines no GOFLAGS_BUILD")
+	}
+	if got := compileFlags(value); !slices.Equal(got, BuildFlags()) {
+		t.Errorf("Makefile GOFLAGS_BUILD compiles with %q, BuildFlags() = %q", got, BuildFlags())
+	}
+}
+
+// compileFlags splits the Makefile's flags as the shell does (quotes
+// group) and drops -ldflags and its value: they change only the link step,
+// whose output no cache shares anyway.
+func compileFlags(flags string) []string {
+	var fields []string
+	var cur strings.Builder
+	quote := rune(0)
+	for _, r := range flags + " " {
+		switch {
+		case quote != 0 && r == quote:
+			quote = 0
+		case quote != 0:
+			cur.WriteRune(r)
+		case r == '"' || r == '\'':
+			quote = r
+		case r == ' ' || r == '\t':
+			if cur.Len() > 0 {
+				fields = append(fields, cur.String())
+				cur.Reset()
+			}
+		default:
+			cur.WriteRune(r)
+		}
+	}
+	var out []string
+	for i := 0; i < len(fields); i++ {
+		switch f := fields[i]; {
+		case f == "-ldflags":
+			i++ // and its value
+		case strings.HasPrefix(f, "-ldflags="):
+		default:
+			out = append(out, f)
+		}
+	}
+	return out
+}
+
+func TestCompileFlags(t *testing.T) {
+	got := compileFlags(`-trimpath -ldflags "-X a.b=c -s" -tags=x -ldflags='-w'`)
+	if want := []string{"-trimpath", "-tags=x"}; !slices.Equal(got, want) {
+		t.Errorf("compileFlags = %q, want %q", got, want)
+	}
+}
+
+func TestStaticBinaryIsBuiltOnce(t *testing.T) {
+	if testing.Short() {
+		t.Skip("compiles cmd/pause")
+	}
+	p := StaticBinary(t, "./cmd/pause")
+	if filepath.Base(p) != "pause" {
+		t.Errorf("binary %s, want .../pause", p)
+	}
+	fi, err := os.Stat(p)
+	if err != nil || fi.Mode().Perm()&0o111 == 0 {
+		t.Fatalf("stat %s: %v, %v", p, fi, err)
+	}
+	if again := StaticBinary(t, "./cmd/pause"); again != p {
+		t.Errorf("second call = %s, want %s", again, p)
+	}
+	if fi2, err := os.Stat(p); err != nil || !fi2.ModTime().Equal(fi.ModTime()) {
+		t.Errorf("the second call rebuilt %s", p)
+	}
+}
