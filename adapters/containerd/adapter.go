@@ -10,7 +10,11 @@
 // which only kubelet sets. The pod IPs come from the CRI plugin's sandbox
 // metadata extension while the sandbox's network namespace exists. Native
 // mode keeps working when the CRI service is wedged; it makes one
-// container listing plus one task call per sandbox.
+// container listing plus one task call per sandbox. It first asks
+// containerd's introspection service that the CRI plugin is loaded:
+// Docker's own containerd, which auto may meet at the default socket,
+// runs without it, and its empty k8s.io namespace would otherwise pass
+// for a node without pods. Such a containerd is runtime.ErrWrongRuntime.
 //
 // CRI mode (Config.CRI) lists through containerd's CRI plugin with the
 // shared CRI client (package cri), exactly as kubelet and crictl see pods.

@@ -18,8 +18,8 @@ import (
 	"google.golang.org/protobuf/types/known/anypb"
 
 	"github.com/sandboxipam/sandboxipam/adapters/containerd"
-	"github.com/sandboxipam/sandboxipam/adapters/cri/critest"
 	"github.com/sandboxipam/sandboxipam/adapters/internal/adaptertest"
+	"github.com/sandboxipam/sandboxipam/adapters/internal/critest"
 	"github.com/sandboxipam/sandboxipam/conformance/fixture"
 	"github.com/sandboxipam/sandboxipam/internal/testenv"
 	"github.com/sandboxipam/sandboxipam/runtime"
@@ -28,7 +28,7 @@ import (
 var ctrd = testenv.SharedContainerd(testenv.ContainerdOptions{})
 
 func TestMain(m *testing.M) {
-	os.Exit(testenv.Run(m, ctrd))
+	os.Exit(testenv.Run(m, ctrd, noCRICtrd))
 }
 
 const testTimeout = 3 * time.Minute
@@ -261,5 +261,50 @@ func TestExpiredContextIsHonoured(t *testing.T) {
 				t.Fatalf("error = %v, want DeadlineExceeded and ErrUnavailable", err)
 			}
 		})
+	}
+}
+
+// noCRICtrd is a containerd started as Docker starts its own: CRI plugin
+// disabled, namespace k8s.io empty.
+var noCRICtrd = testenv.SharedContainerd(testenv.ContainerdOptions{DisableCRI: true})
+
+// TestContainerdWithoutCRIIsWrongRuntime points both modes at a containerd
+// whose CRI plugin is disabled. Its k8s.io namespace is empty, so a
+// listing that only read it would succeed with no pods and ipamd would
+// release every address: each call must fail with ErrWrongRuntime instead.
+func TestContainerdWithoutCRIIsWrongRuntime(t *testing.T) {
+	c := noCRICtrd.Get(t)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	sandboxID := critest.NewID()
+	t.Run("native", func(t *testing.T) {
+		adapter := newAdapter(t, configFor(c, false))
+		want := "endpoint " + c.Endpoint + " serves containerd without its CRI plugin (Docker's own containerd?): " +
+			"it runs no Kubernetes pods, want containerd with the CRI plugin loaded: endpoint serves another runtime"
+		info, err := adapter.Info(ctx)
+		expectWrongRuntime(t, "Info", fmt.Sprintf("%+v", info), err, want)
+		list, err := adapter.ListSandboxes(ctx)
+		expectWrongRuntime(t, "ListSandboxes", fmt.Sprintf("%d sandboxes", len(list)), err, want)
+		sandbox, err := adapter.GetSandbox(ctx, sandboxID)
+		expectWrongRuntime(t, "GetSandbox", sandbox.ID, err, want)
+	})
+	t.Run("cri", func(t *testing.T) {
+		adapter := newAdapter(t, configFor(c, true))
+		list, err := adapter.ListSandboxes(ctx)
+		expectWrongRuntime(t, "ListSandboxes", fmt.Sprintf("%d sandboxes", len(list)), err, "")
+	})
+}
+
+// expectWrongRuntime requires err to wrap runtime.ErrWrongRuntime and, when
+// want is set, to read exactly want.
+func expectWrongRuntime(t *testing.T, call, result string, err error, want string) {
+	t.Helper()
+	switch {
+	case err == nil:
+		t.Errorf("%s succeeded (%s), want ErrWrongRuntime", call, result)
+	case !errors.Is(err, runtime.ErrWrongRuntime):
+		t.Errorf("%s error = %v, want ErrWrongRuntime", call, err)
+	case want != "" && err.Error() != want:
+		t.Errorf("%s error = %q\nwant %q", call, err.Error(), want)
 	}
 }

@@ -12,14 +12,23 @@ import (
 	"github.com/sandboxipam/sandboxipam/runtime"
 )
 
+// criPluginFilter selects the CRI plugin in containerd's introspection
+// listing: the gRPC plugin "cri" in containerd 1.x and 2.x alike.
+const criPluginFilter = `type=="io.containerd.grpc.v1",id=="cri"`
+
+// noCRI names, in every error about it, the containerd that an operator
+// meets on a Docker or cri-dockerd node at the default socket.
+const noCRI = "containerd without its CRI plugin (Docker's own containerd?)"
+
 // checkContainerd asks containerd's Version service, which every
-// containerd serves and no other runtime does, and returns the version.
-// When the call fails it finds out whether the socket is down or serves
-// another runtime.
+// containerd serves and no other runtime does, then its introspection
+// service whether the CRI plugin is loaded, and returns the version.
+// When the version call fails it finds out whether the socket is down or
+// serves another runtime.
 func (n *Native) checkContainerd(ctx context.Context) (string, error) {
 	serverVersion, err := n.client.Version(ctx)
 	if err == nil {
-		return serverVersion.Version, nil
+		return serverVersion.Version, n.checkCRIPlugin(ctx)
 	}
 	if ctx.Err() != nil {
 		return "", n.unavailable(ctx, "query containerd version", err)
@@ -28,6 +37,27 @@ func (n *Native) checkContainerd(ctx context.Context) (string, error) {
 		return "", wrong
 	}
 	return "", n.unavailable(ctx, "query containerd version", err)
+}
+
+// checkCRIPlugin returns ErrWrongRuntime unless containerd's CRI plugin is
+// loaded. Without it containerd keeps no Kubernetes pods: namespace k8s.io
+// is empty, and a successful empty listing would tell ipamd that every
+// pod is gone. Docker's own containerd runs without it.
+func (n *Native) checkCRIPlugin(ctx context.Context) error {
+	reply, err := n.client.IntrospectionService().Plugins(ctx, criPluginFilter)
+	if err != nil {
+		return n.unavailable(ctx, "query containerd's CRI plugin", err)
+	}
+	plugins := reply.GetPlugins()
+	if len(plugins) == 0 {
+		return fmt.Errorf("endpoint %s serves %s: it runs no Kubernetes pods, want containerd with the CRI plugin loaded: %w",
+			n.endpoint, noCRI, runtime.ErrWrongRuntime)
+	}
+	if initErr := plugins[0].GetInitErr(); initErr != nil {
+		return fmt.Errorf("endpoint %s serves %s: the CRI plugin failed to load (%s), want containerd with the CRI plugin loaded: %w",
+			n.endpoint, noCRI, initErr.GetMessage(), runtime.ErrWrongRuntime)
+	}
+	return nil
 }
 
 // identifyOther returns an ErrWrongRuntime error naming what answers on

@@ -9,8 +9,10 @@ import (
 	"path/filepath"
 	"time"
 
+	versionapi "github.com/containerd/containerd/api/services/version/v1"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/credentials/insecure"
+	"google.golang.org/protobuf/types/known/emptypb"
 	criapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
 	"github.com/sandboxipam/sandboxipam/conformance/fixture"
@@ -29,6 +31,12 @@ type ContainerdOptions struct {
 	// CNIBinDirs are searched for CNI plugins before /usr/lib/cni, e.g. a
 	// directory holding a CNI plugin under test.
 	CNIBinDirs []string
+	// DisableCRI starts containerd with its CRI plugin disabled
+	// (disabled_plugins), as Docker starts its own containerd: the
+	// containerd API answers, CRI does not, and no network namespace, CNI
+	// config or pause image is set up. For tests that an adapter refuses
+	// such a containerd. Default: false.
+	DisableCRI bool
 	// Logger receives progress messages; nil discards them.
 	Logger *slog.Logger
 }
@@ -50,6 +58,7 @@ type Containerd struct {
 	CNIBinDir    string
 	NetNSPath    string // the daemon's network namespace
 	PID          int    // containerd's
+	WithoutCRI   bool   // started with ContainerdOptions.DisableCRI
 
 	daemon *daemon
 	record instanceRecord
@@ -102,6 +111,9 @@ func (c *Containerd) start(ctx context.Context, opts ContainerdOptions) error {
 	if err := writeRecord(c.record); err != nil {
 		return err
 	}
+	if opts.DisableCRI {
+		return c.startWithoutCRI(ctx)
+	}
 	if err := createNetNS(ctx, c.NetNSPath); err != nil {
 		return err
 	}
@@ -121,6 +133,42 @@ func (c *Containerd) start(ctx context.Context, opts ContainerdOptions) error {
 	}
 	c.daemon, c.PID = daemon, daemon.pid()
 	return c.waitUsable(ctx, began)
+}
+
+// startWithoutCRI starts containerd with the config Docker's own
+// containerd gets (CRI plugin disabled) and waits until its Version
+// service answers.
+func (c *Containerd) startWithoutCRI(ctx context.Context) error {
+	c.WithoutCRI = true
+	configPath := filepath.Join(c.Dir, "config.toml")
+	if err := os.WriteFile(configPath, []byte(dockerContainerdConfig(c.Dir, c.Address)), 0o600); err != nil {
+		return fmt.Errorf("write config: %w", err)
+	}
+	began := time.Now()
+	daemon, err := startDaemon("containerd without CRI", filepath.Join(c.Dir, "containerd.log"), c.logger,
+		"containerd", "--config", configPath)
+	if err != nil {
+		return err
+	}
+	c.daemon, c.PID = daemon, daemon.pid()
+	if err := daemon.waitReady(ctx, func(ctx context.Context) error { return dialUnix(ctx, c.Address) }); err != nil {
+		return err
+	}
+	conn, err := grpc.NewClient(c.Endpoint, grpc.WithTransportCredentials(insecure.NewCredentials()))
+	if err != nil {
+		return fmt.Errorf("containerd client: %w", err)
+	}
+	defer conn.Close()
+	versionService := versionapi.NewVersionClient(conn)
+	answers := func(ctx context.Context) error {
+		_, err := versionService.Version(ctx, &emptypb.Empty{})
+		return err
+	}
+	if err := daemon.waitReady(ctx, answers); err != nil {
+		return err
+	}
+	c.logger.Info("containerd without CRI answers", "after", time.Since(began), "endpoint", c.Endpoint)
+	return nil
 }
 
 // waitUsable waits for CRI to answer, imports the pause image, then waits
@@ -266,6 +314,9 @@ func (c *Containerd) Stop(ctx context.Context) error {
 // removeAllPods stops and removes every sandbox by ID while containerd
 // runs, so the CNI DEL runs and containerd unmounts what it mounted.
 func (c *Containerd) removeAllPods(ctx context.Context) error {
+	if c.WithoutCRI {
+		return nil
+	}
 	select {
 	case <-c.daemon.exited:
 		return nil

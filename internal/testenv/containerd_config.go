@@ -72,8 +72,9 @@ func containerdConfig(c *Containerd) string {
 	)
 }
 
-// dockerContainerdConfigTemplate is the containerd under a private dockerd:
-// no CRI plugin, all state under the instance's Dir.
+// dockerContainerdConfigTemplate is the containerd under a private dockerd,
+// and the one StartContainerd starts with DisableCRI: no CRI plugin, as
+// Docker starts its own containerd, all state under the instance's Dir.
 const dockerContainerdConfigTemplate = `version = 2
 root = %[1]s
 state = %[2]s

@@ -3,6 +3,8 @@
 // Engine (StartDocker), each with its own root, state, sockets, cgroup
 // parent and, for containerd, its own network namespace, so that they never
 // disturb the host or each other and leave nothing behind after Stop.
+// ContainerdOptions.DisableCRI starts a containerd as Docker starts its
+// own, with the CRI plugin disabled, for tests that an adapter refuses it.
 //
 // Both load a pause image built from this module's cmd/pause (BuildPause,
 // fixture.WritePauseImageTar), because no registry is reachable.
