@@ -62,6 +62,8 @@ func Checks() []Check {
 			"against an endpoint nobody serves, ListSandboxes and GetSandbox fail with ErrUnavailable", checkUnreachable},
 		{"wrong-runtime-refused", ruleWrong,
 			"against a runtime the adapter was not built for, ListSandboxes fails with ErrWrongRuntime", checkWrongRuntime},
+		{"containerd-without-cri-refused", ruleNoCRI,
+			"against a containerd whose CRI plugin is disabled (Docker's own), Info and ListSandboxes fail with ErrWrongRuntime, never an empty list", checkNoCRI},
 		{"deadline-short", rule5,
 			"calls with very short deadlines return (with a result or an error) promptly", checkDeadlineShort},
 		{"deadline-hung-runtime", rule5,

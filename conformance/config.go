@@ -81,6 +81,11 @@ type Config struct {
 	// it was not built for, for the wrong-runtime-refused check. Default:
 	// none, and that check is skipped.
 	WrongRuntimeArgs []string
+	// NoCRIEndpoint is the URI of a containerd whose CRI plugin is
+	// disabled, as Docker starts its own, for the
+	// containerd-without-cri-refused check; EndpointArgs points the adapter
+	// at it. Default: none, and that check is skipped.
+	NoCRIEndpoint string
 
 	// Scale is how many pods the scale check creates. Default:
 	// DefaultScale. Negative skips the scale check.

@@ -102,6 +102,7 @@ func newFlagSet(stderr io.Writer) (*flag.FlagSet, *cli.Options) {
 	flags.StringVar(&opts.EndpointFlag, "endpoint-flag", cli.DefaultEndpointFlag, "the adapter's flag that takes the endpoint URI")
 	flags.Var((*stringList)(&opts.WrongRuntimeArgs), "wrong-runtime-arg", "argument, repeatable, appended after the usual ones to make the adapter expect another runtime than the endpoint's "+
 		"(e.g. --wrong-runtime-arg=--runtime-name=cri-o) or to point it at another runtime's socket; enables wrong-runtime-refused")
+	flags.StringVar(&opts.NoCRIEndpoint, "no-cri-endpoint", "", "socket URI of a containerd whose CRI plugin is disabled, as Docker's own is; enables containerd-without-cri-refused")
 	flags.StringVar(&opts.PauseImage, "pause-image", "", "image of the pods' sandboxes, already present in the runtime (default: the fixture's)")
 	flags.StringVar(&opts.AppImage, "app-image", "", "image of the pods' app containers with --fixture cri (default: the pause image)")
 	flags.StringVar(&opts.CgroupParent, "cgroup-parent", "", "cgroup parent of every pod the fixture creates (default: the runtime's)")

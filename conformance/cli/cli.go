@@ -71,6 +71,10 @@ type Options struct {
 	// expect another runtime than the endpoint's, or point it at another
 	// runtime's socket, for the wrong-runtime-refused check.
 	WrongRuntimeArgs []string
+	// NoCRIEndpoint is a containerd socket URI whose CRI plugin is
+	// disabled (Docker's own), for containerd-without-cri-refused.
+	// Default: none, and that check is skipped.
+	NoCRIEndpoint string
 	// PauseImage, AppImage and CgroupParent are the fixture's (see
 	// fixture.DockerConfig and fixture.CRIConfig). Defaults: theirs.
 	PauseImage   string
@@ -191,6 +195,7 @@ func (o Options) config(fix fixture.Fixture, logger *slog.Logger) (conformance.C
 		Fixture:       fix,
 		Namespace:     o.Namespace,
 		EndpointArgs:  func(endpoint string) []string { return o.withEndpoint(o.AdapterArgs, endpoint) },
+		NoCRIEndpoint: o.NoCRIEndpoint,
 		Scale:         o.Scale,
 		Focus:         focus,
 		Skip:          skip,

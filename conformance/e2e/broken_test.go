@@ -77,7 +77,7 @@ func TestBrokenAdaptersFailTheirRule(t *testing.T) {
 					failing = append(failing, id)
 				}
 			}
-			skipped := []string{"wrong-runtime-refused"}
+			skipped := []string{"wrong-runtime-refused", "containerd-without-cri-refused"}
 			if !tc.scaled {
 				skipped = append(skipped, "scale-listing")
 			}

@@ -17,7 +17,7 @@ func TestDockerAdapterConforms(t *testing.T) {
 	d := docker.Get(t)
 	c := containerd.Get(t)
 	args := append([]string{"--adapter", binary(t, "docker"), "--scale", dockerScale,
-		"--wrong-runtime-arg=--endpoint=" + c.Endpoint}, dockerFixtureArgs(d)...)
+		"--wrong-runtime-arg=--endpoint=" + c.Endpoint, "--no-cri-endpoint=" + d.ContainerdEndpoint}, dockerFixtureArgs(d)...)
 	run := runCLI(t, args...)
 	expectOutcome(t, run, 0, nil, nil)
 	t.Logf("scale-listing: %v", run.result(t, "scale-listing").Notes)
@@ -58,7 +58,9 @@ func TestCRIAdaptersConform(t *testing.T) {
 	}
 	runs := make(map[string][]string, len(cases))
 	for _, tc := range cases {
-		args := append([]string{"--adapter", binary(t, tc.adapter), "--scale", tc.scale}, tc.args...)
+		// Docker's own containerd is containerd without its CRI plugin.
+		args := append([]string{"--adapter", binary(t, tc.adapter), "--scale", tc.scale,
+			"--no-cri-endpoint=" + d.ContainerdEndpoint}, tc.args...)
 		runs[tc.name] = append(args, criFixtureArgs(c)...)
 	}
 	results := runCLIConcurrently(t, runs)

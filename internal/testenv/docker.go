@@ -38,6 +38,10 @@ type Docker struct {
 	PauseImage   string // fixture.DefaultPauseImage
 	CgroupParent string // every container's cgroup parent (dockerd --cgroup-parent)
 	PID          int    // dockerd's
+	// ContainerdEndpoint is "unix://" + the socket of dockerd's own
+	// containerd: Docker's containerd, CRI plugin off, what a Docker node
+	// has at containerd's default socket.
+	ContainerdEndpoint string
 
 	daemon     *daemon
 	containerd *daemon // dockerd's own containerd, started by us
@@ -66,6 +70,7 @@ func StartDocker(ctx context.Context, opts DockerOptions) (*Docker, error) {
 		logger:       logger,
 	}
 	d.Host = "unix://" + d.Socket
+	d.ContainerdEndpoint = "unix://" + d.containerdAddress()
 	rec.ShimAddress = d.containerdAddress()
 	rec.ShimNamespace = "moby"
 	rec.RuncRoot = filepath.Join(d.execRoot(), "runtime-runc")
