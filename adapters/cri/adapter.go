@@ -19,6 +19,7 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"maps"
 	"net"
 	"sync"
 	"sync/atomic"
@@ -186,7 +187,7 @@ func (a *Adapter) ListSandboxes(ctx context.Context) ([]runtime.Sandbox, error) 
 		if err != nil && !isNotFound(err) {
 			return err
 		}
-		statuses[i] = status // nil: removed since the listing
+		statuses[i] = status // nil: no status for a listed sandbox
 		return nil
 	})
 	if err != nil {
@@ -194,18 +195,42 @@ func (a *Adapter) ListSandboxes(ctx context.Context) ([]runtime.Sandbox, error) 
 	}
 	sandboxes := make([]runtime.Sandbox, 0, len(items))
 	for i, item := range items {
-		if statuses[i] == nil {
-			a.log.DebugContext(ctx, "sandbox removed while listing", "id", item.GetId())
-			continue
-		}
-		sandboxes = append(sandboxes, a.sandboxFromStatus(ctx, statuses[i], item))
+		sandboxes = append(sandboxes, a.sandboxOf(ctx, statuses[i], item))
 	}
 	return sandboxes, nil
 }
 
-// GetSandbox returns the sandbox with exactly this ID. Runtimes resolve
-// ID prefixes in PodSandboxStatus; a prefix is not the ID the CNI plugin
-// received, so it is reported as not found.
+// sandboxOf converts a listed sandbox with its status. Without a status
+// it is built from the listing alone, NotReady and without IPs: the
+// runtime listed it, so it still exists (rule 3) even though it has no
+// status. cri-dockerd answers so for a sandbox whose pause container is
+// gone while its checkpoint is kept, and it will still send that
+// sandbox's CNI DEL; a sandbox removed between the two calls shows so
+// once, and is gone from the next listing.
+func (a *Adapter) sandboxOf(ctx context.Context, status *criv1.PodSandboxStatus, item *criv1.PodSandbox) runtime.Sandbox {
+	if status != nil {
+		return a.sandboxFromStatus(ctx, status, item)
+	}
+	a.log.DebugContext(ctx, "listed sandbox has no status; listed from the listing alone, NotReady", "id", item.GetId())
+	metadata := item.GetMetadata()
+	return runtime.Sandbox{
+		ID:        item.GetId(),
+		Name:      metadata.GetName(),
+		Namespace: metadata.GetNamespace(),
+		UID:       metadata.GetUid(),
+		Attempt:   metadata.GetAttempt(),
+		State:     runtime.StateNotReady,
+		CreatedAt: time.Unix(0, item.GetCreatedAt()).UTC(),
+		Labels:    maps.Clone(item.GetLabels()),
+	}
+}
+
+// GetSandbox returns the sandbox with exactly this ID. Whether the ID is
+// a sandbox's at all is asked of ListPodSandbox, filtered by the ID:
+// runtimes resolve ID prefixes in PodSandboxStatus, and cri-dockerd
+// answers it for an application container's ID too, with that ID, state
+// READY and the pod's IP. Neither is the ID the CNI plugin received, so
+// both are reported as not found.
 func (a *Adapter) GetSandbox(ctx context.Context, id string) (runtime.Sandbox, error) {
 	if id == "" {
 		return runtime.Sandbox{}, fmt.Errorf("get sandbox: empty ID: %w", runtime.ErrInvalidArgument)
@@ -215,15 +240,35 @@ func (a *Adapter) GetSandbox(ctx context.Context, id string) (runtime.Sandbox, e
 	if err := a.ensureRuntime(ctx); err != nil {
 		return runtime.Sandbox{}, err
 	}
-	status, err := a.status(ctx, id)
+	item, err := a.listedAs(ctx, id)
 	if err != nil {
-		return runtime.Sandbox{}, a.translate(ctx, "get sandbox "+id, err)
+		return runtime.Sandbox{}, err
 	}
-	if status.GetId() != id {
-		return runtime.Sandbox{}, fmt.Errorf("get sandbox %s from %s: only a prefix of sandbox %s: %w",
+	status, err := a.status(ctx, id)
+	switch {
+	case err != nil && !isNotFound(err):
+		return runtime.Sandbox{}, a.translate(ctx, "get sandbox "+id, err)
+	case err == nil && status.GetId() != id:
+		return runtime.Sandbox{}, fmt.Errorf("get sandbox %s from %s: the runtime answered for %s: %w",
 			id, a.endpoint(), status.GetId(), runtime.ErrNotFound)
 	}
-	return a.sandboxFromStatus(ctx, status, nil), nil
+	return a.sandboxOf(ctx, status, item), nil
+}
+
+// listedAs returns the sandbox ListPodSandbox lists under exactly id, or
+// an ErrNotFound error.
+func (a *Adapter) listedAs(ctx context.Context, id string) (*criv1.PodSandbox, error) {
+	reply, err := a.client.ListPodSandbox(ctx, &criv1.ListPodSandboxRequest{Filter: &criv1.PodSandboxFilter{Id: id}})
+	if err != nil {
+		return nil, a.translate(ctx, "get sandbox "+id, err)
+	}
+	for _, item := range reply.GetItems() {
+		if item.GetId() == id {
+			return item, nil
+		}
+	}
+	return nil, fmt.Errorf("get sandbox %s from %s: no pod sandbox is listed under exactly this ID: %w",
+		id, a.endpoint(), runtime.ErrNotFound)
 }
 
 func (a *Adapter) status(ctx context.Context, id string) (*criv1.PodSandboxStatus, error) {

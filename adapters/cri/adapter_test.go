@@ -16,7 +16,7 @@ import (
 	criv1 "k8s.io/cri-api/pkg/apis/runtime/v1"
 
 	"github.com/sandboxipam/sandboxipam/adapters/cri"
-	"github.com/sandboxipam/sandboxipam/adapters/cri/critest"
+	"github.com/sandboxipam/sandboxipam/adapters/internal/critest"
 	"github.com/sandboxipam/sandboxipam/runtime"
 )
 
@@ -275,5 +275,69 @@ func TestConfigValidateNamesTheField(t *testing.T) {
 		if err == nil || len(err.Error()) < len(prefix) || err.Error()[:len(prefix)] != prefix {
 			t.Errorf("Validate() = %v, want a message starting %q", err, prefix)
 		}
+	}
+}
+
+// cri-dockerd answers PodSandboxStatus for an application container's ID
+// with that ID, READY and the pod's IP; the adapter must still not take it
+// for a sandbox, in GetSandbox or in a listing.
+func TestAppContainerIDIsNotASandboxEvenWhenStatusAnswers(t *testing.T) {
+	server := critest.NewServer(critest.CRIDockerd())
+	sb := critest.NewSandbox(critest.Pod{Name: "web", Namespace: "default", UID: "u1", Ready: true, IPs: []string{"198.18.0.9"}})
+	server.Add(sb)
+	appID := critest.NewID()
+	server.AddAppContainer(sb.Id, appID)
+	adapter := newAdapter(t, serve(t, server), "docker")
+	ctx := context.Background()
+
+	got, err := adapter.GetSandbox(ctx, appID)
+	if !errors.Is(err, runtime.ErrNotFound) {
+		t.Fatalf("GetSandbox(app container %s) = %+v, %v; want ErrNotFound", appID, got, err)
+	}
+	list, err := adapter.ListSandboxes(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, want := ids(list), []string{sb.Id}; !slices.Equal(got, want) {
+		t.Errorf("listed %v, want %v", got, want)
+	}
+	if got, err := adapter.GetSandbox(ctx, sb.Id); err != nil || got.ID != sb.Id || got.State != runtime.StateReady {
+		t.Errorf("GetSandbox(sandbox) = %+v, %v; want it Ready", got, err)
+	}
+}
+
+// cri-dockerd lists a sandbox whose pause container was removed behind its
+// back (only its checkpoint is left) as NOTREADY, and fails its
+// PodSandboxStatus with "No such container" (code Unknown). The runtime
+// still has it and will send its CNI DEL: it is listed NotReady from the
+// listing's own fields, and GetSandbox agrees.
+func TestCheckpointOnlySandboxIsListedNotReady(t *testing.T) {
+	server := critest.NewServer(critest.CRIDockerd())
+	live := critest.NewSandbox(critest.Pod{Name: "web", Namespace: "default", UID: "u1", Ready: true, IPs: []string{"198.18.0.9"}})
+	lost := critest.NewSandbox(critest.Pod{Name: "job", Namespace: "batch", UID: "u2", Attempt: 3, Ready: true, IPs: []string{"198.18.0.10"}})
+	server.Add(live)
+	server.Add(lost)
+	server.LoseContainer(lost.Id)
+	adapter := newAdapter(t, serve(t, server), "docker")
+	ctx := context.Background()
+
+	list, err := adapter.ListSandboxes(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, want := ids(list), ids([]runtime.Sandbox{{ID: live.Id}, {ID: lost.Id}}); !slices.Equal(got, want) {
+		t.Fatalf("listed %v, want %v", got, want)
+	}
+	for _, sb := range list {
+		if sb.ID != lost.Id {
+			continue
+		}
+		if sb.State != runtime.StateNotReady || sb.Name != "job" || sb.Namespace != "batch" || sb.UID != "u2" || sb.Attempt != 3 || len(sb.IPs) != 0 {
+			t.Errorf("checkpoint-only sandbox listed as %+v, want job/batch/u2 attempt 3, NotReady, no IPs", sb)
+		}
+	}
+	got, err := adapter.GetSandbox(ctx, lost.Id)
+	if err != nil || got.ID != lost.Id || got.State != runtime.StateNotReady {
+		t.Errorf("GetSandbox(checkpoint-only) = %+v, %v; want it NotReady", got, err)
 	}
 }

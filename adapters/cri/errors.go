@@ -4,15 +4,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"net"
 	"strings"
 
-	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
-	"google.golang.org/grpc/credentials/insecure"
 	"google.golang.org/grpc/status"
-	criv1 "k8s.io/cri-api/pkg/apis/runtime/v1"
 
+	"github.com/sandboxipam/sandboxipam/adapters/internal/criversion"
 	"github.com/sandboxipam/sandboxipam/adapters/internal/endpoint"
 	"github.com/sandboxipam/sandboxipam/runtime"
 )
@@ -80,23 +77,8 @@ func isNotFound(err error) bool {
 }
 
 // RuntimeNameAt asks the CRI server at uri for its runtime name and
-// version. Other adapters use it to name the runtime they found on a
-// socket that is not theirs.
+// version (see package criversion, where it lives for adapters that do not
+// otherwise speak CRI).
 func RuntimeNameAt(ctx context.Context, uri string) (name, version string, err error) {
-	conn, err := grpc.NewClient("passthrough:///cri",
-		grpc.WithTransportCredentials(insecure.NewCredentials()),
-		grpc.WithContextDialer(func(ctx context.Context, _ string) (net.Conn, error) {
-			return endpoint.Dial(ctx, uri)
-		}),
-		grpc.WithAuthority("localhost"),
-	)
-	if err != nil {
-		return "", "", fmt.Errorf("create CRI client for %s: %w", uri, err)
-	}
-	defer conn.Close()
-	reply, err := criv1.NewRuntimeServiceClient(conn).Version(ctx, &criv1.VersionRequest{})
-	if err != nil {
-		return "", "", fmt.Errorf("query CRI version at %s: %w", uri, err)
-	}
-	return reply.GetRuntimeName(), reply.GetRuntimeVersion(), nil
+	return criversion.Query(ctx, uri)
 }

@@ -16,9 +16,9 @@ import (
 	"github.com/docker/docker/client"
 	"google.golang.org/grpc"
 
-	"github.com/sandboxipam/sandboxipam/adapters/cri/critest"
 	"github.com/sandboxipam/sandboxipam/adapters/docker"
 	"github.com/sandboxipam/sandboxipam/adapters/internal/adaptertest"
+	"github.com/sandboxipam/sandboxipam/adapters/internal/critest"
 	"github.com/sandboxipam/sandboxipam/conformance/fixture"
 	"github.com/sandboxipam/sandboxipam/internal/testenv"
 	"github.com/sandboxipam/sandboxipam/runtime"

@@ -4,7 +4,7 @@ import (
 	"context"
 	"fmt"
 
-	"github.com/sandboxipam/sandboxipam/adapters/cri"
+	"github.com/sandboxipam/sandboxipam/adapters/internal/criversion"
 	"github.com/sandboxipam/sandboxipam/adapters/internal/endpoint"
 	"github.com/sandboxipam/sandboxipam/runtime"
 )
@@ -39,7 +39,7 @@ func (a *Adapter) identifyOther(ctx context.Context) error {
 		return nil
 	}
 	if identity.Protocol == endpoint.ProtocolHTTP2 {
-		name, _, err := cri.RuntimeNameAt(ctx, a.endpoint)
+		name, _, err := criversion.Query(ctx, a.endpoint)
 		if err == nil {
 			return fmt.Errorf("endpoint %s serves runtime %q (CRI over gRPC), want %q (the Docker Engine API): %w",
 				a.endpoint, name, "docker", runtime.ErrWrongRuntime)

@@ -9,8 +9,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/sandboxipam/sandboxipam/adapters/cri/critest"
 	"github.com/sandboxipam/sandboxipam/adapters/internal/adaptertest"
+	"github.com/sandboxipam/sandboxipam/adapters/internal/critest"
 	"github.com/sandboxipam/sandboxipam/internal/testenv"
 	"github.com/sandboxipam/sandboxipam/runtime"
 )

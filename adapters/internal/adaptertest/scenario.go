@@ -12,7 +12,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/sandboxipam/sandboxipam/adapters/cri/critest"
+	"github.com/sandboxipam/sandboxipam/adapters/internal/critest"
 	"github.com/sandboxipam/sandboxipam/conformance/fixture"
 	"github.com/sandboxipam/sandboxipam/runtime"
 )

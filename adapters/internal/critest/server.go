@@ -32,6 +32,11 @@ type Flavor struct {
 	Version *criv1.VersionResponse
 	// NotFound is the error the runtime returns for an unknown sandbox.
 	NotFound func(id string) error
+	// StatusOfAppContainers makes PodSandboxStatus answer for an app
+	// container's ID too, as cri-dockerd does: with id equal to the asked
+	// one, its pod's metadata, state READY and the pod's IP. Only
+	// ListPodSandbox tells sandboxes apart.
+	StatusOfAppContainers bool
 }
 
 // CRIDockerd answers as cri-dockerd (and kubelet's dockershim before it):
@@ -45,6 +50,7 @@ func CRIDockerd() Flavor {
 		NotFound: func(id string) error {
 			return status.Errorf(codes.Unknown, "Error: No such container: %s", id)
 		},
+		StatusOfAppContainers: true,
 	}
 }
 
@@ -67,6 +73,11 @@ type Server struct {
 
 	mu        sync.Mutex
 	sandboxes []*criv1.PodSandboxStatus
+	// apps maps an app container's ID to its sandbox's ID.
+	apps map[string]string
+	// checkpointOnly holds the IDs of sandboxes whose pause container is
+	// gone while the runtime's checkpoint keeps them.
+	checkpointOnly map[string]bool
 }
 
 // NewServer returns an empty server answering as flavor.
@@ -79,6 +90,35 @@ func (s *Server) Add(sandbox *criv1.PodSandboxStatus) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.sandboxes = append(s.sandboxes, proto.CloneOf(sandbox))
+}
+
+// AddAppContainer records an app container of a stored sandbox; only a
+// StatusOfAppContainers flavor ever answers for it.
+func (s *Server) AddAppContainer(sandboxID, containerID string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.apps == nil {
+		s.apps = map[string]string{}
+	}
+	s.apps[containerID] = sandboxID
+}
+
+// LoseContainer makes a stored sandbox checkpoint-only, as cri-dockerd's
+// are once the pause container is removed behind its back: ListPodSandbox
+// still lists it, SANDBOX_NOTREADY, but PodSandboxStatus fails with the
+// flavor's NotFound.
+func (s *Server) LoseContainer(sandboxID string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.checkpointOnly == nil {
+		s.checkpointOnly = map[string]bool{}
+	}
+	s.checkpointOnly[sandboxID] = true
+	for _, sb := range s.sandboxes {
+		if sb.GetId() == sandboxID {
+			sb.State = criv1.PodSandboxState_SANDBOX_NOTREADY
+		}
+	}
 }
 
 // Remove forgets the sandbox with this ID, as the runtime does after
@@ -151,11 +191,25 @@ func matches(sb *criv1.PodSandboxStatus, filter *criv1.PodSandboxFilter) bool {
 }
 
 // PodSandboxStatus resolves the ID as runtimes do, by a unique prefix,
-// and answers with the stored status.
+// and answers with the stored status. A StatusOfAppContainers flavor
+// answers for an app container with its pod's status under the
+// container's ID; a checkpoint-only sandbox is not found.
 func (s *Server) PodSandboxStatus(_ context.Context, request *criv1.PodSandboxStatusRequest) (*criv1.PodSandboxStatusResponse, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	id := request.GetPodSandboxId()
+	if sandboxID, ok := s.apps[id]; ok && s.flavor.StatusOfAppContainers {
+		for _, sb := range s.sandboxes {
+			if sb.GetId() == sandboxID {
+				answer := proto.CloneOf(sb)
+				answer.Id, answer.State = id, criv1.PodSandboxState_SANDBOX_READY
+				return &criv1.PodSandboxStatusResponse{Status: answer}, nil
+			}
+		}
+	}
+	if s.checkpointOnly[id] {
+		return nil, s.flavor.NotFound(id)
+	}
 	var found []*criv1.PodSandboxStatus
 	for _, sb := range s.sandboxes {
 		if sb.GetId() == id {
