@@ -18,6 +18,10 @@ const (
 	ruleNotFound    = "contract: GetSandbox returns ErrNotFound once the runtime no longer has the sandbox"
 	ruleInvalid     = "contract: ErrInvalidArgument for a malformed request (an empty ID)"
 	ruleWrong       = "contract: ErrWrongRuntime when the endpoint serves another runtime"
+	ruleFullID      = "rule 1 and contract: GetSandbox takes only the full sandbox ID; a prefix, other case or a name is ErrNotFound"
+	ruleIPs         = "contract: Sandbox.IPs are the addresses the runtime recorded for exactly that sandbox, never another pod's"
+	ruleFresh       = "contract: a listing is never older than the call; ipamd's \"the adapter sees what CNI sees\" depends on it"
+	ruleRestart     = "rule 2: while the runtime is down calls fail with ErrUnavailable; once it is back they recover in the same process"
 )
 
 // Check is one verifiable behaviour of an adapter.
@@ -48,6 +52,10 @@ func Checks() []Check {
 			"host-network pods are listed with HostNetwork set, other pods without", checkHostNetwork},
 		{"get-sandbox-matches", ruleGet,
 			"GetSandbox of a running sandbox returns it Ready, with its own ID and identity", checkGetSandbox},
+		{"get-sandbox-full-id-only", ruleFullID,
+			"GetSandbox of a 12-character prefix, a longer prefix, the ID in upper case, the pod's name or the sandbox's name fails with ErrNotFound", checkGetFullIDOnly},
+		{"pod-ips-match", ruleIPs,
+			"a running sandbox lists exactly the IPs the runtime recorded for it; a stopped or host-network one none of another pod's", checkPodIPs},
 		{"get-empty-id-invalid", ruleInvalid,
 			"GetSandbox of an empty ID fails with ErrInvalidArgument", checkGetEmptyID},
 		{"stopped-listed-notready", rule3,
@@ -55,7 +63,9 @@ func Checks() []Check {
 		{"removed-not-found", ruleNotFound,
 			"a removed sandbox is no longer listed, and GetSandbox of it fails with ErrNotFound", checkRemoved},
 		{"restarted-pod-ids", rule1,
-			"a restarted pod's sandboxes (attempt 0 stopped, attempt 1 running) are each listed under their own ID", checkRestarted},
+			"a pod's three sandbox attempts (0 and 1 stopped, 2 running, each with several app containers) are each listed under their own ID", checkRestarted},
+		{"listing-fresh", ruleFresh,
+			"a pod is listed by the first ListSandboxes after the runtime created it, and gone from the first after it was removed", checkFreshness},
 		{"no-plain-containers", rule4,
 			"a container that is not a pod sandbox is neither listed nor found by GetSandbox", checkNoPlainContainers},
 		{"unreachable-is-error", rule2,
@@ -65,13 +75,15 @@ func Checks() []Check {
 		{"containerd-without-cri-refused", ruleNoCRI,
 			"against a containerd whose CRI plugin is disabled (Docker's own), Info and ListSandboxes fail with ErrWrongRuntime, never an empty list", checkNoCRI},
 		{"deadline-short", rule5,
-			"calls with very short deadlines return (with a result or an error) promptly", checkDeadlineShort},
+			"calls with very short deadlines return promptly, with an error or a listing that agrees with the last good one", checkDeadlineShort},
 		{"deadline-hung-runtime", rule5,
 			"against a runtime that accepts connections and never answers, calls fail by their deadline", checkDeadlineHung},
 		{"concurrent-lists-agree", rule5,
 			"concurrent ListSandboxes calls all succeed and agree on every pod", checkConcurrentLists},
 		{"ids-stable-across-relaunch", rule1,
 			"a relaunched adapter process lists every pod under the same ID", checkRelaunch},
+		{"runtime-restart", ruleRestart,
+			"while the runtime restarts under the adapter, calls fail with ErrUnavailable; then the same adapter lists the same IDs", checkRuntimeRestart},
 		{"scale-listing", rule1,
 			"every pod of a large node is listed under its sandbox ID with its identity", checkScale},
 	}

@@ -80,31 +80,45 @@ func checkRemoved(ctx context.Context, s *session) error {
 	return nil
 }
 
+// restartAttempts is how many sandbox attempts the restarted-pod check
+// makes of one pod: all but the last are stopped, as kubelet leaves them
+// until it garbage-collects them.
+const restartAttempts = 3
+
 func checkRestarted(ctx context.Context, s *session) error {
 	if err := s.requirePods(); err != nil {
 		return err
 	}
-	first, firstItem, err := s.createPod(ctx, s.podSpec(appContainer))
-	if err != nil {
-		return err
+	spec := s.podSpec(appContainers[:2]...)
+	var pods []fixture.Pod
+	var firstItem *resource
+	states := make([]runtime.SandboxState, restartAttempts)
+	for attempt := range uint32(restartAttempts) {
+		// Each attempt gets its own app containers, whose names carry the
+		// attempt as kubelet's do.
+		spec.Attempt = attempt
+		pod, item, err := s.createPod(ctx, spec)
+		if err != nil {
+			return err
+		}
+		if attempt == 0 {
+			firstItem = item
+		}
+		for _, earlier := range pods {
+			if earlier.SandboxID == pod.SandboxID {
+				return fmt.Errorf("fixture %s reused sandbox ID %s for attempt %d", s.fixture.Name(), pod.SandboxID, attempt)
+			}
+		}
+		pods = append(pods, pod)
+		states[attempt] = runtime.StateReady
+		if attempt < restartAttempts-1 {
+			if err := s.stopPod(ctx, pod); err != nil {
+				return err
+			}
+			states[attempt] = runtime.StateNotReady
+		}
 	}
-	if err := s.stopPod(ctx, first); err != nil {
-		return err
-	}
-	// The retry's sandbox comes up before its containers are recreated,
-	// as when kubelet replaces a dead sandbox; runtimes also reserve app
-	// container names per pod across sandbox attempts.
-	retrySpec := first.Spec
-	retrySpec.Attempt = first.Spec.Attempt + 1
-	retrySpec.Containers = nil
-	second, _, err := s.createPod(ctx, retrySpec)
-	if err != nil {
-		return err
-	}
-	if second.SandboxID == first.SandboxID {
-		return fmt.Errorf("fixture %s reused sandbox ID %s for attempt %d", s.fixture.Name(), first.SandboxID, retrySpec.Attempt)
-	}
-	if err := expectOwnIDs(ctx, s, []fixture.Pod{first, second}, []runtime.SandboxState{runtime.StateNotReady, runtime.StateReady}); err != nil {
+	if err := expectOwnIDs(ctx, s, pods, states); err != nil {
 		return err
 	}
 	if err := firstItem.Release(ctx); err != nil {
@@ -114,10 +128,10 @@ func checkRestarted(ctx context.Context, s *session) error {
 	if err != nil {
 		return err
 	}
-	if _, ok := findByID(list, first.SandboxID); ok {
-		return mismatch("attempt 0 is still listed after it was removed", "not listed", first.SandboxID)
+	if _, ok := findByID(list, pods[0].SandboxID); ok {
+		return mismatch("attempt 0 is still listed after it was removed", "not listed", pods[0].SandboxID)
 	}
-	return expectOwnIDs(ctx, s, []fixture.Pod{second}, []runtime.SandboxState{runtime.StateReady})
+	return expectOwnIDs(ctx, s, pods[1:], states[1:])
 }
 
 // expectOwnIDs lists the sandboxes and requires each pod listed under its

@@ -13,13 +13,11 @@ import (
 )
 
 func checkConcurrentLists(ctx context.Context, s *session) error {
-	if err := s.requirePods(); err != nil {
-		return err
-	}
-	pods, err := s.createPods(ctx, s.podSpec(), s.podSpec())
+	shared, err := s.sharedPods(ctx)
 	if err != nil {
 		return err
 	}
+	pods := shared.all()
 	baseline, err := s.list(ctx)
 	if err != nil {
 		return err
@@ -68,13 +66,11 @@ func describeListed(sb runtime.Sandbox, listed bool) string {
 }
 
 func checkRelaunch(ctx context.Context, s *session) error {
-	if err := s.requirePods(); err != nil {
-		return err
-	}
-	pods, err := s.createPods(ctx, s.podSpec(appContainer), s.podSpec())
+	shared, err := s.sharedPods(ctx)
 	if err != nil {
 		return err
 	}
+	pods := shared.all()
 	before, err := listInFreshProcess(ctx, s)
 	if err != nil {
 		return err

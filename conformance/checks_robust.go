@@ -77,11 +77,22 @@ func checkWrongRuntime(ctx context.Context, s *session) error {
 }
 
 func checkDeadlineShort(ctx context.Context, s *session) error {
+	shared, err := s.sharedPods(ctx)
+	if err != nil {
+		return err
+	}
+	pods := shared.all()
+	baseline, err := s.list(ctx)
+	if err != nil {
+		return err
+	}
 	// The longer deadlines tend to expire inside the adapter rather than on
 	// the host, before the call even leaves.
 	for _, deadline := range []time.Duration{time.Millisecond, 10 * time.Millisecond, 100 * time.Millisecond} {
+		var list []runtime.Sandbox
 		outcome := callWithin(ctx, deadline, s.cfg.DeadlineSlack, func(ctx context.Context) error {
-			_, err := s.adapter.ListSandboxes(ctx)
+			var err error
+			list, err = s.adapter.ListSandboxes(ctx)
 			return err
 		})
 		if !outcome.returned {
@@ -89,6 +100,17 @@ func checkDeadlineShort(ctx context.Context, s *session) error {
 				fmt.Sprintf("returned within %s", deadline+s.cfg.DeadlineSlack), "still running")
 		}
 		s.note("ListSandboxes with a %s deadline returned after %s: %s", deadline, outcome.elapsed.Round(time.Millisecond), outcome)
+		if outcome.err != nil {
+			continue
+		}
+		// A listing cut short must not pass for a complete one: an empty
+		// or partial list would make ipamd release live pods' IPs.
+		if err := uniqueIDs(list); err != nil {
+			return prefixed(fmt.Sprintf("with a %s deadline", deadline), err)
+		}
+		if err := agreeOnPods(pods, baseline, list); err != nil {
+			return prefixed(fmt.Sprintf("ListSandboxes with a %s deadline returned %d sandboxes and no error", deadline, len(list)), err)
+		}
 	}
 	return nil
 }

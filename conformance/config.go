@@ -32,6 +32,10 @@ const (
 	// DefaultConcurrency is how many ListSandboxes calls the concurrency
 	// check makes at once.
 	DefaultConcurrency = 16
+	// DefaultRecoveryTimeout is how long the runtime-restart check waits
+	// for the adapter to list again once the runtime is back: generous,
+	// because a runtime's restart on a loaded machine takes seconds.
+	DefaultRecoveryTimeout = time.Minute
 	// DefaultCreateParallelism is how many pods the scale check creates at
 	// once.
 	DefaultCreateParallelism = 8
@@ -87,9 +91,13 @@ type Config struct {
 	// at it. Default: none, and that check is skipped.
 	NoCRIEndpoint string
 
-	// Scale is how many pods the scale check creates. Default:
-	// DefaultScale. Negative skips the scale check.
+	// Scale is how many pods the scale check creates, and the benchmark.
+	// Default: DefaultScale. Negative skips the scale check.
 	Scale int
+	// Benchmark runs no checks: it creates Scale pods and measures
+	// ListSandboxes and GetSandbox latencies and the adapter's memory
+	// (Report.Benchmark), without pass or fail. Default: false.
+	Benchmark bool
 	// Focus, when set, runs only the checks whose ID matches it.
 	Focus *regexp.Regexp
 	// Skip, when set, skips the checks whose ID matches it.
@@ -102,6 +110,10 @@ type Config struct {
 	// CleanupTimeout bounds the release of one check's resources.
 	// Default: DefaultCleanupTimeout.
 	CleanupTimeout time.Duration
+	// RecoveryTimeout is how long the runtime-restart check waits for the
+	// adapter to list again once the runtime is back. Default:
+	// DefaultRecoveryTimeout.
+	RecoveryTimeout time.Duration
 	// StartTimeout bounds the adapter's plugin handshake. Default: the
 	// plugin package's own.
 	StartTimeout time.Duration
@@ -120,6 +132,8 @@ func (c Config) Validate() error {
 		return fmt.Errorf("%w: DeadlineSlack must not be negative, got %s", ErrInvalidConfig, c.DeadlineSlack)
 	case c.CleanupTimeout < 0:
 		return fmt.Errorf("%w: CleanupTimeout must not be negative, got %s", ErrInvalidConfig, c.CleanupTimeout)
+	case c.RecoveryTimeout < 0:
+		return fmt.Errorf("%w: RecoveryTimeout must not be negative, got %s", ErrInvalidConfig, c.RecoveryTimeout)
 	}
 	return nil
 }
@@ -137,6 +151,9 @@ func (c Config) withDefaults() Config {
 	}
 	if c.CleanupTimeout == 0 {
 		c.CleanupTimeout = DefaultCleanupTimeout
+	}
+	if c.RecoveryTimeout == 0 {
+		c.RecoveryTimeout = DefaultRecoveryTimeout
 	}
 	if c.Namespace == "" {
 		c.Namespace = DefaultNamespace

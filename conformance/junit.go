@@ -30,6 +30,7 @@ type junitSuite struct {
 	Timestamp  string          `xml:"timestamp,attr"`
 	Properties []junitProperty `xml:"properties>property"`
 	Cases      []junitCase     `xml:"testcase"`
+	SystemOut  string          `xml:"system-out,omitempty"`
 }
 
 type junitProperty struct {
@@ -73,6 +74,11 @@ func WriteJUnit(w io.Writer, report Report) error {
 	for _, result := range report.Results {
 		suite.Cases = append(suite.Cases, junitCaseOf(result))
 	}
+	if b := report.Benchmark; b != nil {
+		// Figures, not verdicts: properties and output, no testcase.
+		suite.Properties = append(suite.Properties, benchmarkProperties(b)...)
+		suite.SystemOut = FormatBenchmark(b)
+	}
 	root := junitSuites{Name: junitSuiteName, Tests: suite.Tests, Failures: failed, Skipped: skipped,
 		Time: seconds, Suites: []junitSuite{suite}}
 	if _, err := io.WriteString(w, xml.Header); err != nil {
@@ -104,4 +110,29 @@ func junitCaseOf(r Result) junitCase {
 // formatSeconds formats a duration in seconds as JUnit expects.
 func formatSeconds(seconds float64) string {
 	return fmt.Sprintf("%.3f", seconds)
+}
+
+// benchmarkProperties are the benchmark's figures as JUnit properties.
+func benchmarkProperties(b *Benchmark) []junitProperty {
+	props := []junitProperty{
+		{Name: "benchmark.pods", Value: fmt.Sprint(b.Pods)},
+		{Name: "benchmark.listed", Value: fmt.Sprint(b.Listed)},
+		{Name: "benchmark.adapter_rss_bytes", Value: fmt.Sprint(b.AdapterRSSBytes)},
+		{Name: "benchmark.adapter_peak_rss_bytes", Value: fmt.Sprint(b.AdapterPeakRSSBytes)},
+	}
+	for _, l := range []struct {
+		name string
+		lat  Latency
+	}{{"list_sandboxes", b.ListSandboxes}, {"get_sandbox", b.GetSandbox}} {
+		props = append(props,
+			junitProperty{Name: "benchmark." + l.name + ".calls", Value: fmt.Sprint(l.lat.Calls)},
+			junitProperty{Name: "benchmark." + l.name + ".p50_ms", Value: fmt.Sprintf("%.3f", l.lat.P50)},
+			junitProperty{Name: "benchmark." + l.name + ".p90_ms", Value: fmt.Sprintf("%.3f", l.lat.P90)},
+			junitProperty{Name: "benchmark." + l.name + ".p99_ms", Value: fmt.Sprintf("%.3f", l.lat.P99)},
+			junitProperty{Name: "benchmark." + l.name + ".max_ms", Value: fmt.Sprintf("%.3f", l.lat.Max)})
+	}
+	if b.Error != "" {
+		props = append(props, junitProperty{Name: "benchmark.error", Value: b.Error})
+	}
+	return props
 }

@@ -47,6 +47,9 @@ type Report struct {
 	// ran; the checks that did not run are skipped with that reason.
 	Interrupted bool     `json:"interrupted,omitempty"`
 	Results     []Result `json:"results"`
+	// Benchmark is set in benchmark mode (Config.Benchmark), which runs no
+	// checks.
+	Benchmark *Benchmark `json:"benchmark,omitempty"`
 }
 
 // Counts returns how many checks passed, failed and were skipped.

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"testing"
 	"time"
 
 	"github.com/sandboxipam/sandboxipam/conformance/fixture"
@@ -26,31 +25,54 @@ type Reporter interface {
 	CheckFinished(result Result)
 }
 
-// suite is one run: the Config and the adapter process shared by checks.
-type suite struct {
+// Suite is one run: the Config, the adapter process and the pods the
+// checks share. RunChecks drives one; package conformancetest drives one
+// from a Go test, one subtest per check.
+type Suite struct {
 	cfg     Config
 	runID   string
 	adapter *plugin.Client
+	shared  *sharedPods
+}
+
+// Start validates cfg, fills its defaults and launches the adapter once
+// for the run. The caller must Close the Suite.
+func Start(ctx context.Context, cfg Config) (*Suite, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	return startSuite(ctx, cfg.withDefaults())
 }
 
 // startSuite launches the adapter once for the run.
-func startSuite(ctx context.Context, cfg Config) (*suite, error) {
+func startSuite(ctx context.Context, cfg Config) (*Suite, error) {
 	adapter, err := launchAdapter(ctx, cfg, cfg.AdapterArgs)
 	if err != nil {
 		return nil, err
 	}
-	return &suite{cfg: cfg, runID: newRunID(), adapter: adapter}, nil
+	return &Suite{cfg: cfg, runID: newRunID(), adapter: adapter, shared: &sharedPods{}}, nil
 }
 
-// close ends the shared adapter process.
-func (s *suite) close() {
+// Close removes the run's shared pods and ends the adapter process.
+func (s *Suite) Close() {
+	ctx, cancel := context.WithTimeout(context.Background(), s.cfg.CleanupTimeout)
+	defer cancel()
+	if err := s.shared.release(ctx); err != nil {
+		s.cfg.Logger.Warn("remove the run's shared pods", "err", err)
+	}
 	if err := s.adapter.Close(); err != nil {
 		s.cfg.Logger.Warn("close adapter", "err", err)
 	}
 }
 
+// Selected reports whether the check with this ID runs under the Config's
+// Focus and Skip.
+func (s *Suite) Selected(id string) bool {
+	return s.cfg.selected(id)
+}
+
 // info asks the shared adapter what it is, for the report's header.
-func (s *suite) info(ctx context.Context) runtime.Info {
+func (s *Suite) info(ctx context.Context) runtime.Info {
 	callCtx, cancel := context.WithTimeout(ctx, s.cfg.Timeout)
 	defer cancel()
 	info, err := s.adapter.Info(callCtx)
@@ -60,9 +82,10 @@ func (s *suite) info(ctx context.Context) runtime.Info {
 	return info
 }
 
-// runCheck runs one check, releases what it created and builds its result.
-func (s *suite) runCheck(ctx context.Context, check Check) Result {
-	sess := &session{cfg: s.cfg, checkID: check.ID, runID: s.runID, adapter: s.adapter, fixture: s.cfg.Fixture, res: &resources{}}
+// RunCheck runs one check, releases what it created and builds its result.
+func (s *Suite) RunCheck(ctx context.Context, check Check) Result {
+	sess := &session{cfg: s.cfg, checkID: check.ID, runID: s.runID, adapter: s.adapter, fixture: s.cfg.Fixture,
+		res: &resources{}, shared: s.shared}
 	start := time.Now()
 	s.cfg.Logger.Debug("check started", "check", check.ID)
 	err := check.run(ctx, sess)
@@ -86,7 +109,7 @@ func (s *suite) runCheck(ctx context.Context, check Check) Result {
 
 // relaunch replaces a dead shared adapter so the checks after a crash still
 // run, and returns the failure to charge to the check it died in.
-func (s *suite) relaunch(ctx context.Context) error {
+func (s *Suite) relaunch(ctx context.Context) error {
 	died := fmt.Errorf("%w (pid %d)", ErrAdapterExited, s.adapter.PID())
 	_ = s.adapter.Close()
 	adapter, err := launchAdapter(ctx, s.cfg, s.cfg.AdapterArgs)
@@ -120,8 +143,13 @@ func RunChecks(ctx context.Context, cfg Config, reporter Reporter) (report Repor
 		report.Results = append(report.Results, skipAll(cfg, reporter, "the adapter did not start")...)
 		return report, nil
 	}
-	defer suite.close()
+	defer suite.Close()
 	report.Info = suite.info(ctx)
+	if cfg.Benchmark {
+		report.Benchmark = suite.benchmark(ctx, reporter)
+		report.Interrupted = ctx.Err() != nil
+		return report, nil
+	}
 	for _, check := range selectedChecks(cfg) {
 		if ctx.Err() != nil {
 			report.Interrupted = true
@@ -129,7 +157,7 @@ func RunChecks(ctx context.Context, cfg Config, reporter Reporter) (report Repor
 			continue
 		}
 		reporter.CheckStarted(check)
-		result := suite.runCheck(ctx, check)
+		result := suite.RunCheck(ctx, check)
 		reporter.CheckFinished(result)
 		report.Results = append(report.Results, result)
 	}
@@ -137,38 +165,9 @@ func RunChecks(ctx context.Context, cfg Config, reporter Reporter) (report Repor
 	return report, nil
 }
 
-// Run runs every check as a subtest of t: t.Run(check.ID, ...). A failed
-// check fails its subtest with the expected and actual values; a skipped one
-// skips it. The adapter is launched once and closed by t.Cleanup.
-func Run(t *testing.T, cfg Config) {
-	t.Helper()
-	if err := cfg.Validate(); err != nil {
-		t.Fatal(err)
-	}
-	cfg = cfg.withDefaults()
-	suite, err := startSuite(t.Context(), cfg)
-	if err != nil {
-		t.Fatalf("%s: %v", LaunchCheckID, err)
-	}
-	t.Cleanup(suite.close)
-	for _, check := range Checks() {
-		t.Run(check.ID, func(t *testing.T) {
-			if !cfg.selected(check.ID) {
-				t.Skip("not selected by Focus and Skip")
-			}
-			result := suite.runCheck(t.Context(), check)
-			for _, note := range result.Notes {
-				t.Log(note)
-			}
-			switch result.Status {
-			case StatusFail:
-				t.Errorf("%s\n[%s]\n%s", check.Statement, check.Rule, failureText(result))
-			case StatusSkip:
-				t.Skip(result.Reason)
-			}
-		})
-	}
-}
+// FailureText is a failed result's reason with its expected and actual
+// values.
+func FailureText(r Result) string { return failureText(r) }
 
 // failureText is a failed result's reason with its expected and actual values.
 func failureText(r Result) string {

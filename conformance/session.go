@@ -23,6 +23,8 @@ type session struct {
 	fixture fixture.Fixture
 	res     *resources
 	podSeq  atomic.Int32
+	// shared are the run's shared pods (see sharedPods).
+	shared *sharedPods
 
 	notesMu sync.Mutex
 	notes   []string
@@ -54,7 +56,25 @@ func listWith(ctx context.Context, s *session, adapter runtime.RuntimeAdapter) (
 	if err != nil {
 		return nil, failf("ListSandboxes failed against a working runtime: %v", err)
 	}
+	if err := uniqueIDs(list); err != nil {
+		return nil, err
+	}
 	return list, nil
+}
+
+// uniqueIDs fails a listing that holds one sandbox ID more than once:
+// ipamd keys each IP by sandbox ID, so two entries under one ID contradict
+// each other about the pod that owns it.
+func uniqueIDs(list []runtime.Sandbox) error {
+	seen := make(map[string]int, len(list))
+	for i, sb := range list {
+		if first, ok := seen[sb.ID]; ok {
+			return mismatch(fmt.Sprintf("ListSandboxes listed sandbox ID %s twice (entries %d and %d of %d)", sb.ID, first+1, i+1, len(list)),
+				"every ID once", fmt.Sprintf("%s %s and %s %s", sb.ID, list[first].State, sb.ID, sb.State))
+		}
+		seen[sb.ID] = i
+	}
+	return nil
 }
 
 // get calls GetSandbox on the shared adapter and returns its error as is.

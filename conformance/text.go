@@ -77,8 +77,12 @@ func formatResult(r Result) string {
 	return b.String()
 }
 
-// FormatSummary counts the results and gives the verdict.
+// FormatSummary counts the results and gives the verdict; in benchmark
+// mode it gives the figures instead.
 func FormatSummary(report Report) string {
+	if report.Benchmark != nil {
+		return "\n" + FormatBenchmark(report.Benchmark)
+	}
 	passed, failed, skipped := report.Counts()
 	verdict := "CONFORMANT"
 	switch {

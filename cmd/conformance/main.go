@@ -1,6 +1,11 @@
 // Command conformance proves that a runtime adapter binary obeys the
 // adapter contract against a real container runtime. It maps its flags onto
 // cli.Options; the suite itself is package conformance.
+//
+// The binary links package testing only because hashicorp/go-plugin, the
+// transport every adapter host uses (ipamd too), imports it in its
+// testing.go; no package of this project that it links imports testing
+// (the Go-test entry point is package conformance/conformancetest).
 package main
 
 import (
@@ -33,7 +38,9 @@ container and process a check creates is removed when the check ends, also
 on failure and on Ctrl-C (press it again to quit without cleaning up).
 
 Examples:
-  conformance run --adapter ./docker --fixture docker --endpoint unix:///var/run/docker.sock
+  conformance run --adapter ./docker --fixture docker --endpoint unix:///var/run/docker.sock \
+      --pod-cidr 198.18.0.0/16
+  conformance run --adapter ./docker --fixture docker --benchmark --scale 200 --json bench.json
   conformance run --adapter ./dockershim --adapter-arg=--runtime-name=containerd \
       --fixture cri --endpoint unix:///run/containerd/containerd.sock --junit report.xml
 
@@ -104,7 +111,14 @@ func newFlagSet(stderr io.Writer) (*flag.FlagSet, *cli.Options) {
 		"(e.g. --wrong-runtime-arg=--runtime-name=cri-o) or to point it at another runtime's socket; enables wrong-runtime-refused")
 	flags.StringVar(&opts.NoCRIEndpoint, "no-cri-endpoint", "", "socket URI of a containerd whose CRI plugin is disabled, as Docker's own is; enables containerd-without-cri-refused")
 	flags.StringVar(&opts.PauseImage, "pause-image", "", "image of the pods' sandboxes, already present in the runtime (default: the fixture's)")
-	flags.StringVar(&opts.AppImage, "app-image", "", "image of the pods' app containers with --fixture cri (default: the pause image)")
+	flags.StringVar(&opts.AppImage, "app-image", "", "image of the pods' app containers with --fixture cri, run with its own entrypoint (default: the pause image)")
+	flags.StringVar(&opts.PodCIDR, "pod-cidr", "", "with --fixture docker, give each pod an address from this CIDR in its sandbox's network namespace "+
+		"(needs root), so pod-ips-match can run; a CRI runtime's own CNI config gives pods theirs")
+	flags.StringVar(&opts.RuntimeStopCommand, "runtime-stop-cmd", "", "shell command that stops the runtime, keeping its pods (e.g. 'systemctl stop containerd'); "+
+		"with --runtime-start-cmd enables runtime-restart")
+	flags.StringVar(&opts.RuntimeStartCommand, "runtime-start-cmd", "", "shell command that starts the runtime again")
+	flags.BoolVar(&opts.Benchmark, "benchmark", false, "run no checks: create --scale pods and report ListSandboxes and GetSandbox latency "+
+		"percentiles and the adapter's memory, without pass or fail")
 	flags.StringVar(&opts.CgroupParent, "cgroup-parent", "", "cgroup parent of every pod the fixture creates (default: the runtime's)")
 	flags.BoolVar(&opts.WithoutPodLabels, "without-pod-labels", false, "with --fixture cri, leave out kubelet's io.kubernetes.pod.* labels")
 	flags.StringVar(&opts.Namespace, "namespace", conformance.DefaultNamespace, "Kubernetes namespace of the pods the checks create")

@@ -10,9 +10,12 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"net/netip"
 	"os"
+	"os/exec"
 	"regexp"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/sandboxipam/sandboxipam/conformance"
@@ -84,6 +87,18 @@ type Options struct {
 	// io.kubernetes.pod.* labels, proving the adapter reads the pod's
 	// identity from sandbox metadata.
 	WithoutPodLabels bool
+	// PodCIDR gives every docker-fixture pod an address from this range
+	// in its sandbox's network namespace, for the pod-ips-match check (see
+	// fixture.DockerConfig.PodAddresses). Default: none.
+	PodCIDR string
+	// RuntimeStopCommand and RuntimeStartCommand, both set, are shell
+	// commands (sh -c) that stop and start the runtime behind Endpoint
+	// without losing its pods, e.g. "systemctl stop containerd"; they
+	// enable the runtime-restart check. Default: none, and it is skipped.
+	RuntimeStopCommand, RuntimeStartCommand string
+	// Benchmark measures instead of checking (conformance.Config.Benchmark)
+	// with Scale pods.
+	Benchmark bool
 	// Namespace is the pods' Kubernetes namespace. Default
 	// conformance.DefaultNamespace.
 	Namespace string
@@ -110,6 +125,16 @@ func (o Options) Validate() error {
 		return fmt.Errorf("%w: --scale must not be negative, got %d", ErrUsage, o.Scale)
 	case o.Timeout < 0:
 		return fmt.Errorf("%w: --timeout must not be negative, got %s", ErrUsage, o.Timeout)
+	case (o.RuntimeStopCommand == "") != (o.RuntimeStartCommand == ""):
+		return fmt.Errorf("%w: --runtime-stop-cmd and --runtime-start-cmd go together, got only one", ErrUsage)
+	}
+	if o.PodCIDR != "" {
+		if _, err := netip.ParsePrefix(o.PodCIDR); err != nil {
+			return fmt.Errorf("%w: --pod-cidr must be a CIDR such as 198.18.0.0/16, got %q: %w", ErrUsage, o.PodCIDR, err)
+		}
+		if o.Fixture != FixtureDocker {
+			return fmt.Errorf("%w: --pod-cidr needs --fixture docker (a CRI runtime's CNI gives pods their addresses), got --fixture %q", ErrUsage, o.Fixture)
+		}
 	}
 	for flagName, expr := range map[string]string{"--focus": o.Focus, "--skip": o.Skip} {
 		if _, err := compileOptional(expr); err != nil {
@@ -200,6 +225,7 @@ func (o Options) config(fix fixture.Fixture, logger *slog.Logger) (conformance.C
 		Focus:         focus,
 		Skip:          skip,
 		Timeout:       o.Timeout,
+		Benchmark:     o.Benchmark,
 		Logger:        logger,
 	}
 	if len(o.WrongRuntimeArgs) > 0 {
@@ -228,7 +254,12 @@ func newFixture(ctx context.Context, o Options) (fixture.Fixture, func(*slog.Log
 	var err error
 	switch o.Fixture {
 	case FixtureDocker:
-		fix, err = fixture.NewDocker(ctx, fixture.DockerConfig{Host: o.Endpoint, PauseImage: o.PauseImage, CgroupParent: o.CgroupParent})
+		var addrs netip.Prefix
+		if o.PodCIDR != "" {
+			addrs = netip.MustParsePrefix(o.PodCIDR) // checked by Validate
+		}
+		fix, err = fixture.NewDocker(ctx, fixture.DockerConfig{Host: o.Endpoint, PauseImage: o.PauseImage,
+			CgroupParent: o.CgroupParent, PodAddresses: addrs})
 	case FixtureCRI:
 		fix, err = fixture.NewCRI(ctx, fixture.CRIConfig{Endpoint: o.Endpoint, PauseImage: o.PauseImage,
 			AppImage: o.AppImage, CgroupParent: o.CgroupParent, WithoutPodLabels: o.WithoutPodLabels})
@@ -238,6 +269,10 @@ func newFixture(ctx context.Context, o Options) (fixture.Fixture, func(*slog.Log
 	if err != nil {
 		return nil, nil, fmt.Errorf("%s fixture at %s: %w", o.Fixture, o.Endpoint, err)
 	}
+	var withControl fixture.Fixture = fix
+	if o.RuntimeStopCommand != "" {
+		withControl = fixture.WithRuntimeControl(fix, shellCommand(o.RuntimeStopCommand), shellCommand(o.RuntimeStartCommand))
+	}
 	cleanup := func(logger *slog.Logger) {
 		cleanupCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), fixtureCleanupTimeout)
 		defer cancel()
@@ -246,7 +281,18 @@ func newFixture(ctx context.Context, o Options) (fixture.Fixture, func(*slog.Log
 		}
 		_ = fix.Close()
 	}
-	return fix, cleanup, nil
+	return withControl, cleanup, nil
+}
+
+// shellCommand runs command with sh -c, its output in the error.
+func shellCommand(command string) func(ctx context.Context) error {
+	return func(ctx context.Context) error {
+		out, err := exec.CommandContext(ctx, "sh", "-c", command).CombinedOutput()
+		if err != nil {
+			return fmt.Errorf("%q: %w: %s", command, err, strings.TrimSpace(string(out)))
+		}
+		return nil
+	}
 }
 
 // writeReports writes the JUnit and JSON files the options ask for.

@@ -2,19 +2,22 @@ package e2e_test
 
 import (
 	"context"
+	"net/netip"
 	"testing"
 
 	"github.com/sandboxipam/sandboxipam/conformance"
+	"github.com/sandboxipam/sandboxipam/conformance/conformancetest"
 	"github.com/sandboxipam/sandboxipam/conformance/fixture"
 )
 
 // TestExampleAdapterConforms runs the suite in-process, through
-// conformance.Run as an adapter author's own test would, against the
+// conformancetest.Run as an adapter author's own test would, against the
 // example third-party adapter built from examples/adapter-docker-minimal.
 func TestExampleAdapterConforms(t *testing.T) {
 	t.Parallel()
 	d := docker.Get(t)
-	fix, err := fixture.NewDocker(t.Context(), fixture.DockerConfig{Host: d.Host, PauseImage: d.PauseImage, CgroupParent: d.CgroupParent})
+	fix, err := fixture.NewDocker(t.Context(), fixture.DockerConfig{Host: d.Host, PauseImage: d.PauseImage, CgroupParent: d.CgroupParent,
+		PodAddresses: netip.MustParsePrefix(podCIDR)})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -24,7 +27,7 @@ func TestExampleAdapterConforms(t *testing.T) {
 		}
 		_ = fix.Close()
 	})
-	conformance.Run(t, conformance.Config{
+	conformancetest.Run(t, conformance.Config{
 		AdapterPath:  binary(t, "adapter-docker-minimal"),
 		AdapterArgs:  []string{"--endpoint=" + d.Host},
 		Fixture:      fix,

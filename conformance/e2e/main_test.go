@@ -12,10 +12,15 @@ import (
 	"github.com/sandboxipam/sandboxipam/internal/testenv"
 )
 
-// One private daemon of each kind for the whole package (see testenv).
+// One private daemon of each kind for the whole package (see testenv),
+// and one more of each that only the runtime-restart test uses: it stops
+// and starts them, which would disturb every other test's pods.
 var (
 	docker     = testenv.SharedDocker(testenv.DockerOptions{})
 	containerd = testenv.SharedContainerd(testenv.ContainerdOptions{})
+
+	restartDocker     = testenv.SharedDocker(testenv.DockerOptions{})
+	restartContainerd = testenv.SharedContainerd(testenv.ContainerdOptions{})
 )
 
 // binaries is the directory the binaries under test are built into, once
@@ -38,10 +43,14 @@ var packagesToBuild = []string{
 	"./conformance/testdata/shortid",
 	"./conformance/testdata/emptyonerror",
 	"./conformance/testdata/listsplain",
+	"./conformance/testdata/shortprefix",
+	"./conformance/testdata/swappedips",
+	"./conformance/testdata/stalelist",
+	"./conformance/testdata/stuckafteroutage",
 }
 
 func TestMain(m *testing.M) {
-	code := testenv.Run(m, docker, containerd)
+	code := testenv.Run(m, docker, containerd, restartDocker, restartContainerd)
 	if binaries.dir != "" {
 		_ = os.RemoveAll(binaries.dir)
 	}

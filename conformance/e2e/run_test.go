@@ -164,10 +164,15 @@ func expectOutcome(t *testing.T, run cliRun, exitCode int, failing, skipped []st
 	}
 }
 
+// podCIDR is where the docker fixture takes its pods' addresses from, for
+// pod-ips-match; they live only in the pods' own network namespaces.
+const podCIDR = "198.18.128.0/17"
+
 // dockerFixtureArgs are the flags that point the runner's docker fixture
 // and the adapter at the private dockerd.
 func dockerFixtureArgs(d *testenv.Docker) []string {
-	return []string{"--fixture", "docker", "--endpoint", d.Host, "--pause-image", d.PauseImage, "--cgroup-parent", d.CgroupParent}
+	return []string{"--fixture", "docker", "--endpoint", d.Host, "--pause-image", d.PauseImage, "--cgroup-parent", d.CgroupParent,
+		"--pod-cidr", podCIDR}
 }
 
 // criFixtureArgs point the runner's CRI fixture and the adapter at the

@@ -19,7 +19,10 @@ func TestDockerAdapterConforms(t *testing.T) {
 	args := append([]string{"--adapter", binary(t, "docker"), "--scale", dockerScale,
 		"--wrong-runtime-arg=--endpoint=" + c.Endpoint, "--no-cri-endpoint=" + d.ContainerdEndpoint}, dockerFixtureArgs(d)...)
 	run := runCLI(t, args...)
-	expectOutcome(t, run, 0, nil, nil)
+	expectOutcome(t, run, 0, nil, []string{"runtime-restart"})
+	if notes := run.result(t, "pod-ips-match").Notes; len(notes) != 0 {
+		t.Errorf("pod-ips-match notes = %q, want none: the docker adapter reports pod IPs", notes)
+	}
 	t.Logf("scale-listing: %v", run.result(t, "scale-listing").Notes)
 }
 
@@ -66,7 +69,7 @@ func TestCRIAdaptersConform(t *testing.T) {
 	results := runCLIConcurrently(t, runs)
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			expectOutcome(t, results[tc.name], 0, nil, []string{"no-plain-containers"})
+			expectOutcome(t, results[tc.name], 0, nil, []string{"no-plain-containers", "runtime-restart"})
 			t.Logf("scale-listing: %v", results[tc.name].result(t, "scale-listing").Notes)
 		})
 	}

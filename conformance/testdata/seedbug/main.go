@@ -28,7 +28,7 @@ type seedBug struct {
 }
 
 // ListSandboxes replaces each sandbox ID by "docker://" + the ID of the
-// pod's oldest app container, as the pod status would show it.
+// sandbox's oldest app container, as the pod status would show it.
 func (s *seedBug) ListSandboxes(ctx context.Context) ([]runtime.Sandbox, error) {
 	sandboxes, err := s.Adapter.ListSandboxes(ctx)
 	if err != nil {
@@ -41,13 +41,14 @@ func (s *seedBug) ListSandboxes(ctx context.Context) ([]runtime.Sandbox, error) 
 	if err != nil {
 		return nil, fmt.Errorf("list app containers: %w: %v", runtime.ErrUnavailable, err)
 	}
-	// Docker lists newest first: the last one seen per pod is its first.
+	// Docker lists newest first: the last one seen per sandbox is its
+	// first. dockershim labels each app container with its sandbox's ID.
 	firstApp := make(map[string]string)
 	for _, app := range apps {
-		firstApp[app.Labels["io.kubernetes.pod.uid"]] = app.ID
+		firstApp[app.Labels["io.kubernetes.sandbox.id"]] = app.ID
 	}
 	for i, sb := range sandboxes {
-		if appID, ok := firstApp[sb.UID]; ok {
+		if appID, ok := firstApp[sb.ID]; ok {
 			sandboxes[i].ID = "docker://" + appID
 		}
 	}

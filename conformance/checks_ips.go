@@ -1,0 +1,139 @@
+package conformance
+
+import (
+	"context"
+	"fmt"
+	"net/netip"
+	"slices"
+	"strings"
+
+	"github.com/sandboxipam/sandboxipam/conformance/fixture"
+	"github.com/sandboxipam/sandboxipam/runtime"
+)
+
+// noIPsNote is the report's note for an adapter that reports no pod IPs.
+const noIPsNote = "the adapter reports no pod IPs: it passes, but after losing its state ipamd then needs the node's own " +
+	"state (host routes and veths, or the sandbox's network namespace) to prove an address free; " +
+	"an adapter that reports them lets ipamd rebuild from the runtime alone"
+
+func checkPodIPs(ctx context.Context, s *session) error {
+	shared, err := s.sharedPods(ctx)
+	if err != nil {
+		return err
+	}
+	stopped, _, err := s.createPod(ctx, s.podSpec(appContainer))
+	if err != nil {
+		return err
+	}
+	if err := s.stopPod(ctx, stopped); err != nil {
+		return err
+	}
+	pods := append(shared.all(), stopped)
+	if !anyTruth(pods) {
+		return skipf("pod IPs not supported by the %s fixture: it gives pods no addresses (the docker fixture needs --pod-cidr)", s.fixture.Name())
+	}
+	list, err := s.list(ctx)
+	if err != nil {
+		return err
+	}
+	listed := make([]runtime.Sandbox, len(pods))
+	for i, pod := range pods {
+		// By UID too: the ID checks judge the ID, this one the IPs.
+		sb, ok := findForPod(list, pod)
+		if !ok {
+			return mismatch(fmt.Sprintf("pod %s is not listed", pod.Spec.Name), pod.SandboxID, listedIDs(list))
+		}
+		listed[i] = sb
+	}
+	if !anyReported(listed) {
+		s.note("%s", noIPsNote)
+		return nil
+	}
+	owner := ownersOf(pods)
+	for i, pod := range pods {
+		if err := judgeIPs(pod, listed[i], i == len(pods)-1, owner); err != nil {
+			return err
+		}
+	}
+	sb, err := s.get(ctx, shared.plain.SandboxID)
+	if err != nil {
+		return mismatch("GetSandbox of a running sandbox failed", "the sandbox", err.Error())
+	}
+	return prefixed("GetSandbox", judgeIPs(shared.plain, sb, false, owner))
+}
+
+// judgeIPs requires a running pod-network sandbox to report exactly its
+// pod's addresses, and any other sandbox to report none of another pod's.
+func judgeIPs(pod fixture.Pod, sb runtime.Sandbox, stopped bool, owner map[netip.Addr]string) error {
+	got := sortedIPs(sb.IPs)
+	if !stopped && !pod.Spec.HostNetwork {
+		if !slices.Equal(got, pod.IPs) {
+			return mismatch(fmt.Sprintf("sandbox %s of running pod %s reports other IPs than the runtime recorded for it: "+
+				"ipamd would adopt them after losing its state and give a live pod's address away", pod.SandboxID, pod.Spec.Name),
+				formatIPs(pod.IPs), formatIPs(got)+describeOwners(got, owner, pod.Spec.Name))
+		}
+		return nil
+	}
+	for _, ip := range got {
+		if other, ok := owner[ip]; ok && other != pod.Spec.Name {
+			what := "host-network"
+			if stopped {
+				what = "stopped"
+			}
+			return mismatch(fmt.Sprintf("%s sandbox %s of pod %s reports %s, the address of pod %s", what, pod.SandboxID, pod.Spec.Name, ip, other),
+				"none of another pod's addresses", formatIPs(got))
+		}
+	}
+	return nil
+}
+
+// ownersOf maps each address the runtime recorded to its pod's name.
+func ownersOf(pods []fixture.Pod) map[netip.Addr]string {
+	owner := map[netip.Addr]string{}
+	for _, pod := range pods {
+		for _, ip := range pod.IPs {
+			owner[ip] = pod.Spec.Name
+		}
+	}
+	return owner
+}
+
+// describeOwners names the pods whose addresses got holds, for a failure.
+func describeOwners(got []netip.Addr, owner map[netip.Addr]string, self string) string {
+	var parts []string
+	for _, ip := range got {
+		if other, ok := owner[ip]; ok && other != self {
+			parts = append(parts, fmt.Sprintf("%s is pod %s's", ip, other))
+		}
+	}
+	if len(parts) == 0 {
+		return ""
+	}
+	return " (" + strings.Join(parts, "; ") + ")"
+}
+
+func anyTruth(pods []fixture.Pod) bool {
+	return slices.ContainsFunc(pods, func(p fixture.Pod) bool { return len(p.IPs) > 0 })
+}
+
+func anyReported(list []runtime.Sandbox) bool {
+	return slices.ContainsFunc(list, func(sb runtime.Sandbox) bool { return len(sb.IPs) > 0 })
+}
+
+// sortedIPs returns ips sorted and without repeats, as fixtures report them.
+func sortedIPs(ips []netip.Addr) []netip.Addr {
+	out := slices.Clone(ips)
+	slices.SortFunc(out, netip.Addr.Compare)
+	return slices.Compact(out)
+}
+
+func formatIPs(ips []netip.Addr) string {
+	if len(ips) == 0 {
+		return "no IPs"
+	}
+	parts := make([]string, len(ips))
+	for i, ip := range ips {
+		parts[i] = ip.String()
+	}
+	return "[" + strings.Join(parts, " ") + "]"
+}
