@@ -6,10 +6,15 @@
 // documented defaults, one check per behaviour, each with a stable ID, a
 // one-line statement and the rule it verifies. The same checks run two ways:
 //
-//   - Run(t, cfg) from a Go test, one t.Run per check, so an adapter's own
-//     tests can call the suite;
+//   - conformancetest.Run(t, cfg) from a Go test, one t.Run per check, so an
+//     adapter's own tests can call the suite (a package of its own, so that
+//     this one does not import testing);
 //   - RunChecks(ctx, cfg, reporter) from the conformance binary, which turns
 //     the returned Report into text, JUnit XML or JSON.
+//
+// With Config.Benchmark set, RunChecks measures instead (as critest
+// -benchmark does): ListSandboxes and GetSandbox latency percentiles with
+// Config.Scale pods, and the adapter's memory, without pass or fail.
 //
 // The adapter is always launched through runtime/plugin.Launch, the same
 // go-plugin path ipamd uses, so what passes here is what ipamd will see:
@@ -21,6 +26,10 @@
 // fails or the run is interrupted. A check whose fixture lacks a capability
 // is skipped with "X not supported" rather than failed.
 //
-// Each check looks only at the pods it created itself, so the suite can run
+// Each check looks only at the pods of its own run, so the suite can run
 // against a node that has other pods, and several runs can share a runtime.
+// Read-only checks share a few pods created once per run (sharedPods);
+// checks that stop, remove or restart pods create their own. A fixture
+// that owns its runtime (fixture.RuntimeControl) also lets the suite stop
+// and start the runtime under the adapter.
 package conformance
