@@ -14,11 +14,11 @@ import (
 	"github.com/containerd/containerd/v2/core/containers"
 	cerrdefs "github.com/containerd/errdefs"
 	"github.com/containerd/errdefs/pkg/errgrpc"
+	"golang.org/x/sync/errgroup"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/backoff"
 
 	"github.com/sandboxipam/sandboxipam/adapters/internal/endpoint"
-	"github.com/sandboxipam/sandboxipam/adapters/internal/fanout"
 	"github.com/sandboxipam/sandboxipam/internal/version"
 	"github.com/sandboxipam/sandboxipam/runtime"
 )
@@ -118,20 +118,24 @@ func (n *Native) ListSandboxes(ctx context.Context) ([]runtime.Sandbox, error) {
 		return nil, n.unavailable(ctx, "list sandbox containers", err)
 	}
 	processes := make([]*task.Process, len(records))
-	err = fanout.Each(ctx, len(records), n.cfg.StatusConcurrency, func(ctx context.Context, i int) error {
-		id := records[i].ID
-		if cached, ok := n.running.lookup(id); ok {
-			processes[i] = cached
-			return nil
-		}
-		process, err := n.process(ctx, id)
-		processes[i] = process
-		if err == nil {
-			n.running.remember(id, process)
-		}
-		return err
-	})
-	if err != nil {
+	group, groupCtx := errgroup.WithContext(ctx)
+	group.SetLimit(n.cfg.StatusConcurrency)
+	for i := range records {
+		group.Go(func() error {
+			id := records[i].ID
+			if cached, ok := n.running.lookup(id); ok {
+				processes[i] = cached
+				return nil
+			}
+			process, err := n.process(groupCtx, id)
+			processes[i] = process
+			if err == nil {
+				n.running.remember(id, process)
+			}
+			return err
+		})
+	}
+	if err := group.Wait(); err != nil {
 		return nil, err
 	}
 	listed := make(map[string]bool, len(records))

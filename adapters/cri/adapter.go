@@ -25,13 +25,13 @@ import (
 	"sync/atomic"
 	"time"
 
+	"golang.org/x/sync/errgroup"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/backoff"
 	"google.golang.org/grpc/credentials/insecure"
 	criv1 "k8s.io/cri-api/pkg/apis/runtime/v1"
 
 	"github.com/sandboxipam/sandboxipam/adapters/internal/endpoint"
-	"github.com/sandboxipam/sandboxipam/adapters/internal/fanout"
 	"github.com/sandboxipam/sandboxipam/internal/version"
 	"github.com/sandboxipam/sandboxipam/runtime"
 )
@@ -182,15 +182,19 @@ func (a *Adapter) ListSandboxes(ctx context.Context) ([]runtime.Sandbox, error) 
 	}
 	items := reply.GetItems()
 	statuses := make([]*criv1.PodSandboxStatus, len(items))
-	err = fanout.Each(ctx, len(items), a.cfg.StatusConcurrency, func(ctx context.Context, i int) error {
-		status, err := a.status(ctx, items[i].GetId())
-		if err != nil && !isNotFound(err) {
-			return err
-		}
-		statuses[i] = status // nil: no status for a listed sandbox
-		return nil
-	})
-	if err != nil {
+	group, groupCtx := errgroup.WithContext(ctx)
+	group.SetLimit(a.cfg.StatusConcurrency)
+	for i := range items {
+		group.Go(func() error {
+			status, err := a.status(groupCtx, items[i].GetId())
+			if err != nil && !isNotFound(err) {
+				return err
+			}
+			statuses[i] = status // nil: no status for a listed sandbox
+			return nil
+		})
+	}
+	if err := group.Wait(); err != nil {
 		return nil, a.translate(ctx, "read pod sandbox status", err)
 	}
 	sandboxes := make([]runtime.Sandbox, 0, len(items))

@@ -30,9 +30,9 @@ import (
 	"github.com/docker/docker/api/types/container"
 	"github.com/docker/docker/api/types/filters"
 	"github.com/docker/docker/client"
+	"golang.org/x/sync/errgroup"
 
 	"github.com/sandboxipam/sandboxipam/adapters/internal/endpoint"
-	"github.com/sandboxipam/sandboxipam/adapters/internal/fanout"
 	"github.com/sandboxipam/sandboxipam/internal/version"
 	"github.com/sandboxipam/sandboxipam/runtime"
 )
@@ -145,12 +145,17 @@ func (a *Adapter) ListSandboxes(ctx context.Context) ([]runtime.Sandbox, error) 
 	a.cache.retain(listed)
 	// The addresses are read on every listing, never cached: the CNI
 	// plugin adds them after the sandbox starts.
-	err = fanout.Each(ctx, len(sandboxes), a.cfg.InspectConcurrency, func(ctx context.Context, i int) error {
-		a.addNetnsIPs(ctx, &sandboxes[i], pids[i])
-		return nil
-	})
-	if err != nil {
-		return nil, a.unavailable(ctx, "read sandbox network namespaces", err)
+	group, groupCtx := errgroup.WithContext(ctx)
+	group.SetLimit(a.cfg.InspectConcurrency)
+	for i := range sandboxes {
+		group.Go(func() error {
+			a.addNetnsIPs(groupCtx, &sandboxes[i], pids[i])
+			return nil
+		})
+	}
+	_ = group.Wait() // addNetnsIPs logs its own failures and never fails
+	if ctx.Err() != nil {
+		return nil, a.unavailable(ctx, "read sandbox network namespaces", ctx.Err())
 	}
 	return sandboxes, nil
 }
@@ -168,21 +173,25 @@ func (a *Adapter) inspections(ctx context.Context, summaries []container.Summary
 		}
 	}
 	fresh := make([]*inspection, len(missing))
-	err := fanout.Each(ctx, len(missing), a.cfg.InspectConcurrency, func(ctx context.Context, j int) error {
-		id := summaries[missing[j]].ID
-		details, err := a.client.ContainerInspect(ctx, id)
-		if cerrdefs.IsNotFound(err) {
-			return nil // removed since the listing
-		}
-		if err != nil {
-			return err
-		}
-		facts := a.factsFromInspect(ctx, &details)
-		fresh[j] = &inspection{createdAt: facts.createdAt, pid: facts.pid}
-		a.cache.store(id, *fresh[j])
-		return nil
-	})
-	if err != nil {
+	group, groupCtx := errgroup.WithContext(ctx)
+	group.SetLimit(a.cfg.InspectConcurrency)
+	for j := range missing {
+		group.Go(func() error {
+			id := summaries[missing[j]].ID
+			details, err := a.client.ContainerInspect(groupCtx, id)
+			if cerrdefs.IsNotFound(err) {
+				return nil // removed since the listing
+			}
+			if err != nil {
+				return err
+			}
+			facts := a.factsFromInspect(groupCtx, &details)
+			fresh[j] = &inspection{createdAt: facts.createdAt, pid: facts.pid}
+			a.cache.store(id, *fresh[j])
+			return nil
+		})
+	}
+	if err := group.Wait(); err != nil {
 		return nil, err
 	}
 	for j, entry := range fresh {
