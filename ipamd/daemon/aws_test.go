@@ -8,8 +8,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/sandboxipam/sandboxipam/internal/awslocal"
 	"github.com/sandboxipam/sandboxipam/ipamd/ipsource/aws"
-	"github.com/sandboxipam/sandboxipam/ipamd/ipsource/aws/awslocal"
 )
 
 // TestAWSSourceThroughDaemon runs ipamd with ipSource.type aws against a

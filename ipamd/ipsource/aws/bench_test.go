@@ -4,7 +4,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/sandboxipam/sandboxipam/ipamd/ipsource/aws/awslocal"
+	"github.com/sandboxipam/sandboxipam/internal/awslocal"
 )
 
 // BenchmarkEC2CallsPer100Pods counts the EC2 calls one cycle costs: 100

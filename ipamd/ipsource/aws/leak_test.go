@@ -9,7 +9,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/ec2"
 	"github.com/aws/aws-sdk-go-v2/service/ec2/types"
 
-	"github.com/sandboxipam/sandboxipam/ipamd/ipsource/aws/awslocal"
+	"github.com/sandboxipam/sandboxipam/internal/awslocal"
 )
 
 // createDetachedENI makes an ENI through the SDK, tagged with tags by a

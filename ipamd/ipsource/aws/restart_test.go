@@ -8,8 +8,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/sandboxipam/sandboxipam/internal/awslocal"
 	"github.com/sandboxipam/sandboxipam/ipamd/datastore"
-	"github.com/sandboxipam/sandboxipam/ipamd/ipsource/aws/awslocal"
 )
 
 func TestRestartAdoptsExistingENIs(t *testing.T) {

@@ -4,7 +4,7 @@ import (
 	"context"
 	"testing"
 
-	"github.com/sandboxipam/sandboxipam/ipamd/ipsource/aws/awslocal"
+	"github.com/sandboxipam/sandboxipam/internal/awslocal"
 )
 
 func TestShrinkNeverTouchesAddressesPodsHold(t *testing.T) {

@@ -5,8 +5,8 @@ import (
 	"errors"
 	"testing"
 
+	"github.com/sandboxipam/sandboxipam/internal/awslocal"
 	"github.com/sandboxipam/sandboxipam/ipamd/ipsource"
-	"github.com/sandboxipam/sandboxipam/ipamd/ipsource/aws/awslocal"
 )
 
 var _ ipsource.Source = (*Source)(nil)

@@ -3,7 +3,7 @@ package aws
 import (
 	"testing"
 
-	"github.com/sandboxipam/sandboxipam/ipamd/ipsource/aws/awslocal"
+	"github.com/sandboxipam/sandboxipam/internal/awslocal"
 )
 
 // t3.medium: 3 ENIs x 6 IPv4 addresses, so 5 pod addresses per ENI and

@@ -15,7 +15,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/ec2/types"
 	"github.com/aws/smithy-go"
 
-	"github.com/sandboxipam/sandboxipam/ipamd/ipsource/aws/awslocal"
+	"github.com/sandboxipam/sandboxipam/internal/awslocal"
 )
 
 func startCloud(t *testing.T, opts awslocal.Options) *awslocal.Cloud {
