@@ -1,14 +1,13 @@
 package cni
 
 import (
-	"crypto/sha256"
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"net"
 	"net/netip"
 
 	"github.com/containernetworking/cni/pkg/types"
+	"github.com/sandboxipam/sandboxipam/ipamd/api/hostveth"
 	"github.com/vishvananda/netlink"
 	"github.com/vishvananda/netns"
 	"golang.org/x/sys/unix"
@@ -25,12 +24,10 @@ var (
 	hostVethHW = net.HardwareAddr{0xee, 0xee, 0xee, 0xee, 0xee, 0xee}
 )
 
-// HostVethName is the host-side veth of one attachment: prefix plus the
-// first hex characters of SHA-256(sandboxID "/" ifName), 15 characters in
-// all. DEL recomputes it, so no state is kept on the node.
+// HostVethName is the host-side veth of one attachment (see
+// hostveth.Name): ipamd looks a pod's link up on the node by the same name.
 func HostVethName(prefix, sandboxID, ifName string) string {
-	sum := sha256.Sum256([]byte(sandboxID + "/" + ifName))
-	return prefix + hex.EncodeToString(sum[:])[:maxIfNameLen-len(prefix)]
+	return hostveth.Name(prefix, sandboxID, ifName)
 }
 
 // podLinks describes the veth pair set up for a pod.

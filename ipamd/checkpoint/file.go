@@ -38,21 +38,37 @@ func WriteAtomic(path string, data []byte) error {
 	dir := filepath.Dir(path)
 	tmp, err := os.CreateTemp(dir, filepath.Base(path)+".tmp-*")
 	if err != nil {
-		return fmt.Errorf("write checkpoint: %w", err)
+		return fmt.Errorf("write checkpoint %s: %w", path, withoutTempName(err))
 	}
 	tmpName := tmp.Name()
 	if err := writeAndSync(tmp, data); err != nil {
 		_ = os.Remove(tmpName)
-		return fmt.Errorf("write checkpoint %s: %w", tmpName, err)
+		return fmt.Errorf("write checkpoint %s: %w", path, withoutTempName(err))
 	}
 	if err := os.Rename(tmpName, path); err != nil {
 		_ = os.Remove(tmpName)
-		return fmt.Errorf("write checkpoint: %w", err)
+		return fmt.Errorf("write checkpoint %s: %w", path, withoutTempName(err))
 	}
 	if err := syncDir(dir); err != nil {
-		return fmt.Errorf("write checkpoint: %w", err)
+		return fmt.Errorf("write checkpoint %s: %w", path, err)
 	}
 	return nil
+}
+
+// withoutTempName drops the path of a failed file operation, the name of
+// a temporary file that is removed on failure: the caller names the real
+// file instead, the one an operator can look for. The cause (ENOSPC,
+// EROFS, ...) is kept for errors.Is.
+func withoutTempName(err error) error {
+	var pe *fs.PathError
+	if errors.As(err, &pe) {
+		return fmt.Errorf("%s: %w", pe.Op, pe.Err)
+	}
+	var le *os.LinkError
+	if errors.As(err, &le) {
+		return fmt.Errorf("%s: %w", le.Op, le.Err)
+	}
+	return err
 }
 
 // writeAndSync writes data, fsyncs and closes f; it closes f on every path.

@@ -482,13 +482,13 @@ func CreateJournal(path, base string) (*JournalWriter, error) {
 	dir := filepath.Dir(path)
 	tmp, err := os.CreateTemp(dir, filepath.Base(path)+".tmp-*")
 	if err != nil {
-		return nil, fmt.Errorf("create journal: %w", err)
+		return nil, fmt.Errorf("create journal %s: %w", path, withoutTempName(err))
 	}
 	tmpName := tmp.Name()
 	fail := func(err error) (*JournalWriter, error) {
 		_ = tmp.Close()
 		_ = os.Remove(tmpName)
-		return nil, fmt.Errorf("create journal: %w", err)
+		return nil, fmt.Errorf("create journal %s: %w", path, withoutTempName(err))
 	}
 	if _, err := tmp.Write(header); err != nil {
 		return fail(err)

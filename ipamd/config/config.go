@@ -68,6 +68,28 @@ type Config struct {
 	Metrics Metrics `yaml:"metrics"`
 	// Log configures ipamd's structured log.
 	Log Log `yaml:"log"`
+	// Node says how ipamd reads the node's own evidence of pod addresses.
+	Node Node `yaml:"node"`
+	// CNI is how ipamd announces itself to the runtime.
+	CNI CNI `yaml:"cni"`
+}
+
+// Node says where ipamd finds pods' links on the node: after a lost
+// checkpoint, a pod whose runtime reports no IP is accounted for by the
+// host routes through the veth the CNI plugin made for it.
+type Node struct {
+	// HostVethPrefix is the CNI plugin's hostVethPrefix (at most 7
+	// characters). Default "sbx", the plugin's default.
+	HostVethPrefix string `yaml:"hostVethPrefix" desc:"the CNI plugin's hostVethPrefix, to find pod links on the node"`
+}
+
+// CNI is how ipamd announces itself to the runtime.
+type CNI struct {
+	// ConfListPath, when set, is where ipamd writes its CNI conflist
+	// (network name, socket) once it is ready to answer ADD: a runtime
+	// sees the network only while ipamd can serve it, and the node stays
+	// NotReady until then. Default empty: not written.
+	ConfListPath string `yaml:"confListPath" desc:"write the CNI conflist here once ready (empty: not written)"`
 }
 
 // Reconcile configures the reconciler that releases the IPs of sandboxes
@@ -258,6 +280,7 @@ func DefaultConfig() Config {
 		Introspection: Listener{Address: "127.0.0.1:61679"},
 		Metrics:       Metrics{Address: "127.0.0.1:61678"},
 		Log:           Log{Level: "info", Format: "text"},
+		Node:          Node{HostVethPrefix: "sbx"},
 	}
 }
 

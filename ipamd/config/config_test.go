@@ -49,6 +49,8 @@ func TestLoadGoldenFullExample(t *testing.T) {
 		Introspection: Listener{Address: "127.0.0.1:7001"},
 		Metrics:       Metrics{Address: ""},
 		Log:           Log{Level: "debug", Format: "json"},
+		Node:          Node{HostVethPrefix: "pod"},
+		CNI:           CNI{ConfListPath: "/etc/cni/net.d/10-podnet.conflist"},
 	}
 	if !reflect.DeepEqual(got, want) {
 		t.Errorf("Load(full.yaml) =\n%+v\nwant\n%+v", got, want)

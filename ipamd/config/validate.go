@@ -43,6 +43,10 @@ func (c Config) Validate() error {
 	v.hostPort("metrics.address", c.Metrics.Address, false)
 	v.oneOf("log.level", c.Log.Level, "debug", "info", "warn", "error")
 	v.oneOf("log.format", c.Log.Format, "text", "json")
+	if n := len(c.Node.HostVethPrefix); n == 0 || n > 7 {
+		v.addf("node.hostVethPrefix must be 1 to 7 characters (the CNI plugin's hostVethPrefix), got %q", c.Node.HostVethPrefix)
+	}
+	v.absPath("cni.confListPath", c.CNI.ConfListPath, false)
 	return v.err()
 }
 

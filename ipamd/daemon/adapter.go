@@ -2,7 +2,10 @@ package daemon
 
 import (
 	"context"
+	"fmt"
 	"log/slog"
+	"strings"
+	"sync"
 
 	"github.com/sandboxipam/sandboxipam/ipamd/config"
 	"github.com/sandboxipam/sandboxipam/ipamd/introspect/api"
@@ -10,80 +13,131 @@ import (
 	"github.com/sandboxipam/sandboxipam/runtime/plugin"
 )
 
-// adapterHandle is the selected adapter and its supervisor; runtime is nil
-// when no adapter could be selected (auto found no runtime), and then
-// ipamd serves without reconciling.
+// adapterHandle is the selected adapter and its supervisor. Selection and
+// launch run in the background (see Daemon.Start): until they are done,
+// and when no adapter can be used, ipamd serves ADD and DEL without
+// reconciling.
 type adapterHandle struct {
-	sel     config.Selection
+	cfg  config.Config
+	opts Options
+	log  *slog.Logger
+
+	mu  sync.Mutex
+	sel config.Selection
+	// selErr: the selection failed or is not usable yet; refused: ipamd
+	// will not reconcile with this selection (auto found several
+	// runtimes).
 	selErr  error
+	refused error
 	sup     *plugin.Supervisor
-	runtime runtime.RuntimeAdapter
 }
 
-// startAdapter selects the adapter and launches it under supervision. A
-// failure is logged loudly and never stops ipamd: the supervisor keeps
-// relaunching in the background.
-func startAdapter(ctx context.Context, cfg config.Config, opts Options, log *slog.Logger) *adapterHandle {
-	h := &adapterHandle{}
-	h.sel, h.selErr = cfg.Runtime.Select(ctx, opts.Executable, opts.Probe)
-	if h.sel.Binary == "" {
-		log.Error("NO RUNTIME ADAPTER: reconciliation is off; ADD and DEL still work, but IPs of pods deleted without a DEL are not reclaimed",
-			slog.Any("error", h.selErr))
-		return h
+func newAdapterHandle(cfg config.Config, opts Options, log *slog.Logger) *adapterHandle {
+	return &adapterHandle{cfg: cfg, opts: opts, log: log}
+}
+
+// start selects the adapter and launches it under supervision, and
+// returns the supervisor to reconcile with, or nil when there is none.
+// A failed launch is logged loudly and never stops ipamd: the supervisor
+// keeps relaunching in the background.
+func (h *adapterHandle) start(ctx context.Context) runtime.RuntimeAdapter {
+	sel, selErr := h.cfg.Runtime.Select(ctx, h.opts.Executable, h.opts.Probe)
+	h.mu.Lock()
+	h.sel, h.selErr = sel, selErr
+	h.mu.Unlock()
+	if sel.Binary == "" {
+		h.log.Error("NO RUNTIME ADAPTER: reconciliation is off; ADD and DEL still work, but IPs of pods deleted without a DEL are not reclaimed",
+			slog.Any("error", selErr))
+		return nil
 	}
-	if h.selErr != nil {
-		log.Error("runtime adapter binary is not usable yet; launching anyway so the supervisor picks it up once it appears",
-			slog.String("adapter", h.sel.Adapter), slog.String("binary", h.sel.Binary), slog.Any("error", h.selErr))
+	if len(sel.AlsoFound) > 0 && h.cfg.Runtime.Adapter == config.AdapterAuto {
+		refused := fmt.Errorf("runtime.adapter is auto and several container runtimes answer on this node (%s): auto cannot tell which one kubelet uses, and the wrong one would list none of this node's pods; set runtime.adapter",
+			strings.Join(append([]string{sel.Endpoint}, sel.AlsoFound...), ", "))
+		h.mu.Lock()
+		h.refused = refused
+		h.mu.Unlock()
+		h.log.Error("RECONCILIATION REFUSED: "+refused.Error(), slog.String("first", sel.Endpoint), slog.Any("also_found", sel.AlsoFound))
+		return nil
 	}
-	if len(h.sel.AlsoFound) > 0 {
-		log.Warn("more than one container runtime answers: auto picked the first in crictl's order; set runtime.adapter to the one kubelet uses",
-			slog.String("chosen", h.sel.Endpoint), slog.Any("also_found", h.sel.AlsoFound))
+	if selErr != nil {
+		h.log.Error("runtime adapter binary is not usable yet; launching anyway so the supervisor picks it up once it appears",
+			slog.String("adapter", sel.Adapter), slog.String("binary", sel.Binary), slog.Any("error", selErr))
 	}
-	log.Info("runtime adapter selected", slog.String("adapter", h.sel.Adapter), slog.String("binary", h.sel.Binary),
-		slog.Any("args", h.sel.Args), slog.String("reason", h.sel.Reason))
-	h.sup = plugin.NewSupervisor(plugin.SupervisorConfig{
+	h.log.Info("runtime adapter selected", slog.String("adapter", sel.Adapter), slog.String("binary", sel.Binary),
+		slog.Any("args", sel.Args), slog.String("reason", sel.Reason))
+	sup := plugin.NewSupervisor(plugin.SupervisorConfig{
 		Plugin: plugin.Config{
-			Path: h.sel.Binary, Args: h.sel.Args, SHA256: cfg.Runtime.SHA256,
-			Logger:          log.With("component", "adapter"),
-			DisableAutoMTLS: !cfg.Runtime.AutoMTLS, StartTimeout: cfg.Runtime.StartTimeout,
+			Path: sel.Binary, Args: sel.Args, SHA256: h.cfg.Runtime.SHA256,
+			Logger:          h.log.With("component", "adapter"),
+			DisableAutoMTLS: !h.cfg.Runtime.AutoMTLS, StartTimeout: h.cfg.Runtime.StartTimeout,
 		},
-		MinBackoff: cfg.Runtime.MinBackoff, MaxBackoff: cfg.Runtime.MaxBackoff, HealthInterval: cfg.Runtime.HealthInterval,
+		MinBackoff: h.cfg.Runtime.MinBackoff, MaxBackoff: h.cfg.Runtime.MaxBackoff, HealthInterval: h.cfg.Runtime.HealthInterval,
 	})
-	h.runtime = h.sup
-	if err := h.sup.Start(ctx); err != nil {
-		log.Error("RUNTIME ADAPTER FAILED TO START: ipamd keeps serving ADD and DEL and relaunches it in the background; no reconciliation until it runs",
-			slog.String("binary", h.sel.Binary), slog.Any("error", err))
-		return h
+	h.mu.Lock()
+	h.sup = sup
+	h.mu.Unlock()
+	if err := sup.Start(ctx); err != nil {
+		h.log.Error("RUNTIME ADAPTER FAILED TO START: ipamd keeps serving ADD and DEL and relaunches it in the background; no reconciliation until it runs",
+			slog.String("binary", sel.Binary), slog.Any("error", err))
+		return sup
 	}
-	info := h.sup.Health().Info
-	log.Info("runtime adapter running", slog.String("adapter", info.AdapterName), slog.String("runtime", info.RuntimeName),
+	info := sup.Health().Info
+	h.log.Info("runtime adapter running", slog.String("adapter", info.AdapterName), slog.String("runtime", info.RuntimeName),
 		slog.String("runtime_version", info.RuntimeVersion), slog.String("endpoint", info.Endpoint))
-	return h
+	return sup
+}
+
+// supervisor returns the supervisor, nil before launch or without one.
+func (h *adapterHandle) supervisor() *plugin.Supervisor {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.sup
+}
+
+// notReconciling says why ipamd cannot reconcile (no adapter, or auto
+// refused), or "" when it can or has not decided yet.
+func (h *adapterHandle) notReconciling() string {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	switch {
+	case h.refused != nil:
+		return h.refused.Error()
+	case h.sel.Binary == "" && h.selErr != nil:
+		return "no runtime adapter: " + h.selErr.Error()
+	}
+	return ""
 }
 
 // healthMetric feeds the adapter gauges.
 func (h *adapterHandle) healthMetric() (healthy bool, restarts int) {
-	if h.sup == nil {
+	sup := h.supervisor()
+	if sup == nil {
 		return false, 0
 	}
-	hl := h.sup.Health()
+	hl := sup.Health()
 	return hl.Healthy, hl.Restarts
 }
 
 // view renders /v1/adapter, less the reconcile fields.
 func (h *adapterHandle) view() api.Adapter {
-	v := api.Adapter{Name: h.sel.Adapter, Binary: h.sel.Binary, Args: h.sel.Args, Reason: h.sel.Reason, AlsoFound: h.sel.AlsoFound}
+	h.mu.Lock()
+	sel, selErr, refused, sup := h.sel, h.selErr, h.refused, h.sup
+	h.mu.Unlock()
+	v := api.Adapter{Name: sel.Adapter, Binary: sel.Binary, Args: sel.Args, Reason: sel.Reason, AlsoFound: sel.AlsoFound}
 	if v.Args == nil {
 		v.Args = []string{}
 	}
-	if h.selErr != nil {
-		v.Error = h.selErr.Error()
+	switch {
+	case refused != nil:
+		v.Error = refused.Error()
+	case selErr != nil:
+		v.Error = selErr.Error()
 	}
-	if h.sup == nil {
+	if sup == nil {
 		v.Health = api.Health{State: "none"}
 		return v
 	}
-	hl := h.sup.Health()
+	hl := sup.Health()
 	v.Health = api.Health{State: hl.State, Healthy: hl.Healthy, PID: hl.PID, Restarts: hl.Restarts,
 		LastError: hl.LastError, LastChange: hl.LastChange}
 	v.Runtime = api.RuntimeInfo{AdapterName: hl.Info.AdapterName, AdapterVersion: hl.Info.AdapterVersion,
@@ -92,7 +146,7 @@ func (h *adapterHandle) view() api.Adapter {
 }
 
 func (h *adapterHandle) close() {
-	if h.sup != nil {
-		_ = h.sup.Close()
+	if sup := h.supervisor(); sup != nil {
+		_ = sup.Close()
 	}
 }

@@ -35,6 +35,7 @@ func TestAWSSourceThroughDaemon(t *testing.T) {
 	}
 	n.addSandbox("aws-pod")
 	_, cni, intro := startInProcess(t, n)
+	waitReady(t, cni)
 
 	ip, err := cni.add(t.Context(), "aws-pod")
 	if err != nil {

@@ -2,78 +2,46 @@ package daemon_test
 
 import (
 	"bytes"
-	"context"
 	"fmt"
-	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
 
 	"go.yaml.in/yaml/v3"
 
+	"github.com/sandboxipam/sandboxipam/internal/testsupport"
 	"github.com/sandboxipam/sandboxipam/ipamd/ctl"
 )
 
-// ipamdBinary is the real ipamd, built once per test binary.
-var ipamdBinary struct {
-	once sync.Once
-	path string
-	err  error
-}
-
-// buildIpamd compiles cmd/ipamd into a temporary directory.
+// buildIpamd compiles cmd/ipamd once per test process, with the
+// Makefile's flags.
 func buildIpamd(t testing.TB) string {
 	t.Helper()
-	ipamdBinary.once.Do(func() {
-		dir, err := os.MkdirTemp("", "ipamd-bin")
-		if err != nil {
-			ipamdBinary.err = err
-			return
-		}
-		ipamdBinary.path = filepath.Join(dir, "ipamd")
-		cmd := exec.Command("go", "build", "-tags", "grpcnotrace", "-o", ipamdBinary.path, "./cmd/ipamd")
-		cmd.Dir = moduleRoot(t)
-		if out, err := cmd.CombinedOutput(); err != nil {
-			ipamdBinary.err = fmt.Errorf("go build ./cmd/ipamd: %w\n%s", err, out)
-		}
-	})
-	if ipamdBinary.err != nil {
-		t.Fatal(ipamdBinary.err)
-	}
-	return ipamdBinary.path
+	return testsupport.Binary(t, "./cmd/ipamd")
 }
 
-func moduleRoot(t testing.TB) string {
-	dir, err := os.Getwd()
-	if err != nil {
-		t.Fatal(err)
-	}
-	for {
-		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
-			return dir
-		}
-		parent := filepath.Dir(dir)
-		if parent == dir {
-			t.Fatal("go.mod not found above the test's directory")
-		}
-		dir = parent
-	}
+// reserveIntrospection gives the node a loopback introspection port that
+// stays the same across restarts and that the test holds while ipamd is
+// down, so nothing else can take it between runs.
+func (n *node) reserveIntrospection() *testsupport.Port {
+	n.t.Helper()
+	port := testsupport.ReservePort(n.t)
+	n.cfg.Introspection.Address = port.Addr
+	return port
 }
 
-// freeLoopbackAddr picks a port for the introspection listener that stays
-// the same across restarts of one node.
+// freeLoopbackAddr picks a loopback port for the introspection listener
+// and lets it go at once. Prefer reserveIntrospection and startOnPort,
+// which hold the port whenever ipamd does not.
 func freeLoopbackAddr(t testing.TB) string {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer l.Close()
-	return l.Addr().String()
+	t.Helper()
+	port := testsupport.ReservePort(t)
+	port.Release()
+	return port.Addr
 }
 
 // writeConfig writes the node's config as the YAML file ipamd --config reads.
@@ -97,6 +65,20 @@ type process struct {
 	cmd    *exec.Cmd
 	log    string
 	waited chan error
+	// port, when set, is the introspection port: held again by the test
+	// once this ipamd has exited.
+	port *testsupport.Port
+}
+
+// startOnPort is startBinary for a node whose introspection port the test
+// holds: it lets the port go just before ipamd starts, and takes it back
+// when this run of ipamd is killed or stopped.
+func startOnPort(t testing.TB, port *testsupport.Port, bin, cfgPath, logPath string, cni cniClient, intro *ctl.Client) *process {
+	t.Helper()
+	port.Release()
+	p := startBinary(t, bin, cfgPath, logPath, cni, intro)
+	p.port = port
+	return p
 }
 
 // startBinary runs ipamd --config and waits until the CNI socket answers
@@ -117,32 +99,49 @@ func startBinary(t testing.TB, bin, cfgPath, logPath string, cni cniClient, intr
 	}
 	p := &process{t: t, cmd: cmd, log: logPath, waited: make(chan error, 1)}
 	go func() { p.waited <- cmd.Wait() }()
-	t.Cleanup(p.kill)
-	deadline := time.Now().Add(30 * time.Second)
-	for {
+	t.Cleanup(p.reap)
+	testsupport.Wait(t, "ipamd to serve with a healthy adapter", func() (bool, string) {
 		select {
 		case err := <-p.waited:
 			p.waited <- err
 			t.Fatalf("ipamd exited during start-up: %v\n%s", err, p.logTail())
 		default:
 		}
-		if _, err := cni.status(context.Background()); err == nil {
-			if a, err := intro.Adapter(context.Background()); err == nil && a.Health.Healthy {
-				return p
-			}
+		if _, err := cni.status(t.Context()); err != nil {
+			return false, "CNI socket: " + err.Error()
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("ipamd not ready after 30s\n%s", p.logTail())
+		a, err := intro.Adapter(t.Context())
+		if err != nil {
+			return false, "introspection: " + err.Error()
 		}
-		time.Sleep(2 * time.Millisecond)
-	}
+		return a.Health.Healthy, fmt.Sprintf("adapter %+v\n%s", a.Health, p.logTail())
+	})
+	return p
+}
+
+// reap kills ipamd and its plugin, if still running, when the test ends.
+func (p *process) reap() {
+	_ = syscall.Kill(-p.cmd.Process.Pid, syscall.SIGKILL)
+	err := <-p.waited
+	p.waited <- err
 }
 
 // kill sends SIGKILL to ipamd and its plugin and reaps ipamd.
 func (p *process) kill() {
-	_ = syscall.Kill(-p.cmd.Process.Pid, syscall.SIGKILL)
-	err := <-p.waited
-	p.waited <- err
+	p.t.Helper()
+	p.reap()
+	p.holdPort()
+}
+
+// holdPort takes the introspection port back once ipamd has exited.
+func (p *process) holdPort() {
+	p.t.Helper()
+	if p.port == nil {
+		return
+	}
+	if err := p.port.Hold(); err != nil {
+		p.t.Fatalf("after ipamd exited: %v", err)
+	}
 }
 
 // stop sends SIGTERM and requires a clean exit.
@@ -154,6 +153,7 @@ func (p *process) stop() {
 	if err != nil {
 		p.t.Fatalf("ipamd exit after SIGTERM: %v\n%s", err, p.logTail())
 	}
+	p.holdPort()
 }
 
 func (p *process) logTail() string {

@@ -5,21 +5,25 @@
 //
 // Start order matters for safety, not just tidiness:
 //
-//  1. The datastore opens its checkpoint. A missing or corrupt one is said
-//     loudly; a corrupt one leaves the store unproven (no ADD succeeds)
-//     until the reconciler adopts the runtime's listing.
+//  1. The datastore opens its checkpoint. Without a trusted one (missing
+//     or corrupt) the store is unproven: it hands out no address until a
+//     successful runtime listing, and the node's own pod links, account
+//     for every pod's address (see package reconcile). A missing one is
+//     treated so too: a first start and a lost state directory look the
+//     same, and only the runtime can tell them apart.
 //  2. The IP source fills the pool.
-//  3. The adapter plugin starts under supervision. A failed first launch is
-//     logged and retried in the background: ipamd keeps serving, because
-//     ADD and DEL never wait on the adapter.
-//  4. Without a trusted checkpoint (missing or corrupt), the first reconcile
-//     pass runs before the socket opens, so the runtime's pods and their
-//     IPs are adopted before any ADD could hand one of those IPs out. Then
-//     the reconciler runs in the background: a failed pass (a dead
-//     adapter, an unproven store) is retried soon, a good one every
-//     interval.
-//  5. The CNI socket and the HTTP listeners open last, so nothing is
-//     answered before the pool exists.
+//  3. The CNI socket and the HTTP listeners open. ADD and DEL never wait
+//     on the adapter: with a trusted checkpoint they are served within
+//     milliseconds of start whatever the adapter does; an unproven store
+//     answers ADD with CNI code 11 (try again later) naming what it waits
+//     for.
+//  4. In the background, the adapter is selected and launched under
+//     supervision (a failed launch is retried), and the reconciler runs: a
+//     failed pass (a dead adapter, a blind one) is retried soon, a good
+//     one every interval.
+//  5. Once the store is trusted or proven and the socket accepts, the CNI
+//     conflist is written where cni.confListPath says (when set), and
+//     /readyz answers 200.
 //
 // Stop reverses it: listeners close, calls in flight finish, the reconciler
 // stops, the plugin process is killed, the checkpoint is flushed.
@@ -33,6 +37,7 @@ import (
 	"net"
 	"os"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/sandboxipam/sandboxipam/ipamd/config"
@@ -63,13 +68,15 @@ type Daemon struct {
 	opts Options
 	log  *slog.Logger
 
-	store    *datastore.Store
-	source   *sourceHandle
-	adapter  *adapterHandle
-	rec      *reconcile.Reconciler
-	metrics  *metrics.Metrics
-	endpoint *server.Endpoint
-	http     *httpServers
+	store   *datastore.Store
+	source  *sourceHandle
+	adapter *adapterHandle
+	// rec is set once the adapter is selected; nil without one.
+	rec       atomic.Pointer[reconcile.Reconciler]
+	announced announcement
+	metrics   *metrics.Metrics
+	endpoint  *server.Endpoint
+	http      *httpServers
 
 	cancel context.CancelFunc
 	wg     sync.WaitGroup
@@ -122,13 +129,8 @@ func (d *Daemon) Start(ctx context.Context) (err error) {
 	if d.source, err = startSource(ctx, runCtx, d.cfg, d.store, d.log, &d.wg); err != nil {
 		return err
 	}
-	d.adapter = startAdapter(ctx, d.cfg, d.opts, d.log)
+	d.adapter = newAdapterHandle(d.cfg, d.opts, d.log)
 	d.metrics = metrics.New(metrics.Sources{Stats: d.store.Stats, Adapter: d.adapter.healthMetric})
-	if d.adapter.runtime != nil {
-		d.rec = d.newReconciler()
-		adopted := d.adoptBeforeServing(ctx)
-		d.wg.Go(func() { d.reconcileLoop(runCtx, adopted) })
-	}
 	if err := d.serveSocket(ctx); err != nil {
 		return err
 	}
@@ -137,12 +139,29 @@ func (d *Daemon) Start(ctx context.Context) (err error) {
 	}
 	d.log.Info("ipamd serving", slog.String("socket", d.cfg.Socket),
 		slog.String("introspection", d.http.introspectAddr.String()), slog.String("network", d.cfg.Network))
+	d.announce()
+	d.wg.Go(func() { d.runAdapter(runCtx) })
 	return nil
+}
+
+// runAdapter selects and launches the adapter, then reconciles until ctx
+// is done. It runs in the background: the CNI path never waits on it.
+func (d *Daemon) runAdapter(ctx context.Context) {
+	adapter := d.adapter.start(ctx)
+	if adapter == nil {
+		if why := d.adapter.notReconciling(); why != "" {
+			d.store.NoteWaiting(why)
+		}
+		return
+	}
+	d.rec.Store(d.newReconciler(adapter))
+	d.reconcileLoop(ctx)
 }
 
 func (d *Daemon) openStore(ctx context.Context) error {
 	store, err := datastore.Open(ctx, datastore.Options{
 		Path: d.cfg.CheckpointPath(), Cooldown: d.cfg.Cooldown, Logger: d.log.With("component", "datastore"),
+		ProveWhenMissing: true,
 	})
 	if err != nil {
 		return fmt.Errorf("open datastore %s: %w", d.cfg.CheckpointPath(), err)
@@ -151,12 +170,13 @@ func (d *Daemon) openStore(ctx context.Context) error {
 	rec := store.Recovery()
 	switch rec.Checkpoint {
 	case datastore.RecoveryLoaded:
-		d.log.Info("checkpoint loaded", slog.String("path", d.cfg.CheckpointPath()), slog.Int("assignments", rec.Assignments))
+		d.log.Info("checkpoint loaded", slog.String("path", d.cfg.CheckpointPath()), slog.Int("assignments", rec.Assignments),
+			slog.Bool("unproven", store.Unproven()))
 	case datastore.RecoveryMissing:
-		d.log.Warn("NO CHECKPOINT: starting without one; the first reconcile pass adopts every address the runtime reports, so no live pod's IP is handed out again",
+		d.log.Warn("NO CHECKPOINT: a first start or a lost state directory; no address is handed out until a runtime listing shows no pod, or it and the node account for every pod's address",
 			slog.String("path", d.cfg.CheckpointPath()))
 	default:
-		d.log.Error("CHECKPOINT CORRUPT: it was set aside and no address is handed out until the runtime's listing is adopted",
+		d.log.Error("CHECKPOINT CORRUPT: it was set aside and no address is handed out until the runtime listing and the node account for every pod's address",
 			slog.String("path", d.cfg.CheckpointPath()), slog.String("detail", rec.Detail), slog.Int("unproven", rec.Unproven))
 	}
 	return nil
@@ -168,7 +188,7 @@ func (d *Daemon) serveSocket(ctx context.Context) error {
 		return err
 	}
 	srv := server.New(d.store, server.Options{Logger: d.log.With("component", "server"), Observe: d.metrics.ObserveCall})
-	d.endpoint = server.Serve(l, srv, d.log.With("component", "socket"))
+	d.endpoint = server.Serve(l, srv.WireHandler(), d.log.With("component", "socket"))
 	return nil
 }
 

@@ -4,13 +4,13 @@ import (
 	"context"
 	"errors"
 	"net/netip"
-	"os"
 	"path/filepath"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/sandboxipam/sandboxipam/internal/testadapter"
+	"github.com/sandboxipam/sandboxipam/internal/testsupport"
 	ipamdv1 "github.com/sandboxipam/sandboxipam/ipamd/api/v1"
 	"github.com/sandboxipam/sandboxipam/ipamd/api/wire"
 	"github.com/sandboxipam/sandboxipam/ipamd/config"
@@ -38,11 +38,7 @@ type node struct {
 // adapter plugin. The directory is short so the socket path fits.
 func newNode(t testing.TB, cidr string) *node {
 	t.Helper()
-	dir, err := os.MkdirTemp("", "ipamd-d")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { os.RemoveAll(dir) })
+	dir := testsupport.ShortDir(t, "ipamd-d")
 	n := &node{t: t, dir: dir, state: filepath.Join(dir, "runtime.json"), sandboxes: map[string]runtime.Sandbox{}}
 	cfg := config.DefaultConfig()
 	cfg.Socket = filepath.Join(dir, "run", "ipamd.sock")
@@ -56,7 +52,12 @@ func newNode(t testing.TB, cidr string) *node {
 	cfg.Runtime.AutoMTLS = false
 	cfg.Runtime.MinBackoff = 20 * time.Millisecond
 	cfg.Runtime.MaxBackoff = 200 * time.Millisecond
-	cfg.Runtime.HealthInterval = 50 * time.Millisecond
+	// A health check's ping may take as long as the interval: a short one
+	// on a busy machine declares a healthy plugin dead and relaunches it.
+	// A dead plugin is noticed by its exit, not by the interval.
+	cfg.Runtime.HealthInterval = 10 * time.Second
+	// A cold start of the plugin on a busy machine takes seconds.
+	cfg.Runtime.StartTimeout = time.Minute
 	cfg.IPSource.Static.CIDRs = []string{cidr}
 	cfg.Introspection.Address = "127.0.0.1:0"
 	cfg.Metrics.Address = ""
@@ -157,19 +158,6 @@ func (c cniClient) status(ctx context.Context) (*ipamdv1.StatusResponse, error) 
 	return &resp, err
 }
 
-// waitFor polls cond until it holds or the deadline passes. It is a wait
-// for a state, never an assertion about how long something took.
-func waitFor(t testing.TB, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(30 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("gave up waiting for %s", what)
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
-}
-
 // setSandboxIP records the pod IP in the sandbox's status, as CRI does.
 func (n *node) setSandboxIP(id, ip string) {
 	n.mu.Lock()
@@ -178,4 +166,19 @@ func (n *node) setSandboxIP(id, ip string) {
 	n.sandboxes[id] = s
 	n.mu.Unlock()
 	n.writeState()
+}
+
+// waitReady waits until ipamd hands out addresses. A node that starts
+// without a checkpoint serves ADDs only once a listing proved which
+// addresses are free, and the adapter launches in the background, so a
+// first ADD right after start may rightly be refused on a busy machine.
+func waitReady(t testing.TB, cni cniClient) {
+	t.Helper()
+	testsupport.Wait(t, "ipamd to be ready for ADDs", func() (bool, string) {
+		st, err := cni.status(t.Context())
+		if err != nil {
+			return false, err.Error()
+		}
+		return st.Ready, st.String()
+	})
 }

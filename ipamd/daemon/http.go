@@ -23,7 +23,8 @@ type httpServers struct {
 func (d *Daemon) serveHTTP() (*httpServers, error) {
 	deps := introspect.Deps{
 		Store: d.store, Source: d.cfg.IPSource.Type, Adapter: d.adapterView,
-		Reconcile: d.reconcileNow(), ENIs: d.source.enis, Logger: d.log.With("component", "introspect"),
+		Reconcile: d.reconcileNow, ENIs: d.source.enis, Logger: d.log.With("component", "introspect"),
+		Ready: d.ready,
 	}
 	if d.cfg.Metrics.Address == "" {
 		deps.Metrics = d.metrics.Handler()

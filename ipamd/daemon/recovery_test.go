@@ -2,9 +2,12 @@ package daemon_test
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"testing"
-	"time"
+
+	"github.com/sandboxipam/sandboxipam/internal/testsupport"
+	"github.com/sandboxipam/sandboxipam/ipamd/introspect/api"
 )
 
 // TestReconcileDryRunThenRelease: POST /v1/reconcile?dryRun=true shows
@@ -16,20 +19,33 @@ func TestReconcileDryRunThenRelease(t *testing.T) {
 	n.addSandbox("gone")
 	_, cni, intro := startInProcess(t, n)
 	ctx := t.Context()
-	waitFor(t, "the adapter to be healthy", func() bool { return adapterHealth(t, intro).Healthy })
+	testsupport.Eventually(t, "the adapter to be healthy", func() bool { return adapterHealth(t, intro).Healthy })
+	waitReady(t, cni)
 	for _, pod := range []struct{ id, want string }{{"live", "198.18.0.1/28"}, {"gone", "198.18.0.2/28"}} {
 		if ip, err := cni.add(ctx, pod.id); err != nil || ip != pod.want {
 			t.Fatalf("add %s = %q, %v; want %s", pod.id, ip, err, pod.want)
 		}
 	}
+	// The runtime lists both once, as before any pod is deleted.
+	if res := mustReconcile(t, intro, 2); len(res.Released) != 0 {
+		t.Fatalf("a pass with both pods listed released %+v", res.Released)
+	}
 	n.removeSandbox("gone")
-	// The assignments must be older than the grace period (1ms here) when
-	// the listing starts, or the pass rightly protects them.
-	time.Sleep(20 * time.Millisecond)
 
-	dry, err := intro.Reconcile(ctx, true)
-	if err != nil || !dry.DryRun || dry.Listed != 1 || len(dry.Released) != 1 || dry.Released[0].SandboxID != "gone" || dry.Released[0].IP != "198.18.0.2" {
-		t.Fatalf("dry run = %+v, %v; want gone would be released", dry, err)
+	// A dry run changes nothing, so it can be repeated until the grace
+	// (1ms here) has passed for the assignment; a pass that starts within
+	// it rightly protects the assignment.
+	var dry api.Reconcile
+	testsupport.Wait(t, "a dry run to find gone past its grace", func() (bool, string) {
+		var err error
+		dry, err = intro.Reconcile(ctx, true)
+		if err != nil {
+			t.Fatalf("dry run: %v", err)
+		}
+		return len(dry.Released) > 0, fmt.Sprintf("%+v", dry)
+	})
+	if !dry.DryRun || dry.Listed != 1 || len(dry.Released) != 1 || dry.Released[0].SandboxID != "gone" || dry.Released[0].IP != "198.18.0.2" {
+		t.Fatalf("dry run = %+v; want gone would be released", dry)
 	}
 	if got := podsByID(mustPods(t, intro)); len(got) != 2 {
 		t.Fatalf("a dry run released something: %v", got)
@@ -58,6 +74,7 @@ func TestCorruptCheckpointAdoptsFromRuntime(t *testing.T) {
 	}
 	d, cni, _ := startInProcess(t, n)
 	ctx := t.Context()
+	waitReady(t, cni)
 	ipA, err := cni.add(ctx, "pod-a")
 	if err != nil {
 		t.Fatal(err)
@@ -82,10 +99,7 @@ func TestCorruptCheckpointAdoptsFromRuntime(t *testing.T) {
 	if pool := mustPool(t, intro); pool.Recovery.Checkpoint != "corrupt" {
 		t.Fatalf("recovery = %+v, want corrupt", pool.Recovery)
 	}
-	waitFor(t, "adoption from the runtime", func() bool {
-		st, err := cni.status(ctx)
-		return err == nil && st.Ready
-	})
+	waitReady(t, cni) // the runtime's listing is adopted
 	got := podsByID(mustPods(t, intro))
 	if len(got) != 2 || got["pod-a"] != "198.18.0.1/28" || got["pod-b"] != "198.18.0.2/28" {
 		t.Fatalf("adopted pods = %v", got)
@@ -109,6 +123,10 @@ func TestMissingCheckpointAdoptsBeforeServing(t *testing.T) {
 	n.addSandbox("running-2")
 	n.setSandboxIP("running-2", "198.18.0.2")
 	_, cni, intro := startInProcess(t, n)
+	// Serving waits for the adoption; on a busy machine the adapter may
+	// still be launching when the socket opens, and ADDs are refused until
+	// then.
+	waitReady(t, cni)
 	if pool := mustPool(t, intro); pool.Recovery.Checkpoint != "missing" || pool.Assigned != 2 {
 		t.Fatalf("pool at first ADD = %+v, want 2 adopted", pool)
 	}

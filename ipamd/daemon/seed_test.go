@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/sandboxipam/sandboxipam/internal/awslocal"
+	"github.com/sandboxipam/sandboxipam/internal/testsupport"
 	ipamdv1 "github.com/sandboxipam/sandboxipam/ipamd/api/v1"
 	"github.com/sandboxipam/sandboxipam/ipamd/api/wire"
 	"github.com/sandboxipam/sandboxipam/ipamd/config"
@@ -89,9 +90,9 @@ func TestSeedScenarioAWS(t *testing.T) {
 	runSeedScenario(t, seedRun{
 		node: n, initialTotal: 4, wantA: wantA, wantB: wantB,
 		afterAdds: func(intro *ctl.Client, p *process) {
-			waitFor(t, "the pool to grow back to 4 free addresses", func() bool {
+			testsupport.Wait(t, "the pool to grow back to 4 free addresses", func() (bool, string) {
 				pool := mustPool(t, intro)
-				return pool.Total == 6 && pool.Assigned == 2 && pool.Free == 4
+				return pool.Total == 6 && pool.Assigned == 2 && pool.Free == 4, fmt.Sprintf("%+v", pool)
 			})
 			before := attachedENIs(cloud)
 			if len(before) != 2 ||
@@ -223,14 +224,18 @@ type seedHook func(intro *ctl.Client, p *process)
 // runSeedScenario is the seed scenario through the real binary: ADD A and
 // B under their sandbox IDs, SIGKILL, pod B deleted while ipamd is down,
 // restart, DEL A by its sandbox ID releases it, the reconciler releases B
-// after the grace period, and the pool ends where it began.
+// once its grace has passed, and the pool ends where it began.
+//
+// No step races the clock: the grace is an hour and passes run only when
+// the test asks (POST /v1/reconcile), so however slow a restart is, B is
+// protected until the test restarts ipamd with a grace B has outlived.
 func runSeedScenario(t *testing.T, r seedRun) {
 	t.Helper()
 	bin := buildIpamd(t)
 	n := r.node
-	n.cfg.Reconcile.Grace = time.Second
-	n.cfg.Reconcile.Interval = 200 * time.Millisecond
-	n.cfg.Introspection.Address = freeLoopbackAddr(t)
+	n.cfg.Reconcile.Grace = time.Hour
+	n.cfg.Reconcile.Interval = time.Hour
+	port := n.reserveIntrospection()
 	n.cfg.Log.Level = "info"
 	cfgPath := n.writeConfig()
 	logPath := filepath.Join(n.dir, "ipamd.log")
@@ -245,7 +250,7 @@ func runSeedScenario(t *testing.T, r seedRun) {
 
 	n.addSandbox(sandboxA)
 	n.addSandbox(sandboxB)
-	p := startBinary(t, bin, cfgPath, logPath, cni, intro)
+	p := startOnPort(t, port, bin, cfgPath, logPath, cni, intro)
 	initial := mustPool(t, intro)
 	if initial.Total != r.initialTotal || initial.Assigned != 0 || initial.Free != r.initialTotal {
 		t.Fatalf("initial pool = %+v, want %d total, %d free", initial, r.initialTotal, r.initialTotal)
@@ -260,15 +265,20 @@ func runSeedScenario(t *testing.T, r seedRun) {
 	if got := podsByID(pods); len(got) != 2 || got[sandboxA] != r.wantA || got[sandboxB] != r.wantB {
 		t.Fatalf("/v1/pods before the crash = %v", got)
 	}
+	// The adapter lists both pods once, as it would before either is
+	// deleted: ipamd releases only what it has seen the runtime report.
+	if res := mustReconcile(t, intro, 2); len(res.Released) != 0 {
+		t.Fatalf("a pass with both pods listed released %+v", res.Released)
+	}
 	run(r.afterAdds, p)
 
 	p.kill()
 	n.removeSandbox(sandboxB) // pod B is deleted while ipamd is down: no DEL reaches it
 	run(r.beforeRestart, nil)
-	p = startBinary(t, bin, cfgPath, logPath, cni, intro)
+	p = startOnPort(t, port, bin, cfgPath, logPath, cni, intro)
 	run(r.afterRestart, p)
 
-	if got := podsByID(mustPods(t, intro)); len(got) != 2 || got[sandboxA] != r.wantA {
+	if got := podsByID(mustPods(t, intro)); len(got) != 2 || got[sandboxA] != r.wantA || got[sandboxB] != r.wantB {
 		t.Fatalf("/v1/pods after restart = %v, want both assignments recovered from the checkpoint", got)
 	}
 	released, err := cni.del(ctx, sandboxA)
@@ -281,18 +291,38 @@ func runSeedScenario(t *testing.T, r seedRun) {
 	if !errors.As(err, &werr) || werr.Code != wire.CodeNotFound {
 		t.Fatalf("CHECK A after DEL = %v, want NotFound", err)
 	}
+	// B is gone from the runtime but younger than the grace: kept. A's
+	// sandbox is still there (only its network was torn down).
+	if res := mustReconcile(t, intro, 1); len(res.Released) != 0 {
+		t.Fatalf("a pass within B's grace released %+v", res.Released)
+	}
+	if got := podsByID(mustPods(t, intro)); len(got) != 1 || got[sandboxB] != r.wantB {
+		t.Fatalf("/v1/pods within B's grace = %v, want B alone", got)
+	}
 
-	// The reconciler's pass reports its releases once they are durable;
-	// wait for that rather than for B to vanish from memory.
-	waitFor(t, "the reconciler to release B once its grace has passed", func() bool {
-		return strings.Contains(scrape(t, n.cfg.Introspection.Address), "ipamd_reconcile_released_ips_total 1\n")
+	// Now the test wants B released: the same node, restarted with a
+	// grace B has outlived, releases it on its first pass.
+	p.stop()
+	n.cfg.Reconcile.Grace = time.Millisecond
+	n.writeConfig()
+	p = startOnPort(t, port, bin, cfgPath, logPath, cni, intro)
+	// This pass or the start's releases B, whichever lists first.
+	if res := mustReconcile(t, intro, 1); len(res.Released) > 1 || len(res.Released) == 1 && res.Released[0].SandboxID != sandboxB {
+		t.Fatalf("the pass after the grace released %+v, want B at most", res.Released)
+	}
+	// The pass reports its release once it is durable; wait for that
+	// rather than for B to vanish from memory.
+	testsupport.Wait(t, "the reconciler to release B", func() (bool, string) {
+		m := metricLine(scrape(t, n.cfg.Introspection.Address), "ipamd_reconcile_released_ips_total")
+		return m == "ipamd_reconcile_released_ips_total 1", m
 	})
 	if got := podsByID(mustPods(t, intro)); len(got) != 0 {
 		t.Fatalf("/v1/pods after B's release = %v, want none", got)
 	}
-	waitFor(t, "the pool to return to where it began", func() bool {
+	testsupport.Wait(t, "the pool to return to where it began", func() (bool, string) {
 		final := mustPool(t, intro)
-		return final.Total == initial.Total && final.Assigned == 0 && final.Free == initial.Free && final.Cooling == 0
+		return final.Total == initial.Total && final.Assigned == 0 && final.Free == initial.Free && final.Cooling == 0,
+			fmt.Sprintf("%+v", final)
 	})
 	adapter, err := intro.Adapter(ctx)
 	if err != nil || adapter.Health.State != "healthy" || adapter.Runtime.RuntimeName != "fake-runtime" {
@@ -303,6 +333,17 @@ func runSeedScenario(t *testing.T, r seedRun) {
 	}
 	run(r.atEnd, p)
 	p.stop()
+}
+
+// mustReconcile asks for a pass (POST /v1/reconcile) and requires it to
+// list exactly wantListed sandboxes; the caller checks what it released.
+func mustReconcile(t testing.TB, intro *ctl.Client, wantListed int) api.Reconcile {
+	t.Helper()
+	res, err := intro.Reconcile(t.Context(), false)
+	if err != nil || res.Listed != wantListed {
+		t.Fatalf("POST /v1/reconcile = %+v, %v; want %d listed", res, err, wantListed)
+	}
+	return res
 }
 
 func mustPool(t testing.TB, c *ctl.Client) api.Pool {
@@ -330,6 +371,16 @@ func podsByID(p api.Pods) map[string]string {
 		out[pod.SandboxID] = pod.Prefix
 	}
 	return out
+}
+
+// metricLine is the sample line of an unlabelled metric, "" when absent.
+func metricLine(metrics, name string) string {
+	for line := range strings.SplitSeq(metrics, "\n") {
+		if strings.HasPrefix(line, name+" ") {
+			return line
+		}
+	}
+	return ""
 }
 
 func grepLines(text, substr string) string {

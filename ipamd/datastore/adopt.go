@@ -1,120 +1,181 @@
 package datastore
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"log/slog"
 	"net/netip"
+	"slices"
+	"time"
 
 	"github.com/sandboxipam/sandboxipam/ipamd/ipsource"
-	"github.com/sandboxipam/sandboxipam/runtime"
 )
 
-// AdoptReport says what Adopt did.
-type AdoptReport struct {
-	// Adopted counts new assignments made from sandboxes' IPs.
-	Adopted int
-	// Known counts listed sandboxes that already had an assignment.
-	Known int
-	// Conflicts counts sandboxes whose IP another key already holds;
-	// they are logged at ERROR and left alone.
-	Conflicts int
-	// ProvenFree counts quarantined addresses proven free.
-	ProvenFree int
-	// Quarantined counts addresses still quarantined afterwards.
-	Quarantined int
-	// Proven is true when the store hands out addresses again.
-	Proven bool
+// Holding is one piece of evidence that a pod holds an address: the
+// runtime reports it for a sandbox, or the node routes it to a pod's veth.
+type Holding struct {
+	IP netip.Addr
+	// SandboxID is the sandbox holding IP; empty when only the node shows
+	// it (a host route to a veth that no listed sandbox and no assignment
+	// owns).
+	SandboxID string
+	// Pod is the sandbox's identity, for an adopted assignment.
+	Pod Pod
+	// Ready: the sandbox runs. When two sandboxes claim one address (a
+	// stopped sandbox may still report an address it gave back), the
+	// running one is adopted as its holder.
+	Ready bool
+	// Source says where the evidence came from, for the log.
+	Source string
 }
 
-// Adopt rebuilds assignments from what the runtime reports after a lost
-// checkpoint: sandboxes (with their IPs) from a successful adapter listing.
-// Addresses held by a listed sandbox become assignments under (network,
-// sandbox ID, ifName). When complete is true (every non-host-network
-// sandbox reported its IPs) the remaining quarantined addresses are proven
-// free and Assign works again; otherwise they stay quarantined until a
-// later Adopt proves them.
+// Evidence is what one successful runtime listing, and the node, say about
+// which addresses pods hold.
+type Evidence struct {
+	// Network and IfName key the assignments adopted from Holdings.
+	Network, IfName string
+	// At is when the listing started.
+	At time.Time
+	// Listed holds the IDs of every pod-network sandbox in the listing:
+	// their assignments are marked as seen by the runtime (ListedAt).
+	Listed map[string]struct{}
+	// Holdings are the addresses listed sandboxes and the node hold.
+	Holdings []Holding
+	// Unaccounted says, one line each, which pod-network sandboxes (or
+	// pod links on the node) hold addresses that nothing could show.
+	// While any is left, a store without a trusted checkpoint stays
+	// unproven.
+	Unaccounted []string
+}
+
+// ObserveReport says what Observe did.
+type ObserveReport struct {
+	// Adopted counts assignments rebuilt from holdings (unproven store).
+	Adopted int
+	// Confirmed counts assignments whose sandbox a listing showed for the
+	// first time.
+	Confirmed int
+	// Conflicts counts addresses that a sandbox holds while the store has
+	// them free, cooling or under another key: each is quarantined.
+	Conflicts int
+	// ProvenFree counts quarantined addresses released from quarantine.
+	ProvenFree int
+	// Quarantined counts pool addresses still quarantined afterwards.
+	Quarantined int
+	// Proven is true when the store hands out addresses.
+	Proven bool
+	// Unaccounted is the evidence's, when it kept the store unproven.
+	Unaccounted []string
+}
+
+// Observe applies one successful listing's evidence, in one write:
 //
-// An IP outside the pool is adopted too: the pool may be filled after
-// Adopt, and an address a live sandbox holds must never be handed out.
-// Adopt on a trusted store (after a missing checkpoint) only adds
-// assignments for sandboxes' IPs nobody holds.
-func (s *Store) Adopt(ctx context.Context, network, ifName string, sandboxes []runtime.Sandbox, complete bool) (AdoptReport, error) {
-	if network == "" || ifName == "" {
-		return AdoptReport{}, fmt.Errorf("adopt: %w: network %q, interface %q", ErrInvalidKey, network, ifName)
+//   - assignments whose sandbox is listed are marked as seen (ListedAt);
+//   - an unproven store (no trusted checkpoint) adopts an assignment for
+//     each held address whose sandbox has none, the running sandbox first;
+//   - an address that a sandbox holds while the store has it free,
+//     cooling or under another key is quarantined, logged and counted,
+//     never handed out; a quarantine ends once no evidence shows such a
+//     holder and the store is proven;
+//   - an unproven store becomes proven when nothing is unaccounted for.
+//
+// An address outside the pool that a sandbox holds is adopted too (the
+// pool may grow to include it later) but never quarantined: it is not
+// handed out anyway.
+func (s *Store) Observe(ctx context.Context, ev Evidence) (ObserveReport, error) {
+	if ev.Network == "" || ev.IfName == "" {
+		return ObserveReport{}, fmt.Errorf("observe: %w: network %q, interface %q", ErrInvalidKey, ev.Network, ev.IfName)
 	}
 	s.mu.Lock()
 	if s.closed {
 		s.mu.Unlock()
-		return AdoptReport{}, fmt.Errorf("adopt: %w", ErrClosed)
+		return ObserveReport{}, fmt.Errorf("observe: %w", ErrClosed)
 	}
-	rep, stillHeld := s.adoptSandboxesLocked(network, ifName, sandboxes)
-	s.settleQuarantineLocked(&rep, stillHeld, complete)
-	s.order = nil
-	// Adoption can change the quarantine of every address and whether the
-	// store is proven: written as a whole snapshot, not a journal record.
-	s.needFull = true
-	b := s.changedLocked()
+	wasUnproven := s.unproven
+	var rep ObserveReport
+	rep.Confirmed = s.confirmLocked(ev.Listed, ev.At)
+	if s.unproven {
+		rep.Adopted = s.adoptLocked(ev)
+	}
+	foreign := s.foreignLocked(ev.Holdings)
+	if s.unproven && len(ev.Unaccounted) == 0 {
+		s.unproven = false
+	}
+	s.unaccounted = nil
+	if s.unproven {
+		s.unaccounted = slices.Clone(ev.Unaccounted)
+		rep.Unaccounted = s.unaccounted
+	}
+	rep.Conflicts, rep.ProvenFree, rep.Quarantined = s.settleQuarantineLocked(foreign)
+	rep.Proven = !s.unproven
+	changed := rep.Adopted+rep.Confirmed+rep.Conflicts+rep.ProvenFree > 0 || wasUnproven != s.unproven
+	var b *batch
+	if changed {
+		s.order = nil
+		if wasUnproven {
+			// Leaving the unproven state changes the quarantine of every
+			// address: written as a whole snapshot, not a journal record.
+			s.needFull = true
+		}
+		b = s.changedLocked()
+	} else {
+		b = s.syncLocked()
+	}
 	s.mu.Unlock()
+	s.logObserve(wasUnproven, rep)
 	if err := wait(ctx, b); err != nil {
-		return rep, fmt.Errorf("adopt runtime listing: %w", err)
+		return rep, fmt.Errorf("record the runtime listing: %w", err)
 	}
 	return rep, nil
 }
 
-// adoptSandboxesLocked makes an assignment per listed sandbox IP and
-// returns the IPs listed sandboxes hold beyond their one assignment (a
-// second address family): those stay quarantined.
-func (s *Store) adoptSandboxesLocked(network, ifName string, sandboxes []runtime.Sandbox) (AdoptReport, map[netip.Addr]bool) {
-	var rep AdoptReport
-	extra := map[netip.Addr]bool{}
-	now := s.now()
-	for _, sb := range sandboxes {
-		if sb.HostNetwork || len(sb.IPs) == 0 {
-			continue
+// confirmLocked marks the assignments of listed sandboxes as seen.
+func (s *Store) confirmLocked(listed map[string]struct{}, at time.Time) int {
+	n := 0
+	for k, a := range s.assignments {
+		if _, ok := listed[k.SandboxID]; ok && a.ListedAt.IsZero() {
+			a.ListedAt = at
+			s.dirtyKeys[k] = struct{}{}
+			n++
 		}
-		key := Key{Network: network, SandboxID: sb.ID, IfName: ifName}
-		chosen := s.chooseAdoptIP(sb.IPs)
-		for _, ip := range sb.IPs {
-			if ip != chosen {
-				extra[ip] = true
-			}
-		}
-		if a, ok := s.assignments[key]; ok {
-			rep.Known++
-			if a.Address.IP != chosen {
-				extra[chosen] = true
-			}
-			continue
-		}
-		if e, ok := s.addrs[chosen]; ok && e.held {
-			rep.Conflicts++
-			s.log.Error("adopt: a listed sandbox reports an IP another key holds; leaving both alone",
-				slog.String("ip", chosen.String()), slog.String("sandbox_id", sb.ID), slog.Any("holder", e.holder))
-			continue
-		}
-		s.holdLocked(&Assignment{
-			Key:        key,
-			Pod:        Pod{Name: sb.Name, Namespace: sb.Namespace, UID: sb.UID},
-			Address:    s.addressFor(chosen),
-			AssignedAt: now,
-		})
-		rep.Adopted++
-		s.log.Warn("adopted an address from the runtime listing", slog.Any("key", key),
-			slog.String("pod", sb.Namespace+"/"+sb.Name), slog.String("ip", chosen.String()))
 	}
-	return rep, extra
+	return n
 }
 
-// chooseAdoptIP prefers an IP the pool has: the store records one address
-// per key.
-func (s *Store) chooseAdoptIP(ips []netip.Addr) netip.Addr {
-	for _, ip := range ips {
-		if e, ok := s.addrs[ip]; ok && e.inPool {
-			return ip
+// adoptLocked makes an assignment for each sandbox holding an address
+// that nobody holds in the store, running sandboxes first. The store
+// records one address per key; a sandbox's further addresses are left to
+// the quarantine.
+func (s *Store) adoptLocked(ev Evidence) int {
+	hs := slices.Clone(ev.Holdings)
+	slices.SortStableFunc(hs, func(a, b Holding) int {
+		if a.Ready != b.Ready {
+			if a.Ready {
+				return -1
+			}
+			return 1
 		}
+		return cmp.Compare(a.SandboxID, b.SandboxID)
+	})
+	adopted := 0
+	for _, h := range hs {
+		if h.SandboxID == "" {
+			continue
+		}
+		key := Key{Network: ev.Network, SandboxID: h.SandboxID, IfName: ev.IfName}
+		if _, ok := s.assignments[key]; ok {
+			continue
+		}
+		if e, ok := s.addrs[h.IP]; ok && e.held {
+			continue
+		}
+		s.holdLocked(&Assignment{Key: key, Pod: h.Pod, Address: s.addressFor(h.IP), AssignedAt: ev.At, ListedAt: ev.At})
+		adopted++
+		s.log.Warn("adopted an address from the runtime listing", slog.Any("key", key),
+			slog.String("pod", h.Pod.Namespace+"/"+h.Pod.Name), slog.String("ip", h.IP.String()), slog.String("source", h.Source))
 	}
-	return ips[0]
+	return adopted
 }
 
 func (s *Store) addressFor(ip netip.Addr) ipsource.Address {
@@ -124,40 +185,104 @@ func (s *Store) addressFor(ip netip.Addr) ipsource.Address {
 	return ipsource.Address{IP: ip}
 }
 
-// settleQuarantineLocked proves quarantined addresses free after a complete
-// listing, and counts what stays quarantined.
-func (s *Store) settleQuarantineLocked(rep *AdoptReport, stillHeld map[netip.Addr]bool, complete bool) {
+// foreignLocked returns the pool addresses that some holding shows held by
+// another sandbox than the store's holder (or held at all, when the store
+// has them free), with that holding.
+func (s *Store) foreignLocked(holdings []Holding) map[netip.Addr]Holding {
+	foreign := map[netip.Addr]Holding{}
+	for _, h := range holdings {
+		e, ok := s.addrs[h.IP]
+		if !ok || !e.inPool {
+			continue
+		}
+		if e.held && h.SandboxID != "" && e.holder.SandboxID == h.SandboxID {
+			continue
+		}
+		if _, seen := foreign[h.IP]; !seen {
+			foreign[h.IP] = h
+		}
+	}
+	return foreign
+}
+
+// settleQuarantineLocked quarantines the foreign addresses and lifts the
+// quarantine of the others once the store is proven.
+func (s *Store) settleQuarantineLocked(foreign map[netip.Addr]Holding) (conflicts, provenFree, quarantined int) {
 	for ip, e := range s.addrs {
+		h, isForeign := foreign[ip]
 		switch {
-		case stillHeld[ip] && !e.held:
-			// A listed sandbox holds it without an assignment (its
-			// second address family): never hand it out while the
-			// pool is unproven; on a trusted store it is only logged.
-			if s.unproven || e.quarantined {
-				e.quarantined = true
-				s.marked[ip] = struct{}{}
-			} else {
-				s.log.Warn("a listed sandbox holds an address outside its assignment", slog.String("ip", ip.String()))
+		case isForeign && !e.quarantined:
+			e.quarantined = true
+			s.marked[ip] = struct{}{}
+			s.dirtyIPs[ip] = struct{}{}
+			conflicts++
+			holder := "nobody (free or cooling)"
+			if e.held {
+				holder = e.holder.SandboxID
 			}
-		case complete && e.quarantined:
+			s.log.Error("QUARANTINED: a pod holds an address the datastore does not record under it; it is never handed out while that lasts",
+				slog.String("ip", ip.String()), slog.String("held_by_sandbox", h.SandboxID), slog.String("evidence", h.Source),
+				slog.String("datastore_holder", holder))
+		case !isForeign && e.quarantined && !s.unproven:
 			e.quarantined = false
-			rep.ProvenFree++
+			s.dirtyIPs[ip] = struct{}{}
+			provenFree++
 		}
 		if e.quarantined && e.inPool {
-			rep.Quarantined++
+			quarantined++
 		}
 	}
-	wasUnproven := s.unproven
-	if complete {
-		s.unproven = false
-	}
-	rep.Proven = !s.unproven
+	return conflicts, provenFree, quarantined
+}
+
+func (s *Store) logObserve(wasUnproven bool, rep ObserveReport) {
 	switch {
-	case wasUnproven && complete:
-		s.log.Warn("datastore proven from a complete runtime listing: handing out addresses again",
+	case wasUnproven && rep.Proven:
+		s.log.Warn("datastore PROVEN from the runtime listing and the node: handing out addresses again",
 			slog.Int("adopted", rep.Adopted), slog.Int("proven_free", rep.ProvenFree), slog.Int("still_quarantined", rep.Quarantined))
-	case s.unproven:
-		s.log.Warn("runtime listing was incomplete: addresses stay quarantined until a complete listing proves them free",
-			slog.Int("adopted", rep.Adopted), slog.Int("quarantined", rep.Quarantined))
+	case !rep.Proven:
+		s.log.Error("datastore still UNPROVEN: some pods' addresses are not accounted for, so no address is handed out",
+			slog.Int("adopted", rep.Adopted), slog.Int("quarantined", rep.Quarantined), slog.Any("unaccounted", rep.Unaccounted))
+	}
+}
+
+// ProofState says whether the store hands out addresses and, when not,
+// what it waits for.
+type ProofState struct {
+	// Unproven: no trusted checkpoint, and no listing has proven the pool.
+	Unproven bool
+	// Quarantined counts pool addresses never handed out right now.
+	Quarantined int
+	// Waiting names what keeps the store unproven: the pods whose
+	// addresses nothing accounted for, or that no listing came yet.
+	Waiting []string
+}
+
+// Proof reports the store's proof state.
+func (s *Store) Proof() ProofState {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return ProofState{Unproven: s.unproven, Quarantined: s.statsLocked().Unproven, Waiting: s.waitingLocked()}
+}
+
+// waitingLocked names what an unproven store waits for.
+func (s *Store) waitingLocked() []string {
+	if !s.unproven {
+		return nil
+	}
+	if len(s.unaccounted) == 0 {
+		return []string{"a successful runtime listing (the adapter has not listed this node's sandboxes yet)"}
+	}
+	return slices.Clone(s.unaccounted)
+}
+
+// NoteWaiting records why an unproven store cannot be proven yet when no
+// listing will come (no adapter, or auto refused to pick one), so the
+// refusal of every ADD says what the operator must fix.
+func (s *Store) NoteWaiting(why string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.unproven {
+		s.unaccounted = []string{why}
 	}
 }

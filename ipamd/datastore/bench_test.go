@@ -17,10 +17,15 @@ import (
 // openBench opens a store with a /16 static pool (65,534 addresses) whose
 // released addresses cool down for a nanosecond only, so a long run of
 // Assign+Release pairs never exhausts the pool with cooling addresses.
-func openBench(b *testing.B) *datastore.Store {
+func openBench(b *testing.B) *datastore.Store { return openBenchWith(b, false) }
+
+// openBenchWith opens the bench store, unproven (as ipamd starts without a
+// checkpoint) when proveWhenMissing is set.
+func openBenchWith(b *testing.B, proveWhenMissing bool) *datastore.Store {
 	b.Helper()
 	ctx := context.Background()
-	s, err := datastore.Open(ctx, datastore.Options{Path: filepath.Join(b.TempDir(), "cp"), Cooldown: time.Nanosecond})
+	s, err := datastore.Open(ctx, datastore.Options{Path: filepath.Join(b.TempDir(), "cp"), Cooldown: time.Nanosecond,
+		ProveWhenMissing: proveWhenMissing})
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -87,11 +92,11 @@ func runningSandboxes(n int) []runtime.Sandbox {
 func BenchmarkAssignWithLoadedStore(b *testing.B) {
 	for _, n := range []int{250, 10000} {
 		b.Run(fmt.Sprintf("assignments=%d", n), func(b *testing.B) {
-			s := openBench(b)
+			s := openBenchWith(b, true)
 			ctx := context.Background()
-			// Preload in one batch: n single Assigns would write n growing
-			// files first.
-			if _, err := s.Adopt(ctx, "pods", "eth0", runningSandboxes(n), true); err != nil {
+			// Preload in one batch, as adoption after a lost checkpoint
+			// does: n single Assigns would write n growing files first.
+			if _, err := s.Observe(ctx, evidence(runningSandboxes(n))); err != nil {
 				b.Fatal(err)
 			}
 			if st := s.Stats(); st.Assigned != n {

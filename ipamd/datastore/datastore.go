@@ -88,7 +88,7 @@ var (
 	ErrClosed = errors.New("datastore closed")
 	// ErrUnproven: the checkpoint was lost and the runtime has not yet
 	// proven which addresses are free, so none is handed out.
-	ErrUnproven = errors.New("datastore unproven: checkpoint was lost and the runtime listing has not been adopted yet")
+	ErrUnproven = errors.New("datastore unproven: there is no trusted checkpoint and the runtime and the node have not yet accounted for every pod's address")
 	// ErrInvalidKey: a key lacks its network, sandbox ID or interface name.
 	ErrInvalidKey = errors.New("invalid assignment key")
 	// ErrLocked: another process has the checkpoint open.
@@ -107,6 +107,9 @@ type Assignment struct {
 	Pod        Pod
 	Address    ipsource.Address
 	AssignedAt time.Time
+	// ListedAt is when a successful runtime listing first showed the
+	// sandbox; zero until one has.
+	ListedAt time.Time
 }
 
 // Options configure Open.
@@ -122,8 +125,10 @@ type Options struct {
 	// Now is the clock; nil means time.Now.
 	Now func() time.Time
 	// ProveWhenMissing starts a store without a checkpoint unproven, as
-	// after a corrupt one, instead of trusting it as a first start: use
-	// it where the state directory may be wiped under running pods.
+	// after a corrupt one, instead of trusting it as a first start. ipamd
+	// always sets it: a lost state directory looks exactly like a first
+	// start, and only a runtime listing can tell them apart. Tests and
+	// tools that own the whole pool leave it off.
 	ProveWhenMissing bool
 }
 
@@ -172,6 +177,9 @@ type Store struct {
 	assignments map[Key]*Assignment
 	cursor      netip.Addr
 	unproven    bool
+	// unaccounted is what the last listing could not account for while
+	// the store stays unproven; ErrUnproven names it.
+	unaccounted []string
 	recovery    Recovery
 	closed      bool
 	commit      commitState

@@ -41,6 +41,8 @@ type fixture struct {
 	path  string
 	clock *clock
 	cidrs []string
+	// proveWhenMissing opens as ipamd does: no checkpoint is unproven.
+	proveWhenMissing bool
 }
 
 func newFixture(t *testing.T, cidrs ...string) *fixture {
@@ -51,7 +53,7 @@ func newFixture(t *testing.T, cidrs ...string) *fixture {
 // open opens the store and adds the static pool, as ipamd does at start.
 func (f *fixture) open() *datastore.Store {
 	f.t.Helper()
-	s, err := datastore.Open(context.Background(), datastore.Options{Path: f.path, Now: f.clock.Now, Logger: testLogger(f.t)})
+	s, err := datastore.Open(context.Background(), datastore.Options{Path: f.path, Now: f.clock.Now, Logger: testLogger(f.t), ProveWhenMissing: f.proveWhenMissing})
 	if err != nil {
 		f.t.Fatalf("Open: %v", err)
 	}

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"maps"
 	"os"
+	"strings"
 	"testing"
 	"time"
 
@@ -51,9 +52,9 @@ func TestTornJournalTailIsCutOff(t *testing.T) {
 		"half a record": func(good, torn []byte) []byte { return torn[:len(good)+(len(torn)-len(good))/2] },
 		"frame only":    func(good, torn []byte) []byte { return torn[:len(good)+5] },
 		"zero filled":   func(good, torn []byte) []byte { return append(bytes.Clone(good), make([]byte, 4096)...) },
-		"bad checksum at the end": func(good, torn []byte) []byte {
+		"end never reached the disk": func(good, torn []byte) []byte {
 			out := bytes.Clone(torn)
-			out[len(out)-2] ^= 0x10
+			clear(out[len(out)-7:])
 			return out
 		},
 	}
@@ -346,5 +347,39 @@ func TestSnapshotWithoutJournalLoads(t *testing.T) {
 	want := map[string]string{"a/pods/eth0": "198.18.0.1", "b/pods/eth0": "198.18.0.2"}
 	if got := ipsOf(s.Assignments()); !maps.Equal(got, want) {
 		t.Fatalf("after reopen: %v, want %v", got, want)
+	}
+}
+
+// A complete last record with one flipped byte was acknowledged: it is
+// corruption, not a torn tail. Both files are kept aside and nothing is
+// handed out, so the acknowledged assignment's address never goes to the
+// next ADD.
+func TestDamagedLastJournalRecordIsCorruption(t *testing.T) {
+	f := newFixture(t, "198.18.0.0/29")
+	s := f.open()
+	mustAssign(t, s, key("a"), pod("a"), "198.18.0.1")
+	mustAssign(t, s, key("b"), pod("b"), "198.18.0.2") // acknowledged: its record is the last
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	data, err := os.ReadFile(journalOf(f))
+	if err != nil {
+		t.Fatal(err)
+	}
+	data[len(data)-2] ^= 0x10
+	if err := os.WriteFile(journalOf(f), data, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	s = f.open()
+	r := s.Recovery()
+	if r.Checkpoint != datastore.RecoveryCorrupt || !s.Unproven() || !strings.Contains(r.Detail, "complete but fails its checksum") {
+		t.Fatalf("Recovery = %+v, want corrupt: the last record is complete", r)
+	}
+	kept, err := os.ReadFile(journalOf(f) + strings.TrimPrefix(corruptedAside(t, f), f.path))
+	if err != nil || !bytes.Equal(kept, data) {
+		t.Fatalf("damaged journal not kept aside byte for byte: %v", err)
+	}
+	if _, err := s.Assign(context.Background(), key("c"), pod("c")); !errors.Is(err, datastore.ErrUnproven) {
+		t.Fatalf("Assign = %v, want ErrUnproven", err)
 	}
 }

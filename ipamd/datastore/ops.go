@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"log/slog"
 	"slices"
+	"strings"
 )
 
 func (k Key) validate() error {
@@ -55,7 +56,7 @@ func (s *Store) assignLocked(key Key, pod Pod) (Assignment, *batch, error) {
 		return *a, s.syncLocked(), nil
 	}
 	if s.unproven {
-		return Assignment{}, nil, fmt.Errorf("assign to sandbox %s: %w", key.SandboxID, ErrUnproven)
+		return Assignment{}, nil, fmt.Errorf("assign to sandbox %s: %w; waiting for: %s", key.SandboxID, ErrUnproven, strings.Join(s.waitingLocked(), "; "))
 	}
 	now := s.now()
 	e, ok := s.pickLocked(now)

@@ -57,7 +57,7 @@ func assignmentRecord(a *Assignment) checkpoint.Assignment {
 	return checkpoint.Assignment{
 		Network: a.Network, SandboxID: a.SandboxID, IfName: a.IfName,
 		PodName: a.Pod.Name, Namespace: a.Pod.Namespace, UID: a.Pod.UID,
-		IP: a.Address.IP, AssignedAt: a.AssignedAt,
+		IP: a.Address.IP, AssignedAt: a.AssignedAt, ListedAt: a.ListedAt,
 	}
 }
 
@@ -118,8 +118,9 @@ func (s *Store) load(ctx context.Context) error {
 	case errors.Is(err, checkpoint.ErrMissing) && s.proveWhenMissing:
 		s.unproven = true
 		s.recovery = Recovery{Checkpoint: RecoveryMissing,
-			Detail: "no checkpoint, and the store is configured to prove its pool from the runtime listing before handing out addresses"}
-		s.log.Warn("no datastore checkpoint: starting unproven until the runtime listing is adopted", slog.String("path", s.path))
+			Detail: "no checkpoint: a first start and a lost state directory look the same, so no address is handed out until a runtime listing (and the node) accounts for every pod's address"}
+		s.log.Warn("NO DATASTORE CHECKPOINT: starting unproven; no address is handed out until a runtime listing shows no pod, or accounts for every pod's address",
+			slog.String("path", s.path))
 		return s.persistNow(ctx)
 	case errors.Is(err, checkpoint.ErrMissing):
 		s.recovery = Recovery{Checkpoint: RecoveryMissing}
@@ -232,6 +233,7 @@ func (s *Store) restore(f checkpoint.File) {
 			Pod:        Pod{Name: c.PodName, Namespace: c.Namespace, UID: c.UID},
 			Address:    s.addrs[c.IP].addr,
 			AssignedAt: c.AssignedAt,
+			ListedAt:   c.ListedAt,
 		}
 		s.holdLocked(a)
 	}

@@ -10,6 +10,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"log/slog"
 	"net/http"
 	"slices"
@@ -40,6 +41,9 @@ type Deps struct {
 	ENIs func(ctx context.Context) (any, error)
 	// Metrics, when set, is served at /metrics.
 	Metrics http.Handler
+	// Ready says whether ipamd is ready to answer ADD, and when not, why
+	// (GET /readyz); nil means always ready.
+	Ready func() (ready bool, why []string)
 	// Now is the clock for ages; nil means time.Now.
 	Now func() time.Time
 	// Logger; nil discards.
@@ -61,6 +65,9 @@ func Handler(d Deps) http.Handler {
 	mux.HandleFunc("GET "+api.PathAdapter, h.adapter)
 	mux.HandleFunc("GET "+api.PathENIs, h.enis)
 	mux.HandleFunc("POST "+api.PathReconcile, h.reconcile)
+	mux.HandleFunc("POST "+api.PathRelease, h.release)
+	mux.HandleFunc("GET "+api.PathHealthz, h.healthz)
+	mux.HandleFunc("GET "+api.PathReadyz, h.readyz)
 	if d.Metrics != nil {
 		mux.Handle("GET "+api.PathMetrics, d.Metrics)
 	}
@@ -90,6 +97,8 @@ func (h *handlers) pool(w http.ResponseWriter, _ *http.Request) {
 		Groups:   []api.Group{},
 		Recovery: api.Recovery{Checkpoint: rec.Checkpoint, Detail: rec.Detail, Assignments: rec.Assignments, Unproven: rec.Unproven},
 	}
+	pr := h.Store.Proof()
+	out.Proof = api.Proof{Unproven: pr.Unproven, Quarantined: pr.Quarantined, Waiting: pr.Waiting}
 	for _, g := range h.Store.Usage() {
 		out.Groups = append(out.Groups, api.Group{Group: g.Group, Total: g.Total, Assigned: g.Assigned, Cooling: g.Cooling,
 			Free: max(g.Total-g.Assigned-g.Cooling, 0)})
@@ -132,6 +141,10 @@ func (h *handlers) reconcile(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	res, err := h.Reconcile(r.Context(), dryRun)
+	if errors.Is(err, ErrNoAdapter) {
+		writeError(w, http.StatusServiceUnavailable, err)
+		return
+	}
 	view := ReconcileView(res, h.Now())
 	if err != nil {
 		h.Logger.Warn("reconcile requested over introspection failed", slog.Bool("dry_run", dryRun), slog.Any("error", err))
@@ -164,7 +177,9 @@ func PodView(a datastore.Assignment, now time.Time) api.Pod {
 
 // ReconcileView renders one reconcile pass.
 func ReconcileView(r reconcile.Result, now time.Time) api.Reconcile {
-	out := api.Reconcile{At: r.At, DryRun: r.DryRun, Listed: r.Listed, Adopted: r.Adopted, Error: r.Err, Released: []api.Pod{}}
+	out := api.Reconcile{At: r.At, DryRun: r.DryRun, Listed: r.Listed, Adopted: r.Adopted, Error: r.Err, Released: []api.Pod{},
+		Confirmed: r.Confirmed, Conflicts: r.Conflicts, Quarantined: r.Quarantined, Unproven: r.Unproven,
+		Unaccounted: r.Unaccounted, Missing: r.Missing}
 	for _, a := range r.Released {
 		out.Released = append(out.Released, PodView(a, now))
 	}
@@ -181,4 +196,59 @@ func writeJSON(w http.ResponseWriter, code int, v any) {
 
 func writeError(w http.ResponseWriter, code int, err error) {
 	writeJSON(w, code, api.Error{Error: err.Error()})
+}
+
+// healthz answers while ipamd's HTTP side runs: a liveness probe.
+func (h *handlers) healthz(w http.ResponseWriter, _ *http.Request) {
+	w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+	_, _ = w.Write([]byte("ok\n"))
+}
+
+// readyz answers 200 when ipamd can serve ADD, else 503 with one line per
+// unmet condition: a readiness probe, and what the installer waits for.
+func (h *handlers) readyz(w http.ResponseWriter, _ *http.Request) {
+	w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+	if h.Ready == nil {
+		_, _ = w.Write([]byte("ready\n"))
+		return
+	}
+	ready, why := h.Ready()
+	if ready {
+		_, _ = w.Write([]byte("ready\n"))
+		return
+	}
+	w.WriteHeader(http.StatusServiceUnavailable)
+	_, _ = w.Write([]byte("not ready:\n"))
+	for _, line := range why {
+		_, _ = w.Write([]byte("- " + line + "\n"))
+	}
+}
+
+// release frees one attachment's address on an operator's word: the way
+// out when the adapter is blind to a sandbox that is truly gone.
+func (h *handlers) release(w http.ResponseWriter, r *http.Request) {
+	var req api.ReleaseRequest
+	dec := json.NewDecoder(http.MaxBytesReader(w, r.Body, 64<<10))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&req); err != nil {
+		writeError(w, http.StatusBadRequest, fmt.Errorf("decode release request: %w", err))
+		return
+	}
+	key := datastore.Key{Network: req.Network, SandboxID: req.SandboxID, IfName: req.IfName}
+	if key.Network == "" || key.SandboxID == "" || key.IfName == "" {
+		writeError(w, http.StatusBadRequest, fmt.Errorf("network %q, sandboxID %q and ifName %q: none may be empty", key.Network, key.SandboxID, key.IfName))
+		return
+	}
+	a, found, err := h.Store.Release(r.Context(), key)
+	switch {
+	case err != nil:
+		writeError(w, http.StatusInternalServerError, err)
+		return
+	case !found:
+		writeError(w, http.StatusNotFound, fmt.Errorf("no address is held for network %q sandbox %q interface %q", key.Network, key.SandboxID, key.IfName))
+		return
+	}
+	h.Logger.Warn("address released by an operator", slog.String("reason", "operator"), slog.Any("key", key),
+		slog.Any("pod", a.Pod), slog.String("ip", a.Address.IP.String()))
+	writeJSON(w, http.StatusOK, PodView(a, h.Now()))
 }

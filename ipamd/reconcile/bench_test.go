@@ -25,7 +25,7 @@ func benchNode(b *testing.B) (*datastore.Store, []runtime.Sandbox, string, *cloc
 	ctx := context.Background()
 	dir := b.TempDir()
 	clk := &clock{now: t0}
-	store, err := datastore.Open(ctx, datastore.Options{Path: filepath.Join(dir, "cp"), Now: clk.Now})
+	store, err := datastore.Open(ctx, datastore.Options{Path: filepath.Join(dir, "cp"), Now: clk.Now, ProveWhenMissing: true})
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -48,7 +48,7 @@ func benchNode(b *testing.B) (*datastore.Store, []runtime.Sandbox, string, *cloc
 			UID: fmt.Sprintf("uid-%d", i), State: runtime.StateReady, CreatedAt: t0, IPs: []netip.Addr{ip}}
 		ip = ip.Next()
 	}
-	if _, err := store.Adopt(ctx, "pods", "eth0", sandboxes, true); err != nil {
+	if _, err := store.Observe(ctx, evidenceOf(sandboxes, t0)); err != nil {
 		b.Fatal(err)
 	}
 	statePath := filepath.Join(dir, "runtime.json")
@@ -110,7 +110,14 @@ func BenchmarkReconcile10000(b *testing.B) {
 				b.Fatalf("released %d, %v", len(res.Released), err)
 			}
 			b.StopTimer()
-			if _, err := store.Adopt(ctx, "pods", "eth0", sandboxes[benchSandboxes/2:], true); err != nil {
+			// Give the released half back as a CNI ADD would, seen by a
+			// listing, for the next round.
+			for _, sb := range sandboxes[benchSandboxes/2:] {
+				if _, err := store.Assign(ctx, datastore.Key{Network: "pods", SandboxID: sb.ID, IfName: "eth0"}, datastore.Pod{}); err != nil {
+					b.Fatal(err)
+				}
+			}
+			if _, err := store.Observe(ctx, evidenceOf(nil, clk.Now(), sandboxes[benchSandboxes/2:]...)); err != nil {
 				b.Fatal(err)
 			}
 			clk.Set(t0.Add(time.Duration(i+1)*time.Hour + 30*time.Minute))

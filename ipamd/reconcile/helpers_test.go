@@ -42,15 +42,22 @@ type node struct {
 	statePath string
 	store     *datastore.Store
 	adapter   runtime.RuntimeAdapter
+	// proveWhenMissing opens the store as ipamd does.
+	proveWhenMissing bool
 }
 
-func newNode(t *testing.T) *node {
+func newNode(t *testing.T) *node { return newNodeWith(t, false) }
+
+// newNodeWith opens the store as ipamd does (no checkpoint is unproven)
+// when proveWhenMissing is set.
+func newNodeWith(t *testing.T, proveWhenMissing bool) *node {
 	t.Helper()
 	dir := t.TempDir()
 	n := &node{
 		t: t, clock: &clock{now: t0},
-		storePath: filepath.Join(dir, "ipamd", "checkpoint"),
-		statePath: filepath.Join(dir, "runtime.json"),
+		storePath:        filepath.Join(dir, "ipamd", "checkpoint"),
+		statePath:        filepath.Join(dir, "runtime.json"),
+		proveWhenMissing: proveWhenMissing,
 	}
 	n.setRuntime(testadapter.State{RuntimeName: "containerd"})
 	n.adapter = testadapter.New(n.statePath)
@@ -61,7 +68,8 @@ func newNode(t *testing.T) *node {
 func (n *node) openStore() {
 	n.t.Helper()
 	ctx := context.Background()
-	s, err := datastore.Open(ctx, datastore.Options{Path: n.storePath, Now: n.clock.Now, Logger: discard()})
+	s, err := datastore.Open(ctx, datastore.Options{Path: n.storePath, Now: n.clock.Now, Logger: discard(),
+		ProveWhenMissing: n.proveWhenMissing})
 	if err != nil {
 		n.t.Fatal(err)
 	}
@@ -117,3 +125,20 @@ func released(as []datastore.Assignment) map[string]string {
 }
 
 func discard() *slog.Logger { return slog.New(slog.DiscardHandler) }
+
+// evidenceOf is what a listing of sandboxes reporting their IPs gives the
+// datastore; listedOnly are listed without holdings.
+func evidenceOf(sandboxes []runtime.Sandbox, at time.Time, listedOnly ...runtime.Sandbox) datastore.Evidence {
+	ev := datastore.Evidence{Network: "pods", IfName: "eth0", At: at, Listed: map[string]struct{}{}}
+	for _, sb := range sandboxes {
+		ev.Listed[sb.ID] = struct{}{}
+		for _, ip := range sb.IPs {
+			ev.Holdings = append(ev.Holdings, datastore.Holding{IP: ip, SandboxID: sb.ID, Ready: true, Source: "runtime",
+				Pod: datastore.Pod{Name: sb.Name, Namespace: sb.Namespace, UID: sb.UID}})
+		}
+	}
+	for _, sb := range listedOnly {
+		ev.Listed[sb.ID] = struct{}{}
+	}
+	return ev
+}

@@ -32,9 +32,11 @@ func TestThroughPluginReleasesAbsentSandboxes(t *testing.T) {
 	n := newNode(t)
 	n.assign("kept", "198.18.0.1")
 	n.assign("gone", "198.18.0.2")
+	n.setRuntime(testadapter.State{Sandboxes: []runtime.Sandbox{sandbox("kept", runtime.StateNotReady, "198.18.0.1"), sandbox("gone", runtime.StateReady)}})
+	r := reconcile.New(n.store, launch(t, n), reconcile.Config{Network: "pods", Now: n.clock.Now, Logger: discard()})
+	n.pass(r)
 	n.setRuntime(testadapter.State{Sandboxes: []runtime.Sandbox{sandbox("kept", runtime.StateNotReady, "198.18.0.1")}})
 	n.clock.Set(t0.Add(time.Minute))
-	r := reconcile.New(n.store, launch(t, n), reconcile.Config{Network: "pods", Now: n.clock.Now, Logger: discard()})
 	res, err := r.RunOnce(context.Background(), false)
 	if err != nil {
 		t.Fatal(err)

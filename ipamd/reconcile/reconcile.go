@@ -1,16 +1,28 @@
 // Package reconcile releases the addresses of pod sandboxes the container
-// runtime no longer has, and rebuilds the datastore from the runtime after
-// its checkpoint was lost.
+// runtime no longer has, and proves the datastore's pool from the runtime
+// and the node when there is no trusted checkpoint.
 //
 // A pass lists sandboxes through the runtime adapter. Only a successful
 // listing counts: a failed or timed-out one releases nothing, because an
 // empty or partial picture of the node would free addresses that live pods
-// still use. An assignment is released when its sandbox ID is absent from
-// the listing and it is older than the grace period, measured from when
-// the listing started, so a pod that got its address while the listing was
-// in flight is never mistaken for a leak. Host-network sandboxes own no pod
-// IP: their presence neither protects nor adopts anything. A NotReady
-// sandbox still owns its IP.
+// still use. Each successful listing is turned into evidence (see
+// buildEvidence) and handed to the datastore (Store.Observe), which marks
+// the assignments whose sandbox it shows, adopts and proves after a lost
+// checkpoint, and quarantines any address a pod holds that the store does
+// not record under it.
+//
+// The adapter must see what CNI sees. An assignment made by a CNI ADD
+// whose sandbox no successful listing has shown, although the listing
+// started more than the grace period after the ADD, means the adapter is
+// blind or looks at another runtime: the pass releases nothing and says
+// which sandbox IDs it misses, until they are listed or released by their
+// DEL (or by an operator). Otherwise an assignment is released only when
+// a listing once showed its sandbox, a later successful listing does not,
+// it is older than the grace period (measured from when the listing
+// started, so a pod that got its address while the listing was in flight
+// is never mistaken for a leak), and the node has no pod link for it.
+// Host-network sandboxes own no pod IP: their presence neither protects
+// nor adopts anything. A NotReady sandbox still owns its IP.
 //
 // All of a pass's releases go to the datastore as one batch, one write.
 package reconcile
@@ -20,9 +32,12 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"slices"
+	"strings"
 	"sync"
 	"time"
 
+	"github.com/sandboxipam/sandboxipam/ipamd/api/hostveth"
 	"github.com/sandboxipam/sandboxipam/ipamd/datastore"
 	"github.com/sandboxipam/sandboxipam/runtime"
 )
@@ -54,6 +69,15 @@ type Config struct {
 	OnResult func(Result)
 	// Now is the clock; nil means time.Now.
 	Now func() time.Time
+	// Node reads the node's pod links; nil means the node gives no
+	// evidence (a sandbox reporting no IP is then unaccounted for).
+	Node NodeReader
+	// NetNS reads addresses inside a sandbox's network namespace when the
+	// adapter reports its path; nil means it is not read.
+	NetNS NetNSReader
+	// VethPrefix is the CNI plugin's hostVethPrefix; default
+	// hostveth.DefaultPrefix.
+	VethPrefix string
 }
 
 // Result is one pass's outcome.
@@ -67,9 +91,29 @@ type Result struct {
 	Released []datastore.Assignment
 	// Adopted counts assignments rebuilt from the listing.
 	Adopted int
-	// Err says why the pass released nothing: the listing failed.
+	// Confirmed counts assignments whose sandbox was listed for the first
+	// time.
+	Confirmed int
+	// Conflicts counts addresses newly quarantined because a pod holds
+	// them while the store does not record them under it.
+	Conflicts int
+	// Quarantined counts pool addresses quarantined after the pass.
+	Quarantined int
+	// Unproven: the store hands out nothing yet; Unaccounted says why.
+	Unproven    bool
+	Unaccounted []string
+	// Missing lists, sorted, the sandbox IDs CNI added that the listing
+	// should show and does not: the adapter is blind, and nothing was
+	// released.
+	Missing []string
+	// Err says why the pass released nothing: the listing failed, or the
+	// adapter is blind.
 	Err string
 }
+
+// Blind reports whether the pass found the adapter blind to sandboxes
+// CNI added.
+func (r Result) Blind() bool { return len(r.Missing) > 0 }
 
 // Reconciler runs passes against one store and one adapter.
 type Reconciler struct {
@@ -80,10 +124,6 @@ type Reconciler struct {
 	mu      sync.Mutex
 	last    Result
 	hasLast bool
-	// adoptOnce is set when the store started without a checkpoint: the
-	// first successful pass adopts the listed sandboxes' IPs so they are
-	// never handed out again.
-	adoptOnce bool
 }
 
 // New returns a Reconciler; zero Config fields take their defaults.
@@ -106,10 +146,10 @@ func New(store *datastore.Store, adapter runtime.RuntimeAdapter, cfg Config) *Re
 	if cfg.Now == nil {
 		cfg.Now = time.Now
 	}
-	return &Reconciler{
-		store: store, adapter: adapter, cfg: cfg,
-		adoptOnce: store.Recovery().Checkpoint == datastore.RecoveryMissing,
+	if cfg.VethPrefix == "" {
+		cfg.VethPrefix = hostveth.DefaultPrefix
 	}
+	return &Reconciler{store: store, adapter: adapter, cfg: cfg}
 }
 
 // Last returns the most recent pass's result.
@@ -117,23 +157,6 @@ func (r *Reconciler) Last() (Result, bool) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	return r.last, r.hasLast
-}
-
-// Run makes one pass at once and then one every Interval until ctx is
-// done. Errors are logged and reported through OnResult and Last.
-func (r *Reconciler) Run(ctx context.Context) {
-	ticker := time.NewTicker(r.cfg.Interval)
-	defer ticker.Stop()
-	for {
-		if _, err := r.RunOnce(ctx, false); err != nil && ctx.Err() == nil {
-			r.cfg.Logger.Warn("reconcile pass failed", slog.Any("error", err))
-		}
-		select {
-		case <-ctx.Done():
-			return
-		case <-ticker.C:
-		}
-	}
 }
 
 // RunOnce makes one pass. In a dry run nothing is adopted or released;
@@ -160,15 +183,24 @@ func (r *Reconciler) pass(ctx context.Context, dryRun bool) (Result, error) {
 		return res, err
 	}
 	res.Listed = len(sandboxes)
+	n := r.readNode(ctx)
 	if !dryRun {
-		adopted, err := r.adopt(ctx, sandboxes)
-		res.Adopted = adopted
-		if err != nil {
+		if err := r.observe(ctx, sandboxes, n, started, &res); err != nil {
 			res.Err = err.Error()
 			return res, err
 		}
 	}
-	stale := Stale(r.store.Assignments(), sandboxes, started.Add(-r.cfg.Grace))
+	assignments := r.store.Assignments()
+	if res.Missing = Missing(assignments, sandboxes, started.Add(-r.cfg.Grace)); len(res.Missing) > 0 {
+		err := fmt.Errorf("%w: %d sandbox(es) that CNI added more than %s ago are not in its listing: %s",
+			ErrAdapterBlind, len(res.Missing), r.cfg.Grace, summarize(res.Missing, 5))
+		res.Err = err.Error()
+		r.cfg.Logger.Error("ADAPTER IS BLIND: it does not list sandboxes CNI added; releasing nothing until they are listed or released",
+			slog.Any("missing", res.Missing))
+		return res, err
+	}
+	stale := Stale(assignments, sandboxes, started.Add(-r.cfg.Grace))
+	stale = slices.DeleteFunc(stale, func(a datastore.Assignment) bool { return n.alive(r.cfg.VethPrefix, a.Key) })
 	if dryRun {
 		res.Released = stale
 		r.logReleases("would release (dry run)", stale)
@@ -184,6 +216,10 @@ func (r *Reconciler) pass(ctx context.Context, dryRun bool) (Result, error) {
 	return res, nil
 }
 
+// ErrAdapterBlind: the adapter does not list sandboxes CNI added, so its
+// listing proves nothing gone.
+var ErrAdapterBlind = errors.New("the runtime adapter does not see what CNI sees")
+
 // list asks the adapter for every sandbox, within ListTimeout.
 func (r *Reconciler) list(ctx context.Context) ([]runtime.Sandbox, error) {
 	listCtx, cancel := context.WithTimeout(ctx, r.cfg.ListTimeout)
@@ -198,43 +234,24 @@ func (r *Reconciler) list(ctx context.Context) ([]runtime.Sandbox, error) {
 	return sandboxes, nil
 }
 
-// adopt rebuilds assignments from the listing when the store cannot prove
-// its pool (lost checkpoint), still quarantines addresses, or started
-// without a checkpoint.
-func (r *Reconciler) adopt(ctx context.Context, sandboxes []runtime.Sandbox) (int, error) {
-	r.mu.Lock()
-	once := r.adoptOnce
-	r.mu.Unlock()
-	if !once && !r.store.Unproven() && r.store.Stats().Unproven == 0 {
-		return 0, nil
-	}
+// observe hands the listing's evidence to the datastore.
+func (r *Reconciler) observe(ctx context.Context, sandboxes []runtime.Sandbox, n node, started time.Time, res *Result) error {
 	if r.cfg.Network == "" {
-		return 0, errors.New("reconcile: the datastore needs adopting but Config.Network is empty")
+		return errors.New("reconcile: Config.Network is empty")
 	}
-	rep, err := r.store.Adopt(ctx, r.cfg.Network, r.cfg.IfName, sandboxes, completeListing(sandboxes))
+	ev := r.buildEvidence(sandboxes, r.store.Assignments(), n, started)
+	rep, err := r.store.Observe(ctx, ev)
+	res.Adopted, res.Confirmed, res.Conflicts, res.Quarantined = rep.Adopted, rep.Confirmed, rep.Conflicts, rep.Quarantined
+	res.Unproven, res.Unaccounted = !rep.Proven, rep.Unaccounted
 	if err != nil {
-		return rep.Adopted, fmt.Errorf("reconcile: %w", err)
+		return fmt.Errorf("reconcile: %w", err)
 	}
-	r.mu.Lock()
-	r.adoptOnce = false
-	r.mu.Unlock()
-	r.cfg.Logger.Warn("adopted the runtime listing into the datastore",
-		slog.Int("adopted", rep.Adopted), slog.Int("known", rep.Known), slog.Int("conflicts", rep.Conflicts),
-		slog.Int("proven_free", rep.ProvenFree), slog.Int("still_quarantined", rep.Quarantined), slog.Bool("proven", rep.Proven))
-	return rep.Adopted, nil
-}
-
-// completeListing reports whether every pod-network sandbox reported its
-// IPs, so the listing proves every other address free. A NotReady sandbox
-// may have had its network torn down and report none; then nothing can be
-// proven about the address it may still hold.
-func completeListing(sandboxes []runtime.Sandbox) bool {
-	for _, sb := range sandboxes {
-		if !sb.HostNetwork && len(sb.IPs) == 0 {
-			return false
-		}
+	if rep.Adopted > 0 || rep.Conflicts > 0 {
+		r.cfg.Logger.Warn("the runtime listing changed the datastore",
+			slog.Int("adopted", rep.Adopted), slog.Int("conflicts", rep.Conflicts),
+			slog.Int("proven_free", rep.ProvenFree), slog.Int("quarantined", rep.Quarantined), slog.Bool("proven", rep.Proven))
 	}
-	return true
+	return nil
 }
 
 func (r *Reconciler) logReleases(msg string, as []datastore.Assignment) {
@@ -245,22 +262,56 @@ func (r *Reconciler) logReleases(msg string, as []datastore.Assignment) {
 	}
 }
 
-// Stale returns the assignments whose sandbox is absent from a successful
-// listing (host-network sandboxes do not count) and that were made before
-// cutoff. It uses one map, so 10,000 of each take milliseconds.
+// Stale returns the assignments whose sandbox a listing once showed
+// (ListedAt set), that are absent from this successful listing
+// (host-network sandboxes do not count) and that were made before cutoff.
+// It uses one map, so 10,000 of each take milliseconds.
 func Stale(assignments []datastore.Assignment, sandboxes []runtime.Sandbox, cutoff time.Time) []datastore.Assignment {
+	present := podSandboxIDs(sandboxes)
+	var stale []datastore.Assignment
+	for _, a := range assignments {
+		if _, ok := present[a.SandboxID]; ok || a.ListedAt.IsZero() || !a.AssignedAt.Before(cutoff) {
+			continue
+		}
+		stale = append(stale, a)
+	}
+	return stale
+}
+
+// Missing returns, sorted and without repeats, the sandbox IDs of
+// assignments that no listing has shown yet, made before cutoff, and
+// absent from this successful listing (host-network sandboxes count as
+// seen): CNI added them and the adapter does not see them.
+func Missing(assignments []datastore.Assignment, sandboxes []runtime.Sandbox, cutoff time.Time) []string {
+	present := make(map[string]struct{}, len(sandboxes))
+	for _, sb := range sandboxes {
+		present[sb.ID] = struct{}{}
+	}
+	var missing []string
+	for _, a := range assignments {
+		if _, ok := present[a.SandboxID]; ok || !a.ListedAt.IsZero() || !a.AssignedAt.Before(cutoff) {
+			continue
+		}
+		missing = append(missing, a.SandboxID)
+	}
+	slices.Sort(missing)
+	return slices.Compact(missing)
+}
+
+func podSandboxIDs(sandboxes []runtime.Sandbox) map[string]struct{} {
 	present := make(map[string]struct{}, len(sandboxes))
 	for _, sb := range sandboxes {
 		if !sb.HostNetwork {
 			present[sb.ID] = struct{}{}
 		}
 	}
-	var stale []datastore.Assignment
-	for _, a := range assignments {
-		if _, ok := present[a.SandboxID]; ok || !a.AssignedAt.Before(cutoff) {
-			continue
-		}
-		stale = append(stale, a)
+	return present
+}
+
+// summarize joins at most n items, saying how many more there are.
+func summarize(items []string, n int) string {
+	if len(items) <= n {
+		return strings.Join(items, ", ")
 	}
-	return stale
+	return fmt.Sprintf("%s and %d more", strings.Join(items[:n], ", "), len(items)-n)
 }

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"maps"
 	"os"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -15,7 +16,21 @@ import (
 	"github.com/sandboxipam/sandboxipam/runtime"
 )
 
-func TestReleasesOnlySandboxesAbsentFromTheListing(t *testing.T) {
+// pass runs one pass at the clock's time and fails the test on error.
+func (n *node) pass(r *reconcile.Reconciler) reconcile.Result {
+	n.t.Helper()
+	res, err := r.RunOnce(context.Background(), false)
+	if err != nil {
+		n.t.Fatalf("RunOnce: %v (%+v)", err, res)
+	}
+	return res
+}
+
+func (n *node) reconciler() *reconcile.Reconciler {
+	return reconcile.New(n.store, n.adapter, reconcile.Config{Network: "pods", Now: n.clock.Now, Logger: discard()})
+}
+
+func TestReleasesOnlySandboxesListedOnceAndNoLonger(t *testing.T) {
 	n := newNode(t)
 	n.assign("ready", "198.18.0.1")
 	n.assign("stopped", "198.18.0.2")
@@ -26,23 +41,29 @@ func TestReleasesOnlySandboxesAbsentFromTheListing(t *testing.T) {
 	n.setRuntime(testadapter.State{Sandboxes: []runtime.Sandbox{
 		sandbox("ready", runtime.StateReady, "198.18.0.1"),
 		sandbox("stopped", runtime.StateNotReady, "198.18.0.2"), // still owns its IP
+		sandbox("gone", runtime.StateReady, "198.18.0.3"),
 		host, // owns no pod IP: does not protect one
 	}})
 	n.clock.Set(t0.Add(time.Minute))
-	r := reconcile.New(n.store, n.adapter, reconcile.Config{Network: "pods", Now: n.clock.Now, Logger: discard()})
-	res, err := r.RunOnce(context.Background(), false)
-	if err != nil {
-		t.Fatal(err)
+	r := n.reconciler()
+	res := n.pass(r)
+	if got := released(res.Released); !maps.Equal(got, map[string]string{"hostnet": "198.18.0.4"}) || res.Listed != 4 || res.Confirmed != 4 {
+		t.Fatalf("first pass = %+v, released %v; want hostnet only, 4 confirmed", res, got)
 	}
-	want := map[string]string{"gone": "198.18.0.3", "hostnet": "198.18.0.4"}
-	if got := released(res.Released); !maps.Equal(got, want) || res.Listed != 3 || res.Err != "" || res.DryRun {
-		t.Fatalf("Result = %+v, released %v; want %v", res, got, want)
+	n.setRuntime(testadapter.State{Sandboxes: []runtime.Sandbox{
+		sandbox("ready", runtime.StateReady, "198.18.0.1"),
+		sandbox("stopped", runtime.StateNotReady, "198.18.0.2"),
+	}})
+	n.clock.Set(t0.Add(2 * time.Minute))
+	res = n.pass(r)
+	if got := released(res.Released); !maps.Equal(got, map[string]string{"gone": "198.18.0.3"}) || res.Err != "" || res.DryRun {
+		t.Fatalf("second pass = %+v, released %v; want gone", res, got)
 	}
 	if got := released(n.store.Assignments()); !maps.Equal(got, map[string]string{"ready": "198.18.0.1", "stopped": "198.18.0.2"}) {
 		t.Fatalf("left %v", got)
 	}
-	if st := n.store.Stats(); st.Cooling != 2 {
-		t.Fatalf("Stats = %+v: released addresses must cool down", st)
+	if st := n.store.Stats(); st.Cooling != 1 {
+		t.Fatalf("Stats = %+v: gone's address must cool down (hostnet's cooled already)", st)
 	}
 }
 
@@ -51,18 +72,54 @@ func TestGraceProtectsYoungAssignments(t *testing.T) {
 	n.assign("old", "198.18.0.1")
 	n.clock.Set(t0.Add(45 * time.Second))
 	n.assign("young", "198.18.0.2")
+	n.setRuntime(testadapter.State{Sandboxes: []runtime.Sandbox{sandbox("old", runtime.StateReady), sandbox("young", runtime.StateReady)}})
+	r := n.reconciler()
+	n.clock.Set(t0.Add(50 * time.Second))
+	n.pass(r)
 	n.clock.Set(t0.Add(time.Minute)) // old is 60s old, young 15s
 	n.setRuntime(testadapter.State{Sandboxes: []runtime.Sandbox{}})
-	r := reconcile.New(n.store, n.adapter, reconcile.Config{Network: "pods", Now: n.clock.Now, Logger: discard()})
-	res, err := r.RunOnce(context.Background(), false)
-	if err != nil {
-		t.Fatal(err)
-	}
+	res := n.pass(r)
 	if got := released(res.Released); !maps.Equal(got, map[string]string{"old": "198.18.0.1"}) {
 		t.Fatalf("released %v, want only old", got)
 	}
 	if _, ok := n.store.Lookup(datastore.Key{Network: "pods", SandboxID: "young", IfName: "eth0"}); !ok {
 		t.Fatal("young assignment was released within its grace period")
+	}
+}
+
+// The adapter must see what CNI sees: a sandbox that arrived by ADD and
+// that no listing shows once the grace has passed means the adapter is
+// blind or looks at another runtime, and nothing is released, not even
+// sandboxes it once listed, until the missing one shows up.
+func TestBlindAdapterReleasesNothing(t *testing.T) {
+	n := newNode(t)
+	n.assign("listed", "198.18.0.1")
+	n.setRuntime(testadapter.State{Sandboxes: []runtime.Sandbox{sandbox("listed", runtime.StateReady)}})
+	r := n.reconciler()
+	n.pass(r)
+	n.clock.Set(t0.Add(10 * time.Second))
+	n.assign("c32c237fb5293478da938e388f6e22486790facba0d178ff24271829865976cf", "198.18.0.2")
+	n.setRuntime(testadapter.State{Sandboxes: []runtime.Sandbox{}})
+	// Within the grace the new sandbox may simply not be listed yet.
+	n.clock.Set(t0.Add(20 * time.Second))
+	if res := n.pass(r); res.Blind() || len(res.Released) != 0 {
+		t.Fatalf("pass within the grace = %+v", res)
+	}
+	n.clock.Set(t0.Add(time.Hour))
+	res, err := r.RunOnce(context.Background(), false)
+	if !errors.Is(err, reconcile.ErrAdapterBlind) || len(res.Released) != 0 ||
+		!slices.Equal(res.Missing, []string{"c32c237fb5293478da938e388f6e22486790facba0d178ff24271829865976cf"}) {
+		t.Fatalf("RunOnce = %+v, %v; want ErrAdapterBlind naming the missing sandbox, nothing released", res, err)
+	}
+	if !strings.Contains(res.Err, "c32c237fb5293478da938e388f6e22486790facba0d178ff24271829865976cf") || len(n.store.Assignments()) != 2 {
+		t.Fatalf("Err = %q, %d assignments left", res.Err, len(n.store.Assignments()))
+	}
+	// Once the adapter lists it, the pass is trusted again, and the sandbox
+	// it listed once and no longer lists is released.
+	n.setRuntime(testadapter.State{Sandboxes: []runtime.Sandbox{sandbox("c32c237fb5293478da938e388f6e22486790facba0d178ff24271829865976cf", runtime.StateReady)}})
+	res = n.pass(r)
+	if got := released(res.Released); res.Blind() || !maps.Equal(got, map[string]string{"listed": "198.18.0.1"}) {
+		t.Fatalf("pass after the adapter recovered = %+v, released %v", res, got)
 	}
 }
 
@@ -106,9 +163,11 @@ func TestFailedListingReleasesNothing(t *testing.T) {
 func TestDryRunReleasesNothing(t *testing.T) {
 	n := newNode(t)
 	n.assign("gone", "198.18.0.1")
+	n.setRuntime(testadapter.State{Sandboxes: []runtime.Sandbox{sandbox("gone", runtime.StateReady)}})
+	r := n.reconciler()
+	n.pass(r)
 	n.setRuntime(testadapter.State{Sandboxes: []runtime.Sandbox{}})
 	n.clock.Set(t0.Add(time.Hour))
-	r := reconcile.New(n.store, n.adapter, reconcile.Config{Network: "pods", Now: n.clock.Now, Logger: discard()})
 	res, err := r.RunOnce(context.Background(), true)
 	if err != nil {
 		t.Fatal(err)
@@ -193,36 +252,21 @@ func TestIncompleteListingKeepsTheStoreUnproven(t *testing.T) {
 	n.assign("x", "198.18.0.2")
 }
 
-// A first start (no checkpoint) trusts the empty store but still adopts
-// what the runtime reports, so a pod that survived a wiped state
-// directory keeps its address.
-func TestFirstStartAdoptsRunningSandboxes(t *testing.T) {
-	n := newNode(t)
+// A first start (no checkpoint) is unproven like a lost one: the runtime
+// listing adopts what it reports, so a pod that survived a wiped state
+// directory keeps its address, and proves the rest free.
+func TestFirstStartIsProvenByTheRuntime(t *testing.T) {
+	n := newNodeWith(t, true)
+	if !n.store.Unproven() {
+		t.Fatal("a store without a checkpoint must start unproven")
+	}
 	n.setRuntime(testadapter.State{Sandboxes: []runtime.Sandbox{sandbox("survivor", runtime.StateReady, "198.18.0.1")}})
-	r := reconcile.New(n.store, n.adapter, reconcile.Config{Network: "pods", Now: n.clock.Now, Logger: discard()})
-	res, err := r.RunOnce(context.Background(), false)
-	if err != nil || res.Adopted != 1 {
-		t.Fatalf("Result = %+v, %v", res, err)
+	r := n.reconciler()
+	if res := n.pass(r); res.Adopted != 1 || res.Unproven {
+		t.Fatalf("Result = %+v", res)
 	}
 	n.assign("new", "198.18.0.2")
-	if res, err := r.RunOnce(context.Background(), false); err != nil || res.Adopted != 0 {
-		t.Fatalf("second pass adopted again: %+v, %v", res, err)
-	}
-}
-
-func TestRunPassesAtStartUntilCancelled(t *testing.T) {
-	n := newNode(t)
-	n.assign("gone", "198.18.0.1")
-	n.clock.Set(t0.Add(time.Hour))
-	ctx, cancel := context.WithCancel(context.Background())
-	results := make(chan reconcile.Result, 1)
-	r := reconcile.New(n.store, n.adapter, reconcile.Config{Network: "pods", Now: n.clock.Now, Logger: discard(),
-		Interval: time.Hour, OnResult: func(res reconcile.Result) { results <- res; cancel() }})
-	done := make(chan struct{})
-	go func() { r.Run(ctx); close(done) }()
-	res := <-results
-	<-done
-	if got := released(res.Released); !maps.Equal(got, map[string]string{"gone": "198.18.0.1"}) {
-		t.Fatalf("first pass released %v", got)
+	if res := n.pass(r); res.Adopted != 0 {
+		t.Fatalf("second pass adopted again: %+v", res)
 	}
 }

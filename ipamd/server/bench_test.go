@@ -10,10 +10,7 @@ import (
 
 	ipamdv1 "github.com/sandboxipam/sandboxipam/ipamd/api/v1"
 	"github.com/sandboxipam/sandboxipam/ipamd/api/wire"
-	"google.golang.org/grpc"
-	"google.golang.org/grpc/credentials/insecure"
 
-	"github.com/sandboxipam/sandboxipam/ipamd/api/v1/ipamdgrpc"
 )
 
 // BenchmarkAddDelWire measures durable Add+Del pairs through the unix
@@ -36,34 +33,6 @@ func BenchmarkAddDelWire(b *testing.B) {
 				}
 				took := time.Since(start)
 				return took, c.Call(b.Context(), wire.MethodDel, &ipamdv1.DelRequest{Attachment: benchAttachment(client, n)}, &ipamdv1.DelResponse{})
-			})
-		})
-	}
-}
-
-// BenchmarkAddDelGRPC is the same over gRPC, one connection per client.
-func BenchmarkAddDelGRPC(b *testing.B) {
-	for _, clients := range []int{1, 8, 64} {
-		b.Run(fmt.Sprintf("clients=%d", clients), func(b *testing.B) {
-			h := newHarness(b, "198.18.0.0/24")
-			conns := make([]ipamdgrpc.IPAMClient, clients)
-			for i := range conns {
-				conn, err := grpc.NewClient("unix://"+h.socket, grpc.WithTransportCredentials(insecure.NewCredentials()))
-				if err != nil {
-					b.Fatal(err)
-				}
-				b.Cleanup(func() { conn.Close() })
-				conns[i] = ipamdgrpc.NewIPAMClient(conn)
-			}
-			benchPairs(b, clients, func(client, n int) (time.Duration, error) {
-				c := conns[client]
-				start := time.Now()
-				if _, err := c.Add(b.Context(), benchReq(client, n)); err != nil {
-					return 0, err
-				}
-				took := time.Since(start)
-				_, err := c.Del(b.Context(), &ipamdv1.DelRequest{Attachment: benchAttachment(client, n)})
-				return took, err
 			})
 		})
 	}

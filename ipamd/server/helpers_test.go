@@ -9,13 +9,10 @@ import (
 	"time"
 
 	ipamdv1 "github.com/sandboxipam/sandboxipam/ipamd/api/v1"
-	"github.com/sandboxipam/sandboxipam/ipamd/api/v1/ipamdgrpc"
 	"github.com/sandboxipam/sandboxipam/ipamd/api/wire"
 	"github.com/sandboxipam/sandboxipam/ipamd/datastore"
 	"github.com/sandboxipam/sandboxipam/ipamd/ipsource/static"
 	"github.com/sandboxipam/sandboxipam/ipamd/server"
-	"google.golang.org/grpc"
-	"google.golang.org/grpc/credentials/insecure"
 )
 
 // harness is a real datastore (checkpointing to a temp dir) filled by the
@@ -63,7 +60,7 @@ func newHarness(t testing.TB, cidr string) *harness {
 	if err != nil {
 		t.Fatalf("Listen: %v", err)
 	}
-	h.end = server.Serve(l, h.srv, nil)
+	h.end = server.Serve(l, h.srv.WireHandler(), nil)
 	t.Cleanup(func() {
 		if err := h.end.Stop(context.Background()); err != nil {
 			t.Errorf("Stop: %v", err)
@@ -73,16 +70,6 @@ func newHarness(t testing.TB, cidr string) *harness {
 		}
 	})
 	return h
-}
-
-func (h *harness) grpcClient() ipamdgrpc.IPAMClient {
-	h.t.Helper()
-	conn, err := grpc.NewClient("unix://"+h.socket, grpc.WithTransportCredentials(insecure.NewCredentials()))
-	if err != nil {
-		h.t.Fatal(err)
-	}
-	h.t.Cleanup(func() { conn.Close() })
-	return ipamdgrpc.NewIPAMClient(conn)
 }
 
 func (h *harness) wireClient() *wire.Client {

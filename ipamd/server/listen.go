@@ -5,18 +5,10 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
-	"log/slog"
 	"net"
 	"os"
 	"path/filepath"
-	"sync"
 	"time"
-
-	"github.com/sandboxipam/sandboxipam/ipamd/api/v1/ipamdgrpc"
-	"github.com/sandboxipam/sandboxipam/ipamd/api/wire"
-	"google.golang.org/grpc"
-	"google.golang.org/grpc/health"
-	healthpb "google.golang.org/grpc/health/grpc_health_v1"
 )
 
 // ErrSocketInUse: another process already serves the socket path.
@@ -68,72 +60,4 @@ func removeStale(ctx context.Context, path string) error {
 		return fmt.Errorf("remove stale socket %s: %w", path, err)
 	}
 	return nil
-}
-
-// Endpoint serves a Server on one listener, gRPC (with the standard health
-// service) and the wire framing side by side.
-type Endpoint struct {
-	splitter *wire.Splitter
-	grpc     *grpc.Server
-	health   *health.Server
-	log      *slog.Logger
-	done     chan struct{}
-	errMu    sync.Mutex
-	err      error
-}
-
-// Serve starts serving srv on l and returns at once. Stop ends it.
-func Serve(l net.Listener, srv *Server, logger *slog.Logger) *Endpoint {
-	if logger == nil {
-		logger = slog.New(slog.DiscardHandler)
-	}
-	e := &Endpoint{
-		splitter: wire.NewSplitter(l, srv.WireHandler(), logger),
-		grpc:     grpc.NewServer(),
-		health:   health.NewServer(),
-		log:      logger,
-		done:     make(chan struct{}),
-	}
-	ipamdgrpc.RegisterIPAMServer(e.grpc, srv)
-	healthpb.RegisterHealthServer(e.grpc, e.health)
-	e.health.SetServingStatus(ipamdgrpc.IPAM_ServiceDesc.ServiceName, healthpb.HealthCheckResponse_SERVING)
-
-	var wg sync.WaitGroup
-	wg.Go(func() { e.record(e.grpc.Serve(e.splitter.GRPCListener())) })
-	wg.Go(func() { e.record(e.splitter.Serve()) })
-	go func() { wg.Wait(); close(e.done) }()
-	return e
-}
-
-func (e *Endpoint) record(err error) {
-	if err == nil || errors.Is(err, grpc.ErrServerStopped) || errors.Is(err, net.ErrClosed) {
-		return
-	}
-	e.log.Error("CNI API socket stopped serving", slog.Any("error", err))
-	e.errMu.Lock()
-	defer e.errMu.Unlock()
-	if e.err == nil {
-		e.err = err
-	}
-}
-
-// Stop refuses new connections, lets calls in flight finish until ctx is
-// done, then closes everything. It returns the first serving error.
-func (e *Endpoint) Stop(ctx context.Context) error {
-	e.health.Shutdown()
-	stopped := make(chan struct{})
-	go func() { e.grpc.GracefulStop(); close(stopped) }()
-	select {
-	case <-stopped:
-	case <-ctx.Done():
-		e.grpc.Stop()
-		<-stopped
-	}
-	if err := e.splitter.Close(); err != nil && !errors.Is(err, net.ErrClosed) {
-		e.record(err)
-	}
-	<-e.done
-	e.errMu.Lock()
-	defer e.errMu.Unlock()
-	return e.err
 }

@@ -1,12 +1,14 @@
 // Package server is ipamd's CNI-facing API on top of the datastore: the
-// gRPC IPAM service and the lean wire framing the CNI plugin speaks, both
-// served on one owner-only unix socket.
+// lean wire framing the CNI plugin speaks (package wire: the protobuf
+// messages of ipamd/api/v1 in a small frame), served on one owner-only
+// unix socket by Endpoint.
 //
 // Every request is validated before it reaches the datastore; a bad field
-// is answered with codes.InvalidArgument and a message that names it
-// (attachment.ifname "eth0/x" contains '/'). The wire handler decodes the
-// same protobuf requests, calls the same methods and carries the same
-// status codes, so both protocols behave identically.
+// is answered with CodeInvalidArgument and a message that names it
+// (attachment.ifname "eth0/x" contains '/'). The methods keep gRPC status
+// codes internally, the wire codes being the same numbers; nothing serves
+// gRPC on the socket (health and readiness are on the introspection HTTP
+// listener, where kubelet's probes can reach them).
 //
 // Nothing here talks to the container runtime: ADD and DEL never wait on
 // the adapter.
@@ -17,10 +19,10 @@ import (
 	"errors"
 	"log/slog"
 	"net/netip"
+	"syscall"
 	"time"
 
 	ipamdv1 "github.com/sandboxipam/sandboxipam/ipamd/api/v1"
-	"github.com/sandboxipam/sandboxipam/ipamd/api/v1/ipamdgrpc"
 	"github.com/sandboxipam/sandboxipam/ipamd/datastore"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
@@ -38,15 +40,12 @@ type Options struct {
 	Observe Observer
 }
 
-// Server implements ipamdgrpc.IPAMServer on a datastore.
+// Server answers the CNI-facing methods on a datastore.
 type Server struct {
-	ipamdgrpc.UnimplementedIPAMServer
 	store   *datastore.Store
 	log     *slog.Logger
 	observe Observer
 }
-
-var _ ipamdgrpc.IPAMServer = (*Server)(nil)
 
 // New returns a Server on store.
 func New(store *datastore.Store, opts Options) *Server {
@@ -164,15 +163,17 @@ func ipConfig(a datastore.Assignment) *ipamdv1.IPConfig {
 	return c
 }
 
-// toStatus maps datastore errors onto the gRPC codes the CNI plugin
-// branches on: exhaustion and an unproven pool are retryable states, not
-// internal faults.
+// toStatus maps datastore errors onto the codes the CNI plugin branches
+// on: an unproven pool, a closing store and a state disk that is full or
+// read-only are conditions that clear (or that an operator clears) while
+// the runtime retries, so they are Unavailable, which the plugin answers
+// with CNI code 11 (try again later); exhaustion has its own code.
 func toStatus(err error) error {
 	var code codes.Code
 	switch {
 	case errors.Is(err, datastore.ErrPoolExhausted):
 		code = codes.ResourceExhausted
-	case errors.Is(err, datastore.ErrUnproven), errors.Is(err, datastore.ErrClosed):
+	case errors.Is(err, datastore.ErrUnproven), errors.Is(err, datastore.ErrClosed), diskCondition(err):
 		code = codes.Unavailable
 	case errors.Is(err, datastore.ErrInvalidKey):
 		code = codes.InvalidArgument
@@ -184,4 +185,10 @@ func toStatus(err error) error {
 		code = codes.Internal
 	}
 	return status.Error(code, err.Error())
+}
+
+// diskCondition reports whether err is the state disk being full, out of
+// quota or read-only.
+func diskCondition(err error) bool {
+	return errors.Is(err, syscall.ENOSPC) || errors.Is(err, syscall.EDQUOT) || errors.Is(err, syscall.EROFS)
 }

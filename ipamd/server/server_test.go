@@ -1,7 +1,6 @@
 package server_test
 
 import (
-	"context"
 	"errors"
 	"net"
 	"os"
@@ -12,16 +11,13 @@ import (
 	ipamdv1 "github.com/sandboxipam/sandboxipam/ipamd/api/v1"
 	"github.com/sandboxipam/sandboxipam/ipamd/api/wire"
 	"github.com/sandboxipam/sandboxipam/ipamd/server"
-	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
-	"google.golang.org/grpc/credentials/insecure"
-	healthpb "google.golang.org/grpc/health/grpc_health_v1"
 	"google.golang.org/grpc/status"
 )
 
-func TestAddDelCheckOverGRPC(t *testing.T) {
+func TestAddDelCheck(t *testing.T) {
 	h := newHarness(t, "198.18.0.0/28")
-	c := h.grpcClient()
+	c := h.srv
 	ctx := t.Context()
 
 	a, err := c.Add(ctx, addReq("sandbox-a"))
@@ -63,7 +59,7 @@ func TestAddDelCheckOverGRPC(t *testing.T) {
 
 func TestGCReleasesOnlyInvalidAttachmentsOfTheNetwork(t *testing.T) {
 	h := newHarness(t, "198.18.0.0/28")
-	c := h.grpcClient()
+	c := h.srv
 	ctx := t.Context()
 	for _, id := range []string{"keep", "drop-1", "drop-2"} {
 		if _, err := c.Add(ctx, addReq(id)); err != nil {
@@ -133,13 +129,13 @@ func TestInvalidArgumentNamesTheField(t *testing.T) {
 		{"pod name long", &ipamdv1.AddRequest{Attachment: attachment("s"), Pod: &ipamdv1.PodRef{Name: long}}, "pod.name is 257 bytes, longer than 256"},
 	}
 	h := newHarness(t, "198.18.0.0/28")
-	g := h.grpcClient()
+	g := h.srv
 	w := h.wireClient()
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			_, err := g.Add(t.Context(), tc.req)
 			if st := status.Convert(err); st.Code() != codes.InvalidArgument || st.Message() != tc.want {
-				t.Errorf("gRPC Add = %v\nwant InvalidArgument %q", err, tc.want)
+				t.Errorf("Add = %v\nwant InvalidArgument %q", err, tc.want)
 			}
 			err = w.Call(t.Context(), wire.MethodAdd, tc.req, &ipamdv1.AddResponse{})
 			var werr *wire.Error
@@ -223,31 +219,5 @@ func TestListenRemovesStaleSocketAndRefusesLiveOne(t *testing.T) {
 	}
 	if _, err := server.Listen(t.Context(), plain); err == nil || !strings.Contains(err.Error(), "is not a socket") {
 		t.Fatalf("Listen over a regular file = %v", err)
-	}
-}
-
-func TestHealthServiceServes(t *testing.T) {
-	h := newHarness(t, "198.18.0.0/28")
-	conn, err := grpc.NewClient("unix://"+h.socket, grpc.WithTransportCredentials(insecure.NewCredentials()))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer conn.Close()
-	resp, err := healthpb.NewHealthClient(conn).Check(context.Background(), &healthpb.HealthCheckRequest{Service: "sandboxipam.ipamd.v1.IPAM"})
-	if err != nil || resp.Status != healthpb.HealthCheckResponse_SERVING {
-		t.Fatalf("health = %v, %v", resp, err)
-	}
-}
-
-func TestWireAndGRPCShareState(t *testing.T) {
-	h := newHarness(t, "198.18.0.0/28")
-	w := h.wireClient()
-	var add ipamdv1.AddResponse
-	if err := w.Call(t.Context(), wire.MethodAdd, addReq("shared"), &add); err != nil || add.Ips[0].Address != "198.18.0.1/28" {
-		t.Fatalf("wire Add = %v, %v", &add, err)
-	}
-	chk, err := h.grpcClient().Check(t.Context(), &ipamdv1.CheckRequest{Attachment: attachment("shared")})
-	if err != nil || chk.Ips[0].Address != "198.18.0.1/28" {
-		t.Fatalf("gRPC Check = %v, %v", chk, err)
 	}
 }

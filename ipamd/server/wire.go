@@ -12,7 +12,7 @@ import (
 
 // WireHandler answers the lean wire framing with the same methods as the
 // gRPC service; errors carry the same status codes.
-func (s *Server) WireHandler() wire.Handler {
+func (s *Server) WireHandler() Handler {
 	return func(ctx context.Context, m wire.Method, payload []byte) ([]byte, error) {
 		switch m {
 		case wire.MethodAdd:

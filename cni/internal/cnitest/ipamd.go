@@ -17,6 +17,7 @@ import (
 	ipamdv1 "github.com/sandboxipam/sandboxipam/ipamd/api/v1"
 	"github.com/sandboxipam/sandboxipam/ipamd/api/wire"
 	"github.com/sandboxipam/sandboxipam/ipamd/datastore"
+	"github.com/sandboxipam/sandboxipam/ipamd/server"
 	"github.com/sandboxipam/sandboxipam/ipamd/ipsource"
 )
 
@@ -40,7 +41,7 @@ func StartWireIPAMD(tb testing.TB, poolSize int) *IPAMD {
 // timeout: the plugin cannot know that it holds an address.
 func StartAnswerLosingIPAMD(tb testing.TB, poolSize int) *IPAMD {
 	tb.Helper()
-	return startWire(tb, poolSize, func(store *datastore.Store) wire.Handler {
+	return startWire(tb, poolSize, func(store *datastore.Store) server.Handler {
 		serve := wireHandler(store)
 		return func(ctx context.Context, m wire.Method, payload []byte) ([]byte, error) {
 			resp, err := serve(ctx, m, payload)
@@ -53,7 +54,7 @@ func StartAnswerLosingIPAMD(tb testing.TB, poolSize int) *IPAMD {
 	})
 }
 
-func startWire(tb testing.TB, poolSize int, handler func(*datastore.Store) wire.Handler) *IPAMD {
+func startWire(tb testing.TB, poolSize int, handler func(*datastore.Store) server.Handler) *IPAMD {
 	dir, err := os.MkdirTemp("", "sbxipamd")
 	if err != nil {
 		tb.Fatalf("temp dir: %v", err)
@@ -74,9 +75,8 @@ func startWire(tb testing.TB, poolSize int, handler func(*datastore.Store) wire.
 		tb.Fatalf("listen on %s: %v", socket, err)
 	}
 	logger := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
-	splitter := wire.NewSplitter(listener, handler(store), logger)
-	go splitter.Serve()
-	tb.Cleanup(func() { splitter.Close() })
+	endpoint := server.Serve(listener, handler(store), logger)
+	tb.Cleanup(func() { _ = endpoint.Stop(context.Background()) })
 	return &IPAMD{Socket: socket, Store: store}
 }
 
@@ -97,7 +97,7 @@ func poolOf(n int) []ipsource.Address {
 	return addrs
 }
 
-func wireHandler(store *datastore.Store) wire.Handler {
+func wireHandler(store *datastore.Store) server.Handler {
 	return func(ctx context.Context, m wire.Method, payload []byte) ([]byte, error) {
 		var resp proto.Message
 		var err error

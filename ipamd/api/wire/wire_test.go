@@ -9,14 +9,11 @@ import (
 	"testing"
 	"time"
 
-	"google.golang.org/grpc"
-	"google.golang.org/grpc/credentials/insecure"
-	"google.golang.org/grpc/health"
-	healthpb "google.golang.org/grpc/health/grpc_health_v1"
 	"google.golang.org/protobuf/proto"
 
 	ipamdv1 "github.com/sandboxipam/sandboxipam/ipamd/api/v1"
 	"github.com/sandboxipam/sandboxipam/ipamd/api/wire"
+	"github.com/sandboxipam/sandboxipam/ipamd/server"
 )
 
 // echoHandler answers Add with the sandbox ID turned into an address
@@ -32,27 +29,20 @@ func echoHandler(_ context.Context, m wire.Method, payload []byte) ([]byte, erro
 	return proto.Marshal(&ipamdv1.AddResponse{Ips: []*ipamdv1.IPConfig{{Address: "198.18.0.2/24", Gateway: req.GetAttachment().GetSandboxId()}}})
 }
 
-func startSplitter(t *testing.T) string {
+func startServer(t *testing.T) string {
 	t.Helper()
 	path := filepath.Join(t.TempDir(), "ipamd.sock")
 	l, err := net.Listen("unix", path)
 	if err != nil {
 		t.Fatal(err)
 	}
-	s := wire.NewSplitter(l, echoHandler, nil)
-	g := grpc.NewServer()
-	healthpb.RegisterHealthServer(g, health.NewServer())
-	go func() { _ = g.Serve(s.GRPCListener()) }()
-	go func() { _ = s.Serve() }()
-	t.Cleanup(func() {
-		s.Close()
-		g.Stop()
-	})
+	e := server.Serve(l, echoHandler, nil)
+	t.Cleanup(func() { _ = e.Stop(context.Background()) })
 	return path
 }
 
-func TestSplitterServesWireAndGRPCOnOneSocket(t *testing.T) {
-	path := startSplitter(t)
+func TestClientCallsOneConnectionAfterAnother(t *testing.T) {
+	path := startServer(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 
@@ -77,23 +67,10 @@ func TestSplitterServesWireAndGRPCOnOneSocket(t *testing.T) {
 	if !errors.As(err, &werr) || werr.Code != wire.CodeNotFound || werr.Message != "no Del" {
 		t.Fatalf("Del error = %v, want *wire.Error NotFound \"no Del\"", err)
 	}
-
-	conn, err := grpc.NewClient("unix://"+path, grpc.WithTransportCredentials(insecure.NewCredentials()))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer conn.Close()
-	hc, err := healthpb.NewHealthClient(conn).Check(ctx, &healthpb.HealthCheckRequest{})
-	if err != nil {
-		t.Fatalf("gRPC health check through the splitter: %v", err)
-	}
-	if hc.GetStatus() != healthpb.HealthCheckResponse_SERVING {
-		t.Fatalf("health = %v, want SERVING", hc.GetStatus())
-	}
 }
 
-func TestSplitterRejectsBadFramingVersion(t *testing.T) {
-	path := startSplitter(t)
+func TestServerRejectsBadFramingVersion(t *testing.T) {
+	path := startServer(t)
 	conn, err := net.Dial("unix", path)
 	if err != nil {
 		t.Fatal(err)

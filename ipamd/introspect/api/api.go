@@ -12,6 +12,9 @@ const (
 	PathAdapter   = "/v1/adapter"
 	PathENIs      = "/v1/enis"
 	PathReconcile = "/v1/reconcile" // POST; ?dryRun=true
+	PathRelease   = "/v1/release"   // POST ReleaseRequest: an operator frees one attachment
+	PathHealthz   = "/healthz"      // 200 while ipamd runs
+	PathReadyz    = "/readyz"       // 200 when ipamd can serve ADD, else 503 and why
 	PathMetrics   = "/metrics"
 )
 
@@ -65,6 +68,16 @@ type Pool struct {
 	Unproven int      `json:"unproven"`
 	Groups   []Group  `json:"groups"`
 	Recovery Recovery `json:"recovery"`
+	Proof    Proof    `json:"proof"`
+}
+
+// Proof says whether ipamd hands out addresses. Without a trusted
+// checkpoint it hands out none until the runtime and the node account for
+// every pod's address; Waiting names what is missing.
+type Proof struct {
+	Unproven    bool     `json:"unproven"`
+	Quarantined int      `json:"quarantined"`
+	Waiting     []string `json:"waiting,omitempty"`
 }
 
 // RuntimeInfo is what the adapter says about itself and its runtime.
@@ -94,6 +107,19 @@ type Reconcile struct {
 	Adopted  int       `json:"adopted"`
 	Released []Pod     `json:"released"` // would be released, in a dry run
 	Error    string    `json:"error,omitempty"`
+	// Confirmed counts assignments whose sandbox was listed for the first
+	// time; Conflicts addresses newly quarantined because a pod holds them
+	// while the datastore records them free or under another sandbox.
+	Confirmed   int `json:"confirmed"`
+	Conflicts   int `json:"conflicts"`
+	Quarantined int `json:"quarantined"`
+	// Unproven: nothing is handed out yet; Unaccounted says which pods'
+	// addresses nothing accounted for.
+	Unproven    bool     `json:"unproven"`
+	Unaccounted []string `json:"unaccounted,omitempty"`
+	// Missing: sandbox IDs CNI added that the adapter does not list (it is
+	// blind, and the pass released nothing).
+	Missing []string `json:"missing,omitempty"`
 }
 
 // Adapter is GET /v1/adapter.
@@ -115,4 +141,11 @@ type Adapter struct {
 // Error is the body of every non-2xx answer.
 type Error struct {
 	Error string `json:"error"`
+}
+
+// ReleaseRequest is POST /v1/release: the attachment an operator frees.
+type ReleaseRequest struct {
+	Network   string `json:"network"`
+	SandboxID string `json:"sandboxID"`
+	IfName    string `json:"ifName"`
 }

@@ -1,0 +1,104 @@
+package daemon
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
+	"log/slog"
+	"os"
+	"sync"
+
+	"github.com/sandboxipam/sandboxipam/cniinstall"
+	"github.com/sandboxipam/sandboxipam/ipamd/api/hostveth"
+)
+
+// announcement tracks the CNI conflist ipamd writes once it is ready.
+type announcement struct {
+	mu      sync.Mutex
+	written bool
+	err     error
+}
+
+// ready reports whether ipamd can answer ADD, and when not, why: the
+// store hands out addresses (a trusted checkpoint, or proven from the
+// runtime and the node), the CNI socket accepts connections, and the
+// conflist is written when cni.confListPath asks for one.
+func (d *Daemon) ready() (bool, []string) {
+	var why []string
+	if p := d.store.Proof(); p.Unproven {
+		why = append(why, "the datastore is unproven (no trusted checkpoint): waiting for "+joinWaiting(p.Waiting))
+	}
+	if d.endpoint == nil || !d.endpoint.Accepting() {
+		why = append(why, "the CNI socket "+d.cfg.Socket+" is not accepting connections")
+	}
+	if d.cfg.CNI.ConfListPath != "" {
+		d.announced.mu.Lock()
+		written, err := d.announced.written, d.announced.err
+		d.announced.mu.Unlock()
+		switch {
+		case err != nil:
+			why = append(why, "the CNI conflist could not be written: "+err.Error())
+		case !written:
+			why = append(why, "the CNI conflist "+d.cfg.CNI.ConfListPath+" is not written yet")
+		}
+	}
+	return len(why) == 0, why
+}
+
+func joinWaiting(w []string) string {
+	switch len(w) {
+	case 0:
+		return "a runtime listing"
+	case 1:
+		return w[0]
+	default:
+		return fmt.Sprintf("%s (and %d more)", w[0], len(w)-1)
+	}
+}
+
+// announce writes the CNI conflist once the store hands out addresses and
+// the socket accepts, and writes it again if it was removed; it is called
+// at start and after every reconcile pass. The runtime only sees the
+// network while ipamd can serve it, so a node without a ready ipamd stays
+// NotReady instead of failing pods.
+func (d *Daemon) announce() {
+	path := d.cfg.CNI.ConfListPath
+	if path == "" || d.store.Unproven() || d.endpoint == nil || !d.endpoint.Accepting() {
+		return
+	}
+	d.announced.mu.Lock()
+	defer d.announced.mu.Unlock()
+	if d.announced.written {
+		if _, err := os.Stat(path); err == nil || !errors.Is(err, fs.ErrNotExist) {
+			return
+		}
+		d.log.Warn("the CNI conflist was removed while ipamd runs; writing it again", slog.String("path", path))
+	}
+	content, err := d.confList()
+	if err == nil {
+		err = cniinstall.WriteConfList(path, content)
+	}
+	d.announced.written, d.announced.err = err == nil, err
+	if err != nil {
+		d.log.Error("could not write the CNI conflist: the runtime will not use this network", slog.String("path", path), slog.Any("error", err))
+		return
+	}
+	d.log.Info("CNI conflist written: the runtime may now send ADD", slog.String("path", path))
+}
+
+// confList is the conflist ipamd announces: the sandboxipam plugin on
+// ipamd's own network name and socket.
+func (d *Daemon) confList() ([]byte, error) {
+	plugin := map[string]any{"type": "sandboxipam", "ipamdSocket": d.cfg.Socket}
+	if d.cfg.Node.HostVethPrefix != hostveth.DefaultPrefix {
+		plugin["hostVethPrefix"] = d.cfg.Node.HostVethPrefix
+	}
+	b, err := json.MarshalIndent(map[string]any{
+		"cniVersion": "1.0.0", "name": d.cfg.Network, "plugins": []any{plugin},
+	}, "", "  ")
+	if err != nil {
+		return nil, fmt.Errorf("render the CNI conflist: %w", err)
+	}
+	return append(b, '\n'), nil
+}

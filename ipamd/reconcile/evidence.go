@@ -1,0 +1,162 @@
+package reconcile
+
+import (
+	"context"
+	"fmt"
+	"net/netip"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/sandboxipam/sandboxipam/ipamd/api/hostveth"
+	"github.com/sandboxipam/sandboxipam/ipamd/datastore"
+	"github.com/sandboxipam/sandboxipam/ipamd/nodestate"
+	"github.com/sandboxipam/sandboxipam/runtime"
+)
+
+// NodeReader reads the node's pod links (nodestate.Reader on Linux).
+type NodeReader interface {
+	Read(ctx context.Context) (nodestate.Snapshot, error)
+}
+
+// NetNSReader reads the addresses inside a pod's network namespace
+// (nodestate.NetNSAddrs on Linux).
+type NetNSReader func(path string) ([]netip.Addr, error)
+
+// node is what a pass knows of the node: its pod links, or why it could
+// not read them.
+type node struct {
+	links map[string][]netip.Addr
+	err   error
+}
+
+func (r *Reconciler) readNode(ctx context.Context) node {
+	if r.cfg.Node == nil {
+		return node{err: fmt.Errorf("no node reader configured")}
+	}
+	snap, err := r.cfg.Node.Read(ctx)
+	if err != nil {
+		return node{err: err}
+	}
+	return node{links: snap.Links}
+}
+
+// alive reports whether the node still has the pod link of key: the pod
+// is there, whatever the listing says.
+func (n node) alive(prefix string, k datastore.Key) bool {
+	_, ok := n.links[hostveth.Name(prefix, k.SandboxID, k.IfName)]
+	return ok
+}
+
+// buildEvidence turns a successful listing, and the node, into what the
+// datastore needs to account for every pod's address:
+//
+//  1. the IPs a sandbox reports (a stopped one's too: it may still hold
+//     them);
+//  2. else the host routes through the veth the CNI plugin named after
+//     the sandbox, when that veth exists (it may route nothing yet);
+//  3. else the addresses inside the sandbox's network namespace, when
+//     the adapter names it;
+//  4. else a stopped sandbox holds nothing (no address is in use for it
+//     on this node), and a running one is unaccounted for.
+//
+// A pod veth on the node that neither a listed sandbox nor an assignment
+// owns is held by a pod the adapter does not list: its addresses are
+// held, and it is unaccounted for too (the adapter may be looking at the
+// wrong runtime).
+func (r *Reconciler) buildEvidence(sandboxes []runtime.Sandbox, assignments []datastore.Assignment, n node, at time.Time) datastore.Evidence {
+	ev := datastore.Evidence{Network: r.cfg.Network, IfName: r.cfg.IfName, At: at, Listed: map[string]struct{}{}}
+	matched := map[string]bool{}
+	for _, sb := range sandboxes {
+		// A host-network sandbox is listed too: the adapter sees it, so
+		// an assignment under its ID is not a sign of blindness.
+		ev.Listed[sb.ID] = struct{}{}
+		if sb.HostNetwork {
+			continue
+		}
+		veth := hostveth.Name(r.cfg.VethPrefix, sb.ID, r.cfg.IfName)
+		matched[veth] = true
+		ips, source, why := r.sandboxAddrs(sb, n, veth)
+		if why != "" {
+			ev.Unaccounted = append(ev.Unaccounted, fmt.Sprintf("sandbox %s (pod %s/%s, %s): %s", sb.ID, sb.Namespace, sb.Name, stateName(sb), why))
+			continue
+		}
+		for _, ip := range ips {
+			ev.Holdings = append(ev.Holdings, datastore.Holding{IP: ip, SandboxID: sb.ID, Ready: sb.State == runtime.StateReady,
+				Pod: datastore.Pod{Name: sb.Name, Namespace: sb.Namespace, UID: sb.UID}, Source: source})
+		}
+	}
+	owners := map[string]string{}
+	for _, a := range assignments {
+		owners[hostveth.Name(r.cfg.VethPrefix, a.SandboxID, a.IfName)] = a.SandboxID
+	}
+	for _, veth := range sortedKeys(n.links) {
+		if matched[veth] {
+			continue
+		}
+		ips := n.links[veth]
+		owner, known := owners[veth]
+		for _, ip := range ips {
+			ev.Holdings = append(ev.Holdings, datastore.Holding{IP: ip, SandboxID: owner, Ready: true, Source: "host route via " + veth})
+		}
+		if !known && len(ips) > 0 {
+			ev.Unaccounted = append(ev.Unaccounted, fmt.Sprintf("pod link %s on the node routes %s, and no listed sandbox owns it (is the adapter looking at the runtime kubelet uses?)",
+				veth, joinAddrs(ips)))
+		}
+	}
+	return ev
+}
+
+// sandboxAddrs finds a listed sandbox's addresses, or says why nothing
+// could.
+func (r *Reconciler) sandboxAddrs(sb runtime.Sandbox, n node, veth string) (ips []netip.Addr, source, unaccounted string) {
+	if len(sb.IPs) > 0 {
+		return sb.IPs, "runtime", ""
+	}
+	if n.err == nil {
+		if routed, ok := n.links[veth]; ok {
+			return routed, "host route via " + veth, ""
+		}
+	}
+	if sb.NetNS != "" && r.cfg.NetNS != nil {
+		addrs, err := r.cfg.NetNS(sb.NetNS)
+		if err == nil {
+			return addrs, "network namespace " + sb.NetNS, ""
+		}
+		return nil, "", fmt.Sprintf("the runtime reports no IP, there is no pod link %s on the node, and its network namespace could not be read: %v", veth, err)
+	}
+	if n.err != nil {
+		return nil, "", fmt.Sprintf("the runtime reports no IP and the node's pod links could not be read: %v", n.err)
+	}
+	if sb.State != runtime.StateReady {
+		// Stopped, reporting no address, and no link on the node: nothing
+		// here uses an address for it (a stopped sandbox is never started
+		// again; kubelet makes a new one).
+		return nil, "stopped, no address and no pod link on the node", ""
+	}
+	return nil, "", fmt.Sprintf("the runtime reports no IP, there is no pod link %s on the node, and no network namespace is known", veth)
+}
+
+func stateName(sb runtime.Sandbox) string {
+	if sb.State == runtime.StateReady {
+		return "ready"
+	}
+	return "not ready"
+}
+
+func sortedKeys[V any](m map[string]V) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	return keys
+}
+
+func joinAddrs(ips []netip.Addr) string {
+	s := make([]string, len(ips))
+	for i, ip := range ips {
+		s[i] = ip.String()
+	}
+	return strings.Join(s, ", ")
+}
