@@ -35,6 +35,9 @@ type Reader struct {
 	// Prefix starts the name of every host-side veth the CNI plugin
 	// makes (the network config's hostVethPrefix).
 	Prefix string
+	// NetNS is the network namespace to read, by path; empty means the
+	// one ipamd runs in (the host's). Tests read one they made.
+	NetNS string
 }
 
 // Read lists the host's veths named with the prefix and the host routes
@@ -43,9 +46,9 @@ func (r Reader) Read(ctx context.Context) (Snapshot, error) {
 	if err := ctx.Err(); err != nil {
 		return Snapshot{}, err
 	}
-	h, err := netlink.NewHandle()
+	h, err := r.handle()
 	if err != nil {
-		return Snapshot{}, fmt.Errorf("read pod links: open netlink: %w", err)
+		return Snapshot{}, fmt.Errorf("read pod links: %w", err)
 	}
 	defer h.Close()
 	links, err := h.LinkList()
@@ -78,6 +81,18 @@ func (r Reader) Read(ctx context.Context) (Snapshot, error) {
 		snap.Links[name] = append(snap.Links[name], ip.Unmap())
 	}
 	return snap, nil
+}
+
+func (r Reader) handle() (*netlink.Handle, error) {
+	if r.NetNS == "" {
+		return netlink.NewHandle()
+	}
+	ns, err := netns.GetFromPath(r.NetNS)
+	if err != nil {
+		return nil, fmt.Errorf("open network namespace %s: %w", r.NetNS, err)
+	}
+	defer ns.Close()
+	return netlink.NewHandleAt(ns)
 }
 
 // NetNSAddrs returns the global unicast addresses inside the network

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"maps"
+	"net/netip"
 	"os"
 	"slices"
 	"strings"
@@ -11,7 +12,9 @@ import (
 	"time"
 
 	"github.com/sandboxipam/sandboxipam/internal/testadapter"
+	"github.com/sandboxipam/sandboxipam/ipamd/api/hostveth"
 	"github.com/sandboxipam/sandboxipam/ipamd/datastore"
+	"github.com/sandboxipam/sandboxipam/ipamd/nodestate"
 	"github.com/sandboxipam/sandboxipam/ipamd/reconcile"
 	"github.com/sandboxipam/sandboxipam/runtime"
 )
@@ -268,5 +271,100 @@ func TestFirstStartIsProvenByTheRuntime(t *testing.T) {
 	n.assign("new", "198.18.0.2")
 	if res := n.pass(r); res.Adopted != 0 {
 		t.Fatalf("second pass adopted again: %+v", res)
+	}
+}
+
+// fakeNode is the node's pod links as a test sets them; the netlink
+// reader itself is tested against real links in ipamd/nodestate.
+type fakeNode map[string][]netip.Addr
+
+func (f fakeNode) Read(context.Context) (nodestate.Snapshot, error) {
+	return nodestate.Snapshot{Links: f}, nil
+}
+
+func (n *node) lose() {
+	n.t.Helper()
+	if err := n.store.Close(); err != nil {
+		n.t.Fatal(err)
+	}
+	if err := os.WriteFile(n.storePath, []byte("garbage"), 0o600); err != nil {
+		n.t.Fatal(err)
+	}
+	n.openStore()
+}
+
+func (n *node) reconcilerOnNode(links fakeNode) *reconcile.Reconciler {
+	return reconcile.New(n.store, n.adapter, reconcile.Config{Network: "pods", Now: n.clock.Now, Logger: discard(), Node: links})
+}
+
+func veth(sandboxID string) string { return hostveth.Name(hostveth.DefaultPrefix, sandboxID, "eth0") }
+
+// The first case: the state directory is lost and the runtime
+// lists two running pods without IPs. Nothing on the node accounts for
+// them, so nothing is handed out, and the refusal names them.
+func TestRunningPodsWithoutAnyEvidenceKeepTheStoreUnproven(t *testing.T) {
+	n := newNodeWith(t, true)
+	n.setRuntime(testadapter.State{Sandboxes: []runtime.Sandbox{sandbox("web-1", runtime.StateReady), sandbox("web-2", runtime.StateReady)}})
+	res := n.pass(n.reconcilerOnNode(fakeNode{}))
+	if !res.Unproven || len(res.Unaccounted) != 2 || !strings.Contains(res.Unaccounted[0], "sandbox web-1") {
+		t.Fatalf("Result = %+v; want unproven, web-1 and web-2 unaccounted", res)
+	}
+	_, err := n.store.Assign(context.Background(), datastore.Key{Network: "pods", SandboxID: "new", IfName: "eth0"}, datastore.Pod{})
+	if !errors.Is(err, datastore.ErrUnproven) || !strings.Contains(err.Error(), "sandbox web-1") {
+		t.Fatalf("Assign = %v; want ErrUnproven naming web-1", err)
+	}
+}
+
+// A pod the runtime reports no IP for (Docker records none) is accounted
+// for by the host route through the veth the CNI plugin named after its
+// sandbox; a stopped one without a link holds nothing on this node.
+func TestPodLinksOnTheNodeProveThePool(t *testing.T) {
+	n := newNode(t)
+	n.lose()
+	n.setRuntime(testadapter.State{Sandboxes: []runtime.Sandbox{
+		sandbox("docker-pod", runtime.StateReady),
+		sandbox("stopped", runtime.StateNotReady),
+	}})
+	res := n.pass(n.reconcilerOnNode(fakeNode{veth("docker-pod"): {netip.MustParseAddr("198.18.0.7")}}))
+	if res.Unproven || res.Adopted != 1 {
+		t.Fatalf("Result = %+v; want proven, docker-pod adopted", res)
+	}
+	if got := released(n.store.Assignments()); !maps.Equal(got, map[string]string{"docker-pod": "198.18.0.7"}) {
+		t.Fatalf("assignments %v", got)
+	}
+	n.assign("new", "198.18.0.1")
+}
+
+// A pod link no listed sandbox owns means the adapter does not see a pod
+// this node runs: its address is held, and nothing else is proven.
+func TestAPodLinkNoListedSandboxOwnsKeepsTheStoreUnproven(t *testing.T) {
+	n := newNodeWith(t, true)
+	n.setRuntime(testadapter.State{Sandboxes: []runtime.Sandbox{}})
+	res := n.pass(n.reconcilerOnNode(fakeNode{veth("unlisted"): {netip.MustParseAddr("198.18.0.9")}}))
+	if !res.Unproven || len(res.Unaccounted) != 1 || !strings.Contains(res.Unaccounted[0], veth("unlisted")+" on the node routes 198.18.0.9") {
+		t.Fatalf("Result = %+v; want unproven naming the link", res)
+	}
+	if st := n.store.Stats(); st.Free != 0 {
+		t.Fatalf("Stats = %+v: nothing may be free", st)
+	}
+}
+
+// A sandbox the listing lost but whose link is still on the node is alive:
+// its address is not released.
+func TestAPodLinkOnTheNodeKeepsItsAssignment(t *testing.T) {
+	n := newNode(t)
+	n.assign("alive", "198.18.0.1")
+	n.setRuntime(testadapter.State{Sandboxes: []runtime.Sandbox{sandbox("alive", runtime.StateReady)}})
+	links := fakeNode{veth("alive"): {netip.MustParseAddr("198.18.0.1")}}
+	r := n.reconcilerOnNode(links)
+	n.pass(r)
+	n.setRuntime(testadapter.State{Sandboxes: []runtime.Sandbox{}})
+	n.clock.Set(t0.Add(time.Hour))
+	if res := n.pass(r); len(res.Released) != 0 {
+		t.Fatalf("released %v while its pod link is on the node", released(res.Released))
+	}
+	delete(links, veth("alive"))
+	if res := n.pass(r); !maps.Equal(released(res.Released), map[string]string{"alive": "198.18.0.1"}) {
+		t.Fatalf("Result = %+v; want alive released once its link is gone", res)
 	}
 }
