@@ -74,11 +74,11 @@ func TestDecodeJournalTornTail(t *testing.T) {
 	clear(zeroFilled[len(full)-20:])
 	headerThenZeros := append(bytes.Clone(full[:len(good)+6]), make([]byte, 200)...)
 	for name, data := range map[string][]byte{
-		"short frame":                   full[:len(good)+7],
-		"short payload":                 full[:len(full)-1],
-		"zeros":                         append(bytes.Clone(good), make([]byte, 300)...),
+		"short frame":                    full[:len(good)+7],
+		"short payload":                  full[:len(full)-1],
+		"zeros":                          append(bytes.Clone(good), make([]byte, 300)...),
 		"payload end never reached disk": zeroFilled,
-		"header cut, then zero fill":    headerThenZeros,
+		"header cut, then zero fill":     headerThenZeros,
 	} {
 		j, err := checkpoint.DecodeJournal(data)
 		if err != nil {
@@ -112,18 +112,18 @@ func TestDecodeJournalRejectsDamage(t *testing.T) {
 	cases := map[string][]byte{
 		// A complete last record that fails its checksum was acknowledged
 		// and then damaged: never mistaken for a torn append.
-		"last record payload":     lastPayload,
-		"last record length":      lastLength,
-		"last record payload crc": lastPayloadCRC,
+		"last record payload":      lastPayload,
+		"last record length":       lastLength,
+		"last record payload crc":  lastPayloadCRC,
 		"last record, zeros after": append(bytes.Clone(lastPayload), make([]byte, 64)...),
-		"empty":            nil,
-		"no header":        full[header:],
-		"header crc":       bytes.Replace(full, []byte(" v1 "), []byte(" v2 "), 1),
-		"middle payload":   middle,
-		"middle length":    length,
-		"sequence gap":     encodedJournal(t, base, gap),
-		"seal not a sum":   encodedJournal(t, base, badSeal),
-		"snapshot as such": []byte("sandboxipam-checkpoint v1 sha256=00 len=0\n"),
+		"empty":                    nil,
+		"no header":                full[header:],
+		"header crc":               bytes.Replace(full, []byte(" v1 "), []byte(" v2 "), 1),
+		"middle payload":           middle,
+		"middle length":            length,
+		"sequence gap":             encodedJournal(t, base, gap),
+		"seal not a sum":           encodedJournal(t, base, badSeal),
+		"snapshot as such":         []byte("sandboxipam-checkpoint v1 sha256=00 len=0\n"),
 	}
 	for name, data := range cases {
 		if _, err := checkpoint.DecodeJournal(data); !errors.Is(err, checkpoint.ErrCorrupt) {

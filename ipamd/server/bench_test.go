@@ -10,7 +10,6 @@ import (
 
 	ipamdv1 "github.com/sandboxipam/sandboxipam/ipamd/api/v1"
 	"github.com/sandboxipam/sandboxipam/ipamd/api/wire"
-
 )
 
 // BenchmarkAddDelWire measures durable Add+Del pairs through the unix

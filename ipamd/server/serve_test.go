@@ -12,10 +12,10 @@ import (
 
 	"google.golang.org/protobuf/proto"
 
+	"github.com/sandboxipam/sandboxipam/internal/testsupport"
 	ipamdv1 "github.com/sandboxipam/sandboxipam/ipamd/api/v1"
 	"github.com/sandboxipam/sandboxipam/ipamd/api/wire"
 	"github.com/sandboxipam/sandboxipam/ipamd/server"
-	"github.com/sandboxipam/sandboxipam/internal/testsupport"
 )
 
 func statusHandler(context.Context, wire.Method, []byte) ([]byte, error) {
@@ -147,7 +147,9 @@ func TestStopCancelsCallsPastItsDeadline(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer c.Close()
-	go func() { _ = c.Call(context.Background(), wire.MethodStatus, &ipamdv1.StatusRequest{}, &ipamdv1.StatusResponse{}) }()
+	go func() {
+		_ = c.Call(context.Background(), wire.MethodStatus, &ipamdv1.StatusRequest{}, &ipamdv1.StatusResponse{})
+	}()
 	<-entered
 	ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
 	defer cancel()
