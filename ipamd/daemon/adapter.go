@@ -115,7 +115,7 @@ func (h *adapterHandle) healthMetric() (healthy bool, restarts int) {
 		return false, 0
 	}
 	hl := sup.Health()
-	return hl.Healthy, hl.Restarts
+	return hl.State == plugin.HealthHealthy, hl.Restarts
 }
 
 // view renders /v1/adapter, less the reconcile fields.
@@ -138,7 +138,7 @@ func (h *adapterHandle) view() api.Adapter {
 		return v
 	}
 	hl := sup.Health()
-	v.Health = api.Health{State: hl.State, Healthy: hl.Healthy, PID: hl.PID, Restarts: hl.Restarts,
+	v.Health = api.Health{State: hl.State.String(), Healthy: hl.State == plugin.HealthHealthy, PID: hl.PID, Restarts: hl.Restarts,
 		LastError: hl.LastError, LastChange: hl.LastChange}
 	v.Runtime = api.RuntimeInfo{AdapterName: hl.Info.AdapterName, AdapterVersion: hl.Info.AdapterVersion,
 		RuntimeName: hl.Info.RuntimeName, RuntimeVersion: hl.Info.RuntimeVersion, Endpoint: hl.Info.Endpoint}

@@ -70,18 +70,6 @@ func TestLaunchRefusesNotAPlugin(t *testing.T) {
 	}
 }
 
-func TestLaunchRefusesIncompatibleProtocolVersion(t *testing.T) {
-	cfg := pluginConfig(t, writeState(t, fixtureState()))
-	cfg.Args = append(cfg.Args, "--protocol-version=2")
-	_, err := Launch(testContext(t), cfg)
-	if !errors.Is(err, ErrIncompatibleVersion) {
-		t.Fatalf("Launch = %v, want ErrIncompatibleVersion", err)
-	}
-	if !strings.Contains(err.Error(), "Plugin version: 2") {
-		t.Errorf("error %q does not name the plugin's version", err)
-	}
-}
-
 func TestLaunchChecksumPin(t *testing.T) {
 	cfg := pluginConfig(t, writeState(t, fixtureState()))
 	sum, err := fileSHA256(cfg.Path)

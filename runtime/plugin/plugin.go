@@ -81,13 +81,9 @@ func Serve(adapter runtime.RuntimeAdapter) {
 	serve(adapter, ProtocolVersion)
 }
 
-// ServeProtocolVersion is for tests only: it serves adapter under another
-// protocol version than ProtocolVersion, to prove that a host refuses an
-// incompatible adapter with ErrIncompatibleVersion. Adapters call Serve.
-func ServeProtocolVersion(adapter runtime.RuntimeAdapter, version int) {
-	serve(adapter, version)
-}
-
+// serve serves adapter under protocol version: always ProtocolVersion,
+// except in this package's tests, which prove that a host refuses an
+// adapter built against another version (serve_version_test.go).
 func serve(adapter runtime.RuntimeAdapter, version int) {
 	if adapter == nil {
 		fmt.Fprintln(os.Stderr, "plugin.Serve: nil adapter")

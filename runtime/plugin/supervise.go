@@ -128,15 +128,15 @@ func (s *Supervisor) setInfo(info runtime.Info) {
 	s.health.Info = info
 }
 
-func (s *Supervisor) setHealth(state string, pid int, lastError string) {
+func (s *Supervisor) setHealth(state HealthState, pid int, lastError string) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.setHealthLocked(state, pid, lastError)
 }
 
-// setHealthLocked records a change of state and wakes WaitUntil. An empty
-// lastError keeps the previous one, so that it explains the last failure.
-func (s *Supervisor) setHealthLocked(state string, pid int, lastError string) {
+// setHealthLocked records a change of state. An empty lastError keeps the
+// previous one, so that it explains the last failure.
+func (s *Supervisor) setHealthLocked(state HealthState, pid int, lastError string) {
 	if s.stopped && state != HealthStopped {
 		return
 	}
@@ -144,13 +144,10 @@ func (s *Supervisor) setHealthLocked(state string, pid int, lastError string) {
 		s.health.LastChange = time.Now()
 	}
 	s.health.State = state
-	s.health.Healthy = state == HealthHealthy
 	s.health.PID = pid
 	if lastError != "" {
 		s.health.LastError = lastError
 	}
-	close(s.changed)
-	s.changed = make(chan struct{})
 }
 
 // sleep waits d, or returns false when ctx ends first.

@@ -11,18 +11,25 @@ import (
 	"github.com/sandboxipam/sandboxipam/runtime"
 )
 
+// HealthState is the state of a supervised plugin. Its value is the word
+// ipamd's introspection API and logs show.
+type HealthState string
+
 // Health states of a supervised plugin.
 const (
 	// HealthStarting: a launch is in progress (or Start was not called).
-	HealthStarting = "starting"
+	HealthStarting HealthState = "starting"
 	// HealthHealthy: the plugin runs and answered its last health check.
-	HealthHealthy = "healthy"
+	HealthHealthy HealthState = "healthy"
 	// HealthUnhealthy: the plugin is down; the supervisor is waiting to
 	// relaunch it.
-	HealthUnhealthy = "unhealthy"
+	HealthUnhealthy HealthState = "unhealthy"
 	// HealthStopped: Close was called.
-	HealthStopped = "stopped"
+	HealthStopped HealthState = "stopped"
 )
+
+// String returns the state's word.
+func (s HealthState) String() string { return string(s) }
 
 // Defaults for SupervisorConfig's zero fields.
 const (
@@ -48,9 +55,8 @@ type SupervisorConfig struct {
 
 // Health is a snapshot of a supervised plugin's state.
 type Health struct {
-	State   string // HealthStarting, HealthHealthy, HealthUnhealthy or HealthStopped
-	Healthy bool
-	PID     int // 0 while no plugin process runs
+	State HealthState
+	PID   int // 0 while no plugin process runs
 	// Restarts counts successful launches after the first successful one:
 	// how often the plugin was brought back after it went down.
 	Restarts   int
@@ -73,8 +79,7 @@ type Supervisor struct {
 	mu       sync.Mutex
 	client   *Client
 	health   Health
-	changed  chan struct{} // closed and replaced on every change of health
-	launched bool          // a launch has succeeded once
+	launched bool // a launch has succeeded once
 	started  bool
 	stopped  bool
 	cancel   context.CancelFunc
@@ -103,7 +108,6 @@ func NewSupervisor(cfg SupervisorConfig) *Supervisor {
 		logger:  cfg.Plugin.Logger.With("adapter", cfg.Plugin.Path),
 		crashed: make(chan struct{}, 1),
 		health:  Health{State: HealthStarting, LastChange: time.Now()},
-		changed: make(chan struct{}),
 		done:    make(chan struct{}),
 	}
 }
@@ -160,24 +164,6 @@ func (s *Supervisor) Health() Health {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.health
-}
-
-// WaitUntil blocks until cond holds for the plugin's health, or ctx ends,
-// and returns the health it last saw.
-func (s *Supervisor) WaitUntil(ctx context.Context, cond func(Health) bool) (Health, error) {
-	for {
-		s.mu.Lock()
-		health, changed := s.health, s.changed
-		s.mu.Unlock()
-		if cond(health) {
-			return health, nil
-		}
-		select {
-		case <-changed:
-		case <-ctx.Done():
-			return health, fmt.Errorf("wait for adapter %s (state %s): %w", s.cfg.Plugin.Path, health.State, ctx.Err())
-		}
-	}
 }
 
 // Info names the adapter and runtime, through the current plugin.

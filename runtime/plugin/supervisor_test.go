@@ -2,6 +2,7 @@ package plugin
 
 import (
 	"errors"
+	"fmt"
 	"io"
 	"log/slog"
 	"os"
@@ -12,6 +13,7 @@ import (
 	"time"
 
 	"github.com/sandboxipam/sandboxipam/internal/testadapter"
+	"github.com/sandboxipam/sandboxipam/internal/testsupport"
 	"github.com/sandboxipam/sandboxipam/runtime"
 )
 
@@ -64,10 +66,11 @@ func newTestSupervisor(t *testing.T, cfg Config) *Supervisor {
 
 func waitHealth(t *testing.T, s *Supervisor, what string, cond func(Health) bool) Health {
 	t.Helper()
-	health, err := s.WaitUntil(testContext(t), cond)
-	if err != nil {
-		t.Fatalf("waiting until %s: %v (health %+v)", what, err, health)
-	}
+	var health Health
+	testsupport.Wait(t, what, func() (bool, string) {
+		health = s.Health()
+		return cond(health), fmt.Sprintf("%+v", health)
+	})
 	return health
 }
 
@@ -83,7 +86,7 @@ func TestSupervisorRelaunchesKilledPlugin(t *testing.T) {
 		AdapterName: testadapter.Name, AdapterVersion: testadapter.Version,
 		RuntimeName: "containerd", RuntimeVersion: "1.6.20", Endpoint: "file://" + statePath,
 	}
-	if first.State != HealthHealthy || !first.Healthy || first.PID <= 0 || first.Restarts != 0 || first.Info != wantInfo {
+	if first.State != HealthHealthy || first.PID <= 0 || first.Restarts != 0 || first.Info != wantInfo {
 		t.Fatalf("Health after Start = %+v, want healthy with a PID, 0 restarts and Info %+v", first, wantInfo)
 	}
 	if _, err := s.ListSandboxes(ctx); err != nil {
@@ -91,7 +94,7 @@ func TestSupervisorRelaunchesKilledPlugin(t *testing.T) {
 	}
 
 	killPlugin(t, first.PID)
-	health := waitHealth(t, s, "relaunched", func(h Health) bool { return h.Healthy && h.Restarts == 1 })
+	health := waitHealth(t, s, "relaunched", func(h Health) bool { return h.State == HealthHealthy && h.Restarts == 1 })
 	if health.PID == first.PID || health.PID <= 0 {
 		t.Errorf("PID after relaunch = %d, first was %d", health.PID, first.PID)
 	}
@@ -134,7 +137,7 @@ func TestSupervisorCallInFlightWhenPluginDies(t *testing.T) {
 		t.Fatalf("call in flight = %v, want ErrPluginCrashed and runtime.ErrUnavailable", err)
 	}
 	updateState(t, statePath, func(st *testadapter.State) { st.Hang = false })
-	waitHealth(t, s, "relaunched", func(h Health) bool { return h.Healthy && h.Restarts == 1 })
+	waitHealth(t, s, "relaunched", func(h Health) bool { return h.State == HealthHealthy && h.Restarts == 1 })
 	if _, err := s.ListSandboxes(ctx); err != nil {
 		t.Fatalf("ListSandboxes after relaunch: %v", err)
 	}
@@ -158,7 +161,7 @@ func TestSupervisorUnavailableWhileDown(t *testing.T) {
 	down := waitHealth(t, s, "a relaunch failed", func(h Health) bool {
 		return h.State == HealthUnhealthy && strings.Contains(h.LastError, ErrBinaryNotFound.Error())
 	})
-	if down.Healthy || down.PID != 0 {
+	if down.State == HealthHealthy || down.PID != 0 {
 		t.Errorf("Health while down = %+v", down)
 	}
 	for name, call := range map[string]func() error{
@@ -176,7 +179,7 @@ func TestSupervisorUnavailableWhileDown(t *testing.T) {
 	}
 
 	installAdapter(t, testadapter.Build(t), cfg.Path)
-	waitHealth(t, s, "relaunched", func(h Health) bool { return h.Healthy && h.Restarts == 1 })
+	waitHealth(t, s, "relaunched", func(h Health) bool { return h.State == HealthHealthy && h.Restarts == 1 })
 	if _, err := s.GetSandbox(ctx, fixtureSandboxes()[0].ID); err != nil {
 		t.Fatalf("GetSandbox after relaunch: %v", err)
 	}
@@ -195,7 +198,7 @@ func TestSupervisorStartFailsThenRetries(t *testing.T) {
 		t.Fatalf("ListSandboxes before the first launch = %v, want runtime.ErrUnavailable", err)
 	}
 	installAdapter(t, testadapter.Build(t), cfg.Path)
-	health := waitHealth(t, s, "launched", func(h Health) bool { return h.Healthy })
+	health := waitHealth(t, s, "launched", func(h Health) bool { return h.State == HealthHealthy })
 	if health.Restarts != 0 {
 		t.Errorf("Restarts after the first successful launch = %d, want 0", health.Restarts)
 	}
@@ -218,7 +221,7 @@ func TestSupervisorCloseLeavesNoProcess(t *testing.T) {
 		t.Errorf("plugin %d still in /proc after Close", pid)
 	}
 	health := s.Health()
-	if health.State != HealthStopped || health.Healthy || health.PID != 0 {
+	if health.State != HealthStopped || health.State == HealthHealthy || health.PID != 0 {
 		t.Errorf("Health after Close = %+v", health)
 	}
 	if _, err := s.ListSandboxes(ctx); !errors.Is(err, runtime.ErrUnavailable) {
@@ -245,7 +248,7 @@ func TestSupervisorRelaunchesPluginFailingHealthCheck(t *testing.T) {
 	stopProcess(t, first)
 	// At least one relaunch: on a very busy machine a slow ping may cost
 	// the new plugin its place too.
-	health := waitHealth(t, s, "relaunched", func(h Health) bool { return h.Healthy && h.Restarts >= 1 })
+	health := waitHealth(t, s, "relaunched", func(h Health) bool { return h.State == HealthHealthy && h.Restarts >= 1 })
 	if health.PID == first {
 		t.Errorf("PID after relaunch = %d, same as the stopped plugin", health.PID)
 	}

@@ -14,7 +14,6 @@ import (
 
 func main() {
 	statePath := flag.String("state", "", "JSON state file, re-read on every call (required)")
-	protocolVersion := flag.Int("protocol-version", 0, "test only: serve this adapter protocol version instead of the current one")
 	flag.Parse()
 	if *statePath == "" {
 		fmt.Fprintln(os.Stderr, "testadapter: --state is required")
@@ -23,10 +22,5 @@ func main() {
 	adapter := testadapter.New(*statePath)
 	logger := plugin.NewLogger()
 	logger.Info("testadapter serving", "state", *statePath)
-	if *protocolVersion != 0 {
-		logger.Warn("serving a non-current protocol version", "version", *protocolVersion)
-		plugin.ServeProtocolVersion(adapter, *protocolVersion)
-		return
-	}
 	plugin.Serve(adapter)
 }
