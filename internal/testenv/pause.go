@@ -10,7 +10,7 @@ import (
 	"path/filepath"
 	"sync"
 
-	"github.com/sandboxipam/sandboxipam/conformance/fixture"
+	"github.com/sandboxipam/sandboxipam/internal/image"
 )
 
 // ErrNoModuleRoot: BuildPause ran outside this module's source tree.
@@ -81,25 +81,46 @@ func moduleRoot() (string, error) {
 }
 
 // BuildPauseImage builds the pause binary into dir and wraps it into
-// dir/pause-image.tar, a docker-save archive tagged ref.
+// dir/pause-image.tar, a docker-save archive tagged ref, with the same
+// library and reproducible layout as the project's own image
+// (internal/image): the same binary always gives the same image ID.
 func BuildPauseImage(ctx context.Context, dir, ref string) (tarPath string, err error) {
 	binary, err := BuildPause(ctx, dir)
 	if err != nil {
 		return "", err
 	}
-	tarPath = filepath.Join(dir, "pause-image.tar")
-	f, err := os.Create(tarPath)
+	content, err := os.ReadFile(binary)
 	if err != nil {
 		return "", fmt.Errorf("pause image: %w", err)
 	}
-	if err := fixture.WritePauseImageTar(f, binary, ref); err != nil {
-		f.Close()
-		return "", err
+	img, err := image.Build(pauseSpec(content))
+	if err != nil {
+		return "", fmt.Errorf("pause image: %w", err)
 	}
-	if err := f.Close(); err != nil {
-		return "", fmt.Errorf("pause image: close %s: %w", tarPath, err)
+	tarPath = filepath.Join(dir, "pause-image.tar")
+	if err := image.WriteFile(tarPath, img, ref, image.WriteDockerArchive); err != nil {
+		return "", fmt.Errorf("pause image: %w", err)
 	}
 	return tarPath, nil
+}
+
+// pauseSpec lays out the pause image: the binary, and the files and
+// directories a runtime bind-mounts over.
+func pauseSpec(binary []byte) image.Spec {
+	return image.Spec{
+		Entries: []image.Entry{
+			{Path: "/pause", Mode: 0o755, Content: binary},
+			{Path: "/etc/hostname", Mode: 0o644},
+			{Path: "/etc/hosts", Mode: 0o644},
+			{Path: "/etc/resolv.conf", Mode: 0o644},
+			{Path: "/dev", Dir: true, Mode: 0o755},
+			{Path: "/proc", Dir: true, Mode: 0o555},
+			{Path: "/sys", Dir: true, Mode: 0o555},
+			{Path: "/tmp", Dir: true, Mode: 0o1777},
+		},
+		Entrypoint: []string{"/pause"},
+		Env:        []string{"PATH=/"},
+	}
 }
 
 func copyFile(src, dest string, mode os.FileMode) error {

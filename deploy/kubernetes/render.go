@@ -1,0 +1,135 @@
+package kubernetes
+
+import (
+	"embed"
+	"errors"
+	"fmt"
+	"io/fs"
+	"path"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	kjson "sigs.k8s.io/json"
+	"sigs.k8s.io/kustomize/api/krusty"
+	"sigs.k8s.io/kustomize/kyaml/filesys"
+)
+
+//go:embed base overlays
+var manifests embed.FS
+
+// ErrStrictDecode: a rendered object has a field its k8s.io/api type does
+// not know, or names a field twice.
+var ErrStrictDecode = errors.New("manifest does not decode strictly")
+
+// Overlays are the runtime overlays under overlays/, one per directory.
+func Overlays() ([]string, error) {
+	entries, err := fs.ReadDir(manifests, "overlays")
+	if err != nil {
+		return nil, fmt.Errorf("list overlays: %w", err)
+	}
+	var names []string
+	for _, e := range entries {
+		if e.IsDir() {
+			names = append(names, e.Name())
+		}
+	}
+	return names, nil
+}
+
+// Rendered is what an overlay renders to: exactly the objects sandboxipam
+// installs. Render fails on any other kind, so an added object is noticed
+// by the test that inspects these.
+type Rendered struct {
+	DaemonSet      *appsv1.DaemonSet
+	ConfigMap      *corev1.ConfigMap
+	ServiceAccount *corev1.ServiceAccount
+}
+
+// Render runs kustomize on overlays/<overlay> and decodes each object
+// strictly into its k8s.io/api type.
+func Render(overlay string) (Rendered, error) {
+	fsys, err := inMemory()
+	if err != nil {
+		return Rendered{}, err
+	}
+	k := krusty.MakeKustomizer(krusty.MakeDefaultOptions())
+	resources, err := k.Run(fsys, path.Join("/overlays", overlay))
+	if err != nil {
+		return Rendered{}, fmt.Errorf("render overlay %s: %w", overlay, err)
+	}
+	var r Rendered
+	for _, res := range resources.Resources() {
+		data, err := res.MarshalJSON()
+		if err != nil {
+			return Rendered{}, fmt.Errorf("render overlay %s: %s: %w", overlay, res.CurId(), err)
+		}
+		if err := r.add(res.GetKind(), data); err != nil {
+			return Rendered{}, fmt.Errorf("render overlay %s: %s %s: %w", overlay, res.GetKind(), res.GetName(), err)
+		}
+	}
+	if r.DaemonSet == nil || r.ConfigMap == nil || r.ServiceAccount == nil {
+		return Rendered{}, fmt.Errorf("render overlay %s: want a DaemonSet, a ConfigMap and a ServiceAccount, got %+v", overlay, r)
+	}
+	return r, nil
+}
+
+func (r *Rendered) add(kind string, data []byte) error {
+	var target any
+	switch kind {
+	case "DaemonSet":
+		if r.DaemonSet != nil {
+			return errors.New("second DaemonSet")
+		}
+		r.DaemonSet = &appsv1.DaemonSet{}
+		target = r.DaemonSet
+	case "ConfigMap":
+		if r.ConfigMap != nil {
+			return errors.New("second ConfigMap")
+		}
+		r.ConfigMap = &corev1.ConfigMap{}
+		target = r.ConfigMap
+	case "ServiceAccount":
+		if r.ServiceAccount != nil {
+			return errors.New("second ServiceAccount")
+		}
+		r.ServiceAccount = &corev1.ServiceAccount{}
+		target = r.ServiceAccount
+	default:
+		return fmt.Errorf("unexpected kind %q", kind)
+	}
+	return DecodeStrict(data, target)
+}
+
+// DecodeStrict decodes JSON into a k8s.io/api object as the API server's
+// strict field validation does: field names match case-sensitively, and an
+// unknown or duplicate field is an ErrStrictDecode.
+func DecodeStrict(data []byte, into any) error {
+	strict, err := kjson.UnmarshalStrict(data, into)
+	if err != nil {
+		return fmt.Errorf("decode: %w", err)
+	}
+	if len(strict) > 0 {
+		return fmt.Errorf("%w: %w", ErrStrictDecode, errors.Join(strict...))
+	}
+	return nil
+}
+
+// inMemory copies the embedded manifests into kustomize's in-memory file
+// system, rooted at /, so rendering never depends on the working directory.
+func inMemory() (filesys.FileSystem, error) {
+	mem := filesys.MakeFsInMemory()
+	err := fs.WalkDir(manifests, ".", func(p string, d fs.DirEntry, err error) error {
+		if err != nil || d.IsDir() {
+			return err
+		}
+		data, err := manifests.ReadFile(p)
+		if err != nil {
+			return err
+		}
+		return mem.WriteFile("/"+p, data)
+	})
+	if err != nil {
+		return nil, fmt.Errorf("load manifests: %w", err)
+	}
+	return mem, nil
+}

@@ -1,0 +1,260 @@
+package kubernetes
+
+import (
+	"errors"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+
+	"github.com/sandboxipam/sandboxipam/internal/image"
+	"github.com/sandboxipam/sandboxipam/ipamd/config"
+)
+
+// overlayRuntime is what each overlay must give ipamd: its adapter, the
+// runtime socket, and the IP source.
+var overlayRuntime = map[string]struct{ adapter, socket, source string }{
+	"containerd":  {"containerd", "/run/containerd/containerd.sock", "static"},
+	"crio":        {"crio", "/run/crio/crio.sock", "static"},
+	"cri-dockerd": {"dockershim", "/run/cri-dockerd.sock", "static"},
+	"aws":         {"containerd", "/run/containerd/containerd.sock", "aws"},
+}
+
+func TestEveryOverlayIsTested(t *testing.T) {
+	names, err := Overlays()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var want []string
+	for name := range overlayRuntime {
+		want = append(want, name)
+	}
+	slices.Sort(want)
+	if !slices.Equal(names, want) {
+		t.Fatalf("overlays %q, the test knows %q", names, want)
+	}
+}
+
+func TestOverlaysRenderStrictly(t *testing.T) {
+	for name, rt := range overlayRuntime {
+		t.Run(name, func(t *testing.T) {
+			r, err := Render(name)
+			if err != nil {
+				t.Fatal(err)
+			}
+			checkDaemonSet(t, r)
+			ipamd := container(t, r.DaemonSet.Spec.Template.Spec.Containers, "ipamd")
+			if got := env(ipamd, "IPAMD_RUNTIME_ADAPTER"); got != rt.adapter {
+				t.Errorf("IPAMD_RUNTIME_ADAPTER %q, want %q", got, rt.adapter)
+			}
+			if got := env(ipamd, "IPAMD_RUNTIME_ENDPOINT"); got != rt.socket {
+				t.Errorf("IPAMD_RUNTIME_ENDPOINT %q, want %q", got, rt.socket)
+			}
+			checkHostPaths(t, r.DaemonSet, rt.socket)
+			cfg := loadConfig(t, r, ipamd)
+			if cfg.IPSource.Type != rt.source || cfg.Runtime.Adapter != rt.adapter || cfg.Runtime.Endpoint != rt.socket {
+				t.Errorf("ipamd would run with source %q adapter %q endpoint %q", cfg.IPSource.Type, cfg.Runtime.Adapter, cfg.Runtime.Endpoint)
+			}
+			if cfg.CNI.ConfListPath != "/host/etc/cni/net.d/10-sandboxipam.conflist" {
+				t.Errorf("cni.confListPath %q", cfg.CNI.ConfListPath)
+			}
+			stop := ipamd.Lifecycle.PreStop.Exec.Command
+			if !slices.Contains(stop, "--path="+cfg.CNI.ConfListPath) {
+				t.Errorf("preStop %q does not remove the conflist ipamd writes (%s)", stop, cfg.CNI.ConfListPath)
+			}
+			if cfg.Introspection.Address != "127.0.0.1:61679" {
+				t.Errorf("introspection on %q, the probes dial 127.0.0.1:61679", cfg.Introspection.Address)
+			}
+		})
+	}
+}
+
+func checkDaemonSet(t *testing.T, r Rendered) {
+	t.Helper()
+	ds := r.DaemonSet
+	spec := ds.Spec.Template.Spec
+	if ds.Namespace != "kube-system" || r.ConfigMap.Namespace != "kube-system" || r.ServiceAccount.Namespace != "kube-system" {
+		t.Errorf("namespaces %q %q %q, want kube-system", ds.Namespace, r.ConfigMap.Namespace, r.ServiceAccount.Namespace)
+	}
+	if !spec.HostNetwork || spec.PriorityClassName != "system-node-critical" {
+		t.Errorf("hostNetwork %v priorityClassName %q", spec.HostNetwork, spec.PriorityClassName)
+	}
+	if len(spec.Tolerations) != 1 || spec.Tolerations[0].Operator != corev1.TolerationOpExists || spec.Tolerations[0].Key != "" {
+		t.Errorf("tolerations %+v, want one that tolerates every taint", spec.Tolerations)
+	}
+	if spec.ServiceAccountName != r.ServiceAccount.Name {
+		t.Errorf("serviceAccountName %q, the ServiceAccount is %q", spec.ServiceAccountName, r.ServiceAccount.Name)
+	}
+	if f := spec.AutomountServiceAccountToken; f == nil || *f {
+		t.Error("the pod mounts a ServiceAccount token; ipamd reads no API")
+	}
+	if len(ds.Spec.Selector.MatchLabels) != 1 || ds.Spec.Selector.MatchLabels["app.kubernetes.io/name"] != "sandboxipam" {
+		t.Errorf("selector %v", ds.Spec.Selector.MatchLabels)
+	}
+	for k, v := range ds.Spec.Selector.MatchLabels {
+		if ds.Spec.Template.Labels[k] != v {
+			t.Errorf("selector %s=%s does not match the template labels %v", k, v, ds.Spec.Template.Labels)
+		}
+	}
+	if len(spec.InitContainers) != 1 || len(spec.Containers) != 1 {
+		t.Fatalf("%d init containers and %d containers, want 1 and 1", len(spec.InitContainers), len(spec.Containers))
+	}
+	install := container(t, spec.InitContainers, "install-cni")
+	if !slices.Equal(install.Command, []string{"/usr/bin/sandboxipam-install", "install-binary", "--dst-dir=/host/opt/cni/bin", image.CNIPluginPath}) {
+		t.Errorf("install-cni command %q", install.Command)
+	}
+	ipamd := container(t, spec.Containers, "ipamd")
+	for _, c := range []corev1.Container{install, ipamd} {
+		if c.Image != image.DefaultRef {
+			t.Errorf("%s: image %q, make image builds %q", c.Name, c.Image, image.DefaultRef)
+		}
+		checkLeastPrivilege(t, c)
+		if c.Resources.Requests.Cpu().IsZero() || c.Resources.Requests.Memory().IsZero() || c.Resources.Limits.Memory().IsZero() {
+			t.Errorf("%s: resources %+v, want CPU and memory requests and a memory limit", c.Name, c.Resources)
+		}
+	}
+	probes := map[string]*corev1.Probe{"startup": ipamd.StartupProbe, "liveness": ipamd.LivenessProbe, "readiness": ipamd.ReadinessProbe}
+	wantPath := map[string]string{"startup": "/healthz", "liveness": "/healthz", "readiness": "/readyz"}
+	for kind, p := range probes {
+		if p == nil || p.HTTPGet == nil {
+			t.Errorf("%s probe missing or not HTTP", kind)
+			continue
+		}
+		if p.HTTPGet.Host != "127.0.0.1" || p.HTTPGet.Port.IntValue() != 61679 || p.HTTPGet.Path != wantPath[kind] {
+			t.Errorf("%s probe %s:%s%s, want 127.0.0.1:61679%s", kind, p.HTTPGet.Host, p.HTTPGet.Port.String(), p.HTTPGet.Path, wantPath[kind])
+		}
+	}
+	if ipamd.Lifecycle == nil || ipamd.Lifecycle.PreStop == nil || ipamd.Lifecycle.PreStop.Exec == nil {
+		t.Fatal("ipamd has no exec preStop hook")
+	}
+	if got := ipamd.Lifecycle.PreStop.Exec.Command; len(got) < 2 || got[0] != "/usr/bin/sandboxipam-install" || got[1] != "remove-conflist" {
+		t.Errorf("preStop %q", got)
+	}
+	var cmVolume string
+	for _, v := range spec.Volumes {
+		if v.ConfigMap != nil {
+			cmVolume = v.ConfigMap.Name
+		}
+	}
+	if cmVolume != r.ConfigMap.Name || !strings.HasPrefix(cmVolume, "sandboxipam-config-") {
+		t.Errorf("config volume names %q, the ConfigMap is %q", cmVolume, r.ConfigMap.Name)
+	}
+}
+
+func checkLeastPrivilege(t *testing.T, c corev1.Container) {
+	t.Helper()
+	sc := c.SecurityContext
+	if sc == nil || sc.Capabilities == nil {
+		t.Errorf("%s: no securityContext.capabilities", c.Name)
+		return
+	}
+	if !slices.Equal(sc.Capabilities.Drop, []corev1.Capability{"ALL"}) || len(sc.Capabilities.Add) != 0 {
+		t.Errorf("%s: capabilities drop %v add %v, want drop ALL and add nothing", c.Name, sc.Capabilities.Drop, sc.Capabilities.Add)
+	}
+	if sc.Privileged != nil && *sc.Privileged {
+		t.Errorf("%s: privileged", c.Name)
+	}
+	if sc.AllowPrivilegeEscalation == nil || *sc.AllowPrivilegeEscalation {
+		t.Errorf("%s: allowPrivilegeEscalation not false", c.Name)
+	}
+	if sc.ReadOnlyRootFilesystem == nil || !*sc.ReadOnlyRootFilesystem {
+		t.Errorf("%s: root filesystem writable", c.Name)
+	}
+}
+
+// checkHostPaths: the runtime socket, ipamd's state directories and the
+// CNI directories are the only host paths, and none is mounted twice.
+func checkHostPaths(t *testing.T, ds *appsv1.DaemonSet, socket string) {
+	t.Helper()
+	want := map[string]string{
+		"runtime-socket": socket,
+		"run":            "/run/sandboxipam",
+		"state":          "/var/lib/sandboxipam",
+		"cni-bin":        "/opt/cni/bin",
+		"cni-conf":       "/etc/cni/net.d",
+	}
+	got := map[string]string{}
+	for _, v := range ds.Spec.Template.Spec.Volumes {
+		if v.HostPath != nil {
+			got[v.Name] = v.HostPath.Path
+		}
+	}
+	if len(got) != len(want) {
+		t.Errorf("hostPath volumes %v, want %v", got, want)
+	}
+	for name, p := range want {
+		if got[name] != p {
+			t.Errorf("hostPath %s = %q, want %q", name, got[name], p)
+		}
+	}
+}
+
+func container(t *testing.T, cs []corev1.Container, name string) corev1.Container {
+	t.Helper()
+	for _, c := range cs {
+		if c.Name == name {
+			return c
+		}
+	}
+	t.Fatalf("no container %q", name)
+	return corev1.Container{}
+}
+
+func env(c corev1.Container, name string) string {
+	for _, e := range c.Env {
+		if e.Name == name {
+			return e.Value
+		}
+	}
+	return ""
+}
+
+// loadConfig loads the ConfigMap's ipamd.yaml with the container's
+// environment through ipamd's own loader, which rejects unknown keys and
+// invalid values: the manifests cannot hand ipamd a config it refuses.
+func loadConfig(t *testing.T, r Rendered, c corev1.Container) config.Config {
+	t.Helper()
+	data, ok := r.ConfigMap.Data["ipamd.yaml"]
+	if !ok {
+		t.Fatalf("ConfigMap %s has no ipamd.yaml", r.ConfigMap.Name)
+	}
+	path := filepath.Join(t.TempDir(), "ipamd.yaml")
+	if err := os.WriteFile(path, []byte(data), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	var environ []string
+	for _, e := range c.Env {
+		environ = append(environ, e.Name+"="+e.Value)
+	}
+	cfg, err := config.Load(path, environ)
+	if err != nil {
+		t.Fatalf("ipamd refuses the rendered config: %v", err)
+	}
+	return cfg
+}
+
+// TestDecodeStrictRejects proves the decoder the render uses fails on the
+// mistakes an API server would otherwise drop silently.
+func TestDecodeStrictRejects(t *testing.T) {
+	cases := map[string]string{
+		"unknown field":   `{"apiVersion":"apps/v1","kind":"DaemonSet","spec":{"template":{"spec":{"hostNetwrok":true}}}}`,
+		"wrong case":      `{"apiVersion":"apps/v1","kind":"DaemonSet","spec":{"template":{"spec":{"HostNetwork":true}}}}`,
+		"duplicate field": `{"apiVersion":"apps/v1","kind":"DaemonSet","metadata":{"name":"a","name":"b"}}`,
+	}
+	for name, doc := range cases {
+		t.Run(name, func(t *testing.T) {
+			var ds appsv1.DaemonSet
+			if err := DecodeStrict([]byte(doc), &ds); !errors.Is(err, ErrStrictDecode) {
+				t.Fatalf("err = %v, want ErrStrictDecode", err)
+			}
+		})
+	}
+	var ds appsv1.DaemonSet
+	if err := DecodeStrict([]byte(`{"apiVersion":"apps/v1","kind":"DaemonSet","spec":{"template":{"spec":{"hostNetwork":true}}}}`), &ds); err != nil || !ds.Spec.Template.Spec.HostNetwork {
+		t.Fatalf("a correct document: %v", err)
+	}
+}
