@@ -1,6 +1,7 @@
-// Package crio is the runtime adapter for CRI-O. CRI-O speaks only CRI,
-// so the adapter is the shared CRI client (package cri) configured with
-// CRI-O's socket and the runtime name it reports, "cri-o".
+// Package crio is the runtime adapter for CRI-O. CRI-O speaks only CRI, so
+// the adapter is a preset of the shared CRI client (cri.Preset): CRI-O's
+// socket and the runtime name it reports, "cri-o". All of its behaviour
+// lives in package cri.
 package crio
 
 import (
@@ -14,5 +15,5 @@ const AdapterName = "crio"
 
 // New validates cfg and returns the adapter. It connects lazily.
 func New(cfg Config, log *slog.Logger) (*cri.Adapter, error) {
-	return cri.New(cfg.criConfig(), log)
+	return preset.New(cri.PresetConfig(cfg), log)
 }

@@ -2,7 +2,6 @@ package crio
 
 import (
 	"flag"
-	"time"
 
 	"github.com/sandboxipam/sandboxipam/adapters/cri"
 )
@@ -15,51 +14,29 @@ const (
 	DefaultRuntimeName = "cri-o"
 )
 
-// Config configures the CRI-O adapter.
-type Config struct {
-	// Endpoint is CRI-O's socket. Default: unix:///var/run/crio/crio.sock.
-	Endpoint string
-	// RuntimeName is the runtime name the endpoint must report. Default:
-	// "cri-o". Tests against another CRI runtime set it to that runtime's
-	// name.
-	RuntimeName string
-	// Timeout bounds each adapter call. Default: 10s.
-	Timeout time.Duration
-	// StatusConcurrency bounds the PodSandboxStatus calls in flight while
-	// listing. Default: 8.
-	StatusConcurrency int
+// preset is the whole of what this adapter adds to package cri.
+var preset = cri.Preset{
+	AdapterName:     AdapterName,
+	RuntimeName:     DefaultRuntimeName,
+	DefaultEndpoint: DefaultEndpoint,
 }
+
+// Config configures the CRI-O adapter (see cri.PresetConfig for the
+// fields). Endpoint's default is unix:///var/run/crio/crio.sock.
+type Config cri.PresetConfig
 
 // DefaultConfig returns the configuration for CRI-O's default socket.
 func DefaultConfig() Config {
-	return Config{
-		Endpoint:          DefaultEndpoint,
-		RuntimeName:       DefaultRuntimeName,
-		Timeout:           cri.DefaultTimeout,
-		StatusConcurrency: cri.DefaultStatusConcurrency,
-	}
+	return Config(preset.DefaultConfig())
 }
 
 // Validate checks every field; messages name the field as crio.<field>.
 func (c Config) Validate() error {
-	return c.criConfig().Validate()
-}
-
-func (c Config) criConfig() cri.Config {
-	return cri.Config{
-		AdapterName:       AdapterName,
-		Endpoint:          c.Endpoint,
-		RuntimeName:       c.RuntimeName,
-		Timeout:           c.Timeout,
-		StatusConcurrency: c.StatusConcurrency,
-	}
+	return preset.Validate(cri.PresetConfig(c))
 }
 
 // RegisterFlags binds the config to command-line flags, with its current
 // values as defaults.
 func (c *Config) RegisterFlags(flags *flag.FlagSet) {
-	flags.StringVar(&c.Endpoint, "endpoint", c.Endpoint, "CRI-O socket URI")
-	flags.DurationVar(&c.Timeout, "timeout", c.Timeout, "bound on each adapter call to the runtime")
-	flags.StringVar(&c.RuntimeName, "runtime-name", c.RuntimeName, "runtime name the endpoint must report in CRI Version")
-	flags.IntVar(&c.StatusConcurrency, "status-concurrency", c.StatusConcurrency, "PodSandboxStatus calls in flight while listing")
+	preset.RegisterFlags((*cri.PresetConfig)(c), flags)
 }

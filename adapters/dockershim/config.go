@@ -2,7 +2,6 @@ package dockershim
 
 import (
 	"flag"
-	"time"
 
 	"github.com/sandboxipam/sandboxipam/adapters/cri"
 )
@@ -19,37 +18,30 @@ const (
 	DefaultRuntimeName = "docker"
 )
 
-// Config configures the dockershim adapter.
-type Config struct {
-	// Endpoint is the CRI socket. Default: empty, which means
-	// unix:///var/run/dockershim.sock, or unix:///var/run/cri-dockerd.sock
-	// when the first is absent (checked at every connection attempt, so a
-	// node that moves from one to the other needs no reconfiguration).
-	Endpoint string
-	// RuntimeName is the runtime name the endpoint must report. Default:
-	// "docker".
-	RuntimeName string
-	// Timeout bounds each adapter call. Default: 10s.
-	Timeout time.Duration
-	// StatusConcurrency bounds the PodSandboxStatus calls in flight while
-	// listing. Default: 8.
-	StatusConcurrency int
+// preset is the whole of what this adapter adds to package cri.
+var preset = cri.Preset{
+	AdapterName: AdapterName,
+	RuntimeName: DefaultRuntimeName,
+	Endpoints:   defaultEndpoints(),
 }
+
+// Config configures the dockershim adapter (see cri.PresetConfig for the
+// fields). Endpoint's default is empty, which means
+// unix:///var/run/dockershim.sock, or unix:///var/run/cri-dockerd.sock when
+// the first is absent (checked at every connection attempt, so a node that
+// moves from one to the other needs no reconfiguration).
+type Config cri.PresetConfig
 
 // DefaultConfig returns the configuration that finds dockershim or
 // cri-dockerd at their default sockets.
 func DefaultConfig() Config {
-	return Config{
-		RuntimeName:       DefaultRuntimeName,
-		Timeout:           cri.DefaultTimeout,
-		StatusConcurrency: cri.DefaultStatusConcurrency,
-	}
+	return Config(preset.DefaultConfig())
 }
 
 // Validate checks every field; messages name the field as
 // dockershim.<field>.
 func (c Config) Validate() error {
-	return c.criConfig(defaultEndpoints()).Validate()
+	return preset.Validate(cri.PresetConfig(c))
 }
 
 // defaultEndpoints are the sockets tried, in order, when no endpoint is
@@ -58,28 +50,8 @@ func defaultEndpoints() []string {
 	return []string{DockershimEndpoint, CRIDockerdEndpoint}
 }
 
-// criConfig maps the config onto the CRI client's. An empty Endpoint
-// selects the first of defaults, falling back to the others.
-func (c Config) criConfig(defaults []string) cri.Config {
-	cfg := cri.Config{
-		AdapterName:       AdapterName,
-		Endpoint:          c.Endpoint,
-		RuntimeName:       c.RuntimeName,
-		Timeout:           c.Timeout,
-		StatusConcurrency: c.StatusConcurrency,
-	}
-	if cfg.Endpoint == "" && len(defaults) > 0 {
-		cfg.Endpoint, cfg.FallbackEndpoints = defaults[0], defaults[1:]
-	}
-	return cfg
-}
-
 // RegisterFlags binds the config to command-line flags, with its current
 // values as defaults.
 func (c *Config) RegisterFlags(flags *flag.FlagSet) {
-	flags.StringVar(&c.Endpoint, "endpoint", c.Endpoint,
-		"CRI socket URI (default "+DockershimEndpoint+", then "+CRIDockerdEndpoint+" if absent)")
-	flags.DurationVar(&c.Timeout, "timeout", c.Timeout, "bound on each adapter call to the runtime")
-	flags.StringVar(&c.RuntimeName, "runtime-name", c.RuntimeName, "runtime name the endpoint must report in CRI Version")
-	flags.IntVar(&c.StatusConcurrency, "status-concurrency", c.StatusConcurrency, "PodSandboxStatus calls in flight while listing")
+	preset.RegisterFlags((*cri.PresetConfig)(c), flags)
 }
