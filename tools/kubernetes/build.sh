@@ -9,6 +9,7 @@
 set -eu
 
 version=v1.37.2
+crictl_version=v1.37.0
 here=$(cd "$(dirname "$0")" && pwd)
 cache=${KUBE_CACHE_DIR:-${XDG_CACHE_HOME:-$HOME/.cache}/sandboxipam/kubernetes/$version}
 mkdir -p "$cache"
@@ -26,6 +27,12 @@ for pkg in k8s.io/component-base/version k8s.io/client-go/pkg/version; do
 	ldflags="$ldflags -X $pkg.gitVersion=$version -X $pkg.gitMajor=$major -X $pkg.gitMinor=$minor"
 	ldflags="$ldflags -X $pkg.gitTreeState=clean -X $pkg.buildDate=1970-01-01T00:00:00Z"
 done
+
+# crictl compares what kubelet's runtime reports with ipamctl's view.
+if [ ! -x "$cache/crictl" ]; then
+	echo "kubernetes: installing crictl $crictl_version" >&2
+	GOBIN="$cache" CGO_ENABLED=0 nice -n 19 go install "sigs.k8s.io/cri-tools/cmd/crictl@$crictl_version"
+fi
 
 for c in "$@"; do
 	if [ -x "$cache/$c" ]; then

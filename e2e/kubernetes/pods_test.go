@@ -1,0 +1,300 @@
+package kubernetes
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"runtime"
+	"sort"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/vishvananda/netns"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	deploy "github.com/sandboxipam/sandboxipam/deploy/kubernetes"
+)
+
+// nodePaths are where the ipamd static pod's host paths go on the test
+// node: everything private to the test, nothing under /run, /var/lib,
+// /opt or /etc of the host.
+type nodePaths struct {
+	config, run, state, cniBin, cniConf, runtimeSocket string
+}
+
+// ipamdStaticPod turns the containerd overlay's DaemonSet pod template
+// into a static pod. Only what a node without an API server or with
+// private host paths needs changes: the ConfigMap volume becomes a host
+// directory holding the same ipamd.yaml, the hostPath volumes point at the
+// test's directories (the socket directory at the same path inside, as
+// the CNI plugin on the host dials what ipamd writes in the conflist), and
+// the reconciler runs often enough for a test. Containers, probes, hooks,
+// security contexts and resources are the rendered ones.
+func ipamdStaticPod(t *testing.T, paths nodePaths) (*corev1.Pod, string) {
+	t.Helper()
+	r, err := deploy.Render("containerd")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.MkdirAll(paths.config, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(paths.config, "ipamd.yaml"), []byte(r.ConfigMap.Data["ipamd.yaml"]), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	tmpl := r.DaemonSet.Spec.Template
+	pod := &corev1.Pod{
+		TypeMeta:   metav1.TypeMeta{APIVersion: "v1", Kind: "Pod"},
+		ObjectMeta: metav1.ObjectMeta{Name: "sandboxipam", Namespace: r.DaemonSet.Namespace, Labels: tmpl.Labels},
+		Spec:       *tmpl.Spec.DeepCopy(),
+	}
+	hostPaths := map[string]string{
+		"run": paths.run, "state": paths.state, "cni-bin": paths.cniBin,
+		"cni-conf": paths.cniConf, "runtime-socket": paths.runtimeSocket,
+	}
+	for i, v := range pod.Spec.Volumes {
+		switch {
+		case v.ConfigMap != nil:
+			dir := corev1.HostPathDirectory
+			pod.Spec.Volumes[i].VolumeSource = corev1.VolumeSource{HostPath: &corev1.HostPathVolumeSource{Path: paths.config, Type: &dir}}
+		case v.HostPath != nil:
+			p, ok := hostPaths[v.Name]
+			if !ok {
+				t.Fatalf("the DaemonSet mounts host path %q (volume %s) the test does not know", v.HostPath.Path, v.Name)
+			}
+			pod.Spec.Volumes[i].HostPath.Path = p
+		}
+	}
+	c := &pod.Spec.Containers[0]
+	for i, m := range c.VolumeMounts {
+		if m.Name == "run" {
+			c.VolumeMounts[i].MountPath = paths.run
+		}
+	}
+	c.Env = append(c.Env,
+		corev1.EnvVar{Name: "IPAMD_SOCKET", Value: filepath.Join(paths.run, "ipamd.sock")},
+		corev1.EnvVar{Name: "IPAMD_RECONCILE_INTERVAL", Value: "2s"},
+		corev1.EnvVar{Name: "IPAMD_RECONCILE_GRACE", Value: "3s"},
+	)
+	confList := ""
+	for _, e := range c.Env {
+		if e.Name == "IPAMD_CNI_CONFLISTPATH" {
+			confList = e.Value
+		}
+	}
+	if confList == "" {
+		confList = "/host/etc/cni/net.d/10-sandboxipam.conflist"
+	}
+	return pod, filepath.Join(paths.cniConf, filepath.Base(confList))
+}
+
+// appPod is a plain pod on the pod network: the pause image as its app.
+func appPod(name, image string) *corev1.Pod {
+	grace := int64(1)
+	return &corev1.Pod{
+		TypeMeta:   metav1.TypeMeta{APIVersion: "v1", Kind: "Pod"},
+		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "default"},
+		Spec: corev1.PodSpec{
+			TerminationGracePeriodSeconds: &grace,
+			Containers: []corev1.Container{{
+				Name: "app", Image: image, ImagePullPolicy: corev1.PullNever,
+			}},
+		},
+	}
+}
+
+// writeManifest writes a static pod manifest atomically: kubelet never
+// reads half a file (it ignores names starting with a dot).
+func writeManifest(t *testing.T, dir string, pod *corev1.Pod) string {
+	t.Helper()
+	data, err := json.MarshalIndent(pod, "", "  ")
+	if err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(dir, pod.Name+".json")
+	tmp := filepath.Join(dir, "."+pod.Name+".tmp")
+	if err := os.WriteFile(tmp, data, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Rename(tmp, path); err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
+
+// criPod is one sandbox as crictl reports it.
+type criPod struct {
+	ID, Name, Namespace, State string
+	IP                         string
+}
+
+type crictl struct {
+	binary, endpoint string
+}
+
+func (c crictl) cmd(ctx context.Context, args ...string) (string, error) {
+	return runCtx(ctx, c.binary, append([]string{"--runtime-endpoint", c.endpoint, "--image-endpoint", c.endpoint, "--timeout", "30s"}, args...)...)
+}
+
+// pods lists every sandbox, with its IP from crictl inspectp.
+func (c crictl) pods(ctx context.Context) ([]criPod, error) {
+	out, err := c.cmd(ctx, "pods", "-o", "json")
+	if err != nil {
+		return nil, err
+	}
+	var list struct {
+		Items []struct {
+			ID       string `json:"id"`
+			State    string `json:"state"`
+			Metadata struct {
+				Name, Namespace string
+			} `json:"metadata"`
+		} `json:"items"`
+	}
+	if err := json.Unmarshal([]byte(out), &list); err != nil {
+		return nil, fmt.Errorf("crictl pods: %w", err)
+	}
+	var pods []criPod
+	for _, it := range list.Items {
+		p := criPod{ID: it.ID, Name: it.Metadata.Name, Namespace: it.Metadata.Namespace, State: it.State}
+		if it.State == "SANDBOX_READY" {
+			out, err := c.cmd(ctx, "inspectp", "-o", "json", it.ID)
+			if err != nil {
+				return nil, err
+			}
+			var st struct {
+				Status struct {
+					Network struct{ IP string } `json:"network"`
+				} `json:"status"`
+			}
+			if err := json.Unmarshal([]byte(out), &st); err != nil {
+				return nil, fmt.Errorf("crictl inspectp: %w", err)
+			}
+			p.IP = st.Status.Network.IP
+		}
+		pods = append(pods, p)
+	}
+	return pods, nil
+}
+
+// runningContainer returns the ID and PID of the running container name.
+func (c crictl) runningContainer(ctx context.Context, name string) (id string, pid int, err error) {
+	out, err := c.cmd(ctx, "ps", "--name", "^"+name+"$", "--state", "running", "-q", "--no-trunc")
+	if err != nil {
+		return "", 0, err
+	}
+	ids := strings.Fields(out)
+	if len(ids) != 1 {
+		return "", 0, fmt.Errorf("%d running %s containers", len(ids), name)
+	}
+	out, err = c.cmd(ctx, "inspect", "-o", "json", ids[0])
+	if err != nil {
+		return "", 0, err
+	}
+	var info struct {
+		Info struct {
+			Pid int `json:"pid"`
+		} `json:"info"`
+	}
+	if err := json.Unmarshal([]byte(out), &info); err != nil {
+		return "", 0, fmt.Errorf("crictl inspect: %w", err)
+	}
+	return ids[0], info.Info.Pid, nil
+}
+
+// ipamPod is one assignment as "ipamctl -o json pods" reports it.
+type ipamPod struct {
+	SandboxID string `json:"sandboxID"`
+	Name      string `json:"name"`
+	Namespace string `json:"namespace"`
+	IP        string `json:"ip"`
+}
+
+// ipamctlPods runs ipamctl inside the ipamd container, as an operator
+// does with kubectl exec.
+func ipamctlPods(ctx context.Context, cri crictl, ipamdID string) ([]ipamPod, error) {
+	out, err := cri.cmd(ctx, "exec", "--sync", ipamdID, "/usr/bin/ipamctl", "-o", "json", "pods")
+	if err != nil {
+		return nil, err
+	}
+	var doc struct {
+		Pods []ipamPod `json:"pods"`
+	}
+	if err := json.Unmarshal([]byte(out), &doc); err != nil {
+		return nil, fmt.Errorf("ipamctl pods: %w: %s", err, out)
+	}
+	sort.Slice(doc.Pods, func(i, j int) bool { return doc.Pods[i].Name < doc.Pods[j].Name })
+	return doc.Pods, nil
+}
+
+// httpInNetNS GETs url from inside the network namespace at nsPath (ipamd
+// listens on that namespace's loopback).
+func httpInNetNS(ctx context.Context, nsPath, url string) (int, string, error) {
+	dial := func(ctx context.Context, network, addr string) (net.Conn, error) {
+		type result struct {
+			c   net.Conn
+			err error
+		}
+		ch := make(chan result, 1)
+		go func() {
+			// The thread is never unlocked: it leaves the namespace
+			// by exiting with the goroutine.
+			runtime.LockOSThread()
+			ns, err := netns.GetFromPath(nsPath)
+			if err != nil {
+				ch <- result{nil, err}
+				return
+			}
+			defer ns.Close()
+			if err := netns.Set(ns); err != nil {
+				ch <- result{nil, err}
+				return
+			}
+			var d net.Dialer
+			c, err := d.DialContext(ctx, network, addr)
+			ch <- result{c, err}
+		}()
+		r := <-ch
+		return r.c, r.err
+	}
+	client := &http.Client{Transport: &http.Transport{DialContext: dial, DisableKeepAlives: true}, Timeout: 5 * time.Second}
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+	if err != nil {
+		return 0, "", err
+	}
+	resp, err := client.Do(req)
+	if err != nil {
+		return 0, "", err
+	}
+	defer resp.Body.Close()
+	var body strings.Builder
+	buf := make([]byte, 4096)
+	n, _ := resp.Body.Read(buf)
+	body.Write(buf[:n])
+	return resp.StatusCode, body.String(), nil
+}
+
+// eventually polls cond every 200 ms until it returns nil or timeout
+// passes; the last error says what was still missing.
+func eventually(t *testing.T, timeout time.Duration, what string, cond func(ctx context.Context) error) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), timeout)
+	defer cancel()
+	var last error
+	for {
+		if last = cond(ctx); last == nil {
+			return
+		}
+		select {
+		case <-ctx.Done():
+			t.Fatalf("%s: not within %s: %v", what, timeout, last)
+		case <-time.After(200 * time.Millisecond):
+		}
+	}
+}
