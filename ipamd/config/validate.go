@@ -11,6 +11,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/sandboxipam/sandboxipam/ipamd/config/validname"
 	"github.com/sandboxipam/sandboxipam/ipamd/ipsource/static"
 )
 
@@ -30,7 +31,7 @@ func (c Config) Validate() error {
 	if c.Network == "" {
 		v.addf("network must not be empty")
 	}
-	if err := ValidIfName(c.IfName); err != nil {
+	if err := validname.IfName(c.IfName); err != nil {
 		v.addf("ifName %q %v", c.IfName, err)
 	}
 	v.nonNegative("cooldown", c.Cooldown)
@@ -116,25 +117,6 @@ func unjoin(err error) []error {
 		return j.Unwrap()
 	}
 	return []error{err}
-}
-
-// ValidIfName checks a Linux interface name: 1-15 bytes, no '/', no
-// whitespace or ':', and neither "." nor "..". The error completes a
-// sentence that starts with the name.
-func ValidIfName(name string) error {
-	switch {
-	case name == "":
-		return errors.New("must not be empty")
-	case len(name) > 15:
-		return fmt.Errorf("is %d bytes, longer than 15", len(name))
-	case name == "." || name == "..":
-		return errors.New("is not a valid interface name")
-	case strings.Contains(name, "/"):
-		return errors.New("contains '/'")
-	case strings.ContainsAny(name, ": \t\n\r\x00"):
-		return errors.New("contains ':', whitespace or NUL")
-	}
-	return nil
 }
 
 type validator struct{ errs []error }

@@ -7,7 +7,7 @@ import (
 	"unicode/utf8"
 
 	ipamdv1 "github.com/sandboxipam/sandboxipam/ipamd/api/v1"
-	"github.com/sandboxipam/sandboxipam/ipamd/config"
+	"github.com/sandboxipam/sandboxipam/ipamd/config/validname"
 	"github.com/sandboxipam/sandboxipam/ipamd/datastore"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
@@ -38,7 +38,7 @@ func attachmentKey(field string, a *ipamdv1.Attachment) (datastore.Key, error) {
 	if err := checkText(field+".sandbox_id", a.GetSandboxId(), maxIDLen); err != nil {
 		return datastore.Key{}, err
 	}
-	if err := config.ValidIfName(a.GetIfname()); err != nil {
+	if err := validname.IfName(a.GetIfname()); err != nil {
 		return datastore.Key{}, invalid("%s.ifname %q %v", field, a.GetIfname(), err)
 	}
 	return datastore.Key{Network: a.GetNetwork(), SandboxID: a.GetSandboxId(), IfName: a.GetIfname()}, nil
