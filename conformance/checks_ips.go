@@ -21,7 +21,7 @@ func checkPodIPs(ctx context.Context, s *session) error {
 	if err != nil {
 		return err
 	}
-	stopped, _, err := s.createPod(ctx, s.podSpec(appContainer))
+	stopped, _, err := s.reservedPod(ctx, reservedPodIPs)
 	if err != nil {
 		return err
 	}

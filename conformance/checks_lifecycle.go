@@ -10,10 +10,7 @@ import (
 )
 
 func checkStopped(ctx context.Context, s *session) error {
-	if err := s.requirePods(); err != nil {
-		return err
-	}
-	pod, _, err := s.createPod(ctx, s.podSpec(appContainer))
+	pod, _, err := s.reservedPod(ctx, reservedStopped)
 	if err != nil {
 		return err
 	}
@@ -52,10 +49,7 @@ func expectState(ctx context.Context, s *session, pod fixture.Pod, state runtime
 }
 
 func checkRemoved(ctx context.Context, s *session) error {
-	if err := s.requirePods(); err != nil {
-		return err
-	}
-	pod, item, err := s.createPod(ctx, s.podSpec(appContainer))
+	pod, item, err := s.reservedPod(ctx, reservedRemoved)
 	if err != nil {
 		return err
 	}
@@ -86,18 +80,11 @@ func checkRemoved(ctx context.Context, s *session) error {
 const restartAttempts = 3
 
 func checkRestarted(ctx context.Context, s *session) error {
-	if err := s.requirePods(); err != nil {
-		return err
-	}
-	spec := s.podSpec(appContainers[:2]...)
 	var pods []fixture.Pod
 	var firstItem *resource
 	states := make([]runtime.SandboxState, restartAttempts)
 	for attempt := range uint32(restartAttempts) {
-		// Each attempt gets its own app containers, whose names carry the
-		// attempt as kubelet's do.
-		spec.Attempt = attempt
-		pod, item, err := s.createPod(ctx, spec)
+		pod, item, err := s.reservedPod(ctx, restartedKey(attempt))
 		if err != nil {
 			return err
 		}

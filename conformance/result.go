@@ -103,6 +103,9 @@ func mismatch(message, expected, actual string) *Failure {
 // prefixed puts prefix in front of err's message, keeping a Failure a
 // Failure so that its expected and actual values reach the report.
 func prefixed(prefix string, err error) error {
+	if err == nil {
+		return nil
+	}
 	var failure *Failure
 	if errors.As(err, &failure) {
 		return &Failure{Message: prefix + ": " + failure.Message, Expected: failure.Expected, Actual: failure.Actual}

@@ -14,11 +14,17 @@ import (
 // its sandbox shows it.
 var appContainers = []string{"app", "sidecar", "logger"}
 
-// sharedPods are the pods every read-only check looks at, created once per
-// run on first use and removed when the run ends: a pod with several app
+// sharedPods are the pods of a run that are created once, all at once, on
+// the first check that needs one, and removed when the run ends. Creating
+// pods dominates a run's time, and one batch in parallel costs little more
+// than one pod.
+//
+// Every read-only check looks at the same three: a pod with several app
 // containers, a pod without any, and (where the fixture supports it) a
-// host-network pod. Checks that stop, remove or restart pods create their
-// own. Sharing them keeps a run's pod count, and so its time, low.
+// host-network pod. The checks that stop or remove pods get pods of their
+// own from the same batch (reserved, by check ID); the checks whose point
+// is the creation itself (listing-fresh) or that disturb the runtime
+// (runtime-restart, scale-listing) create theirs when they run.
 type sharedPods struct {
 	once sync.Once
 	res  resources
@@ -27,10 +33,37 @@ type sharedPods struct {
 	multi, plain fixture.Pod
 	// host is nil where the fixture has no host-network pods.
 	host *fixture.Pod
+	// reserved are the pods made ahead for one check each, by key.
+	reserved map[string]reservedPod
+}
+
+// reservedPod is a pod made ahead for one check, with the resource that
+// removes it, which the check may release early.
+type reservedPod struct {
+	pod  fixture.Pod
+	item *resource
 }
 
 // sharedPodsID names the shared pods, as a check ID names a check's own.
 const sharedPodsID = "shared"
+
+// Keys of the pods reserved for one check each.
+const (
+	reservedPodIPs  = "pod-ips-match"
+	reservedStopped = "stopped-listed-notready"
+	reservedRemoved = "removed-not-found"
+	// reservedRestarted is the prefix of the restarted-pod check's
+	// attempts: "restarted-pod-ids/0" and so on.
+	reservedRestarted = "restarted-pod-ids"
+)
+
+// pendingPod is one pod of the batch to create.
+type pendingPod struct {
+	key  string
+	spec fixture.PodSpec
+	// optional pods are left out where the fixture does not support them.
+	optional bool
+}
 
 // sharedPods creates the run's shared pods on first use and returns them.
 func (s *session) sharedPods(ctx context.Context) (*sharedPods, error) {
@@ -45,29 +78,83 @@ func (s *session) sharedPods(ctx context.Context) (*sharedPods, error) {
 	return shared, nil
 }
 
-// create makes the shared pods through a session of their own, so their
-// removal is recorded with the run rather than with the first check.
+// reservedPod returns the pod made ahead for key, creating the batch if
+// need be.
+func (s *session) reservedPod(ctx context.Context, key string) (fixture.Pod, *resource, error) {
+	shared, err := s.sharedPods(ctx)
+	if err != nil {
+		return fixture.Pod{}, nil, err
+	}
+	r, ok := shared.reserved[key]
+	if !ok {
+		return fixture.Pod{}, nil, fmt.Errorf("no pod was reserved for %s", key)
+	}
+	return r.pod, r.item, nil
+}
+
+// create makes the whole batch in parallel. Its removal is recorded with
+// the run rather than with the first check.
 func (p *sharedPods) create(ctx context.Context, s *session) error {
-	own := &session{cfg: s.cfg, checkID: sharedPodsID, runID: s.runID, fixture: s.fixture, res: &p.res}
-	var err error
-	if p.multi, _, err = own.createPod(ctx, own.podSpec(appContainers...)); err != nil {
-		return err
-	}
-	if p.plain, _, err = own.createPod(ctx, own.podSpec()); err != nil {
-		return err
-	}
-	hostSpec := own.podSpec()
-	hostSpec.HostNetwork = true
-	host, _, err := own.createPod(ctx, hostSpec)
-	var skip *skipError
-	switch {
-	case errors.As(err, &skip):
+	pending := p.plan(s)
+	created := make([]reservedPod, len(pending))
+	errs := make([]error, len(pending))
+	_ = forEachParallel(len(pending), func(i int) error {
+		own := &session{cfg: s.cfg, checkID: s.checkID, runID: s.runID, fixture: s.fixture, res: &p.res}
+		created[i].pod, created[i].item, errs[i] = own.createPod(ctx, pending[i].spec)
 		return nil
-	case err != nil:
-		return err
+	})
+	p.reserved = make(map[string]reservedPod, len(pending))
+	var skip *skipError
+	for i, pod := range pending {
+		switch {
+		case pod.optional && errors.As(errs[i], &skip):
+			continue
+		case errs[i] != nil:
+			return errs[i]
+		}
+		p.reserved[pod.key] = created[i]
 	}
-	p.host = &host
+	p.multi, p.plain = p.reserved["multi"].pod, p.reserved["plain"].pod
+	if host, ok := p.reserved["host"]; ok {
+		p.host = &host.pod
+	}
 	return nil
+}
+
+// plan lists the pods of the batch: the three shared ones and the pods of
+// the selected checks that reserve theirs.
+func (p *sharedPods) plan(s *session) []pendingPod {
+	named := func(id string) *session {
+		return &session{cfg: s.cfg, checkID: id, runID: s.runID}
+	}
+	shared := named(sharedPodsID)
+	host := shared.podSpec()
+	host.HostNetwork = true
+	pending := []pendingPod{
+		{key: "multi", spec: shared.podSpec(appContainers...)},
+		{key: "plain", spec: shared.podSpec()},
+		{key: "host", spec: host, optional: true},
+	}
+	for _, id := range []string{reservedPodIPs, reservedStopped, reservedRemoved} {
+		if s.cfg.selected(id) {
+			pending = append(pending, pendingPod{key: id, spec: named(id).podSpec(appContainer)})
+		}
+	}
+	if s.cfg.selected(reservedRestarted) {
+		// Each attempt gets its own app containers, whose names carry the
+		// attempt as kubelet's do.
+		spec := named(reservedRestarted).podSpec(appContainers[:2]...)
+		for attempt := range uint32(restartAttempts) {
+			spec.Attempt = attempt
+			pending = append(pending, pendingPod{key: restartedKey(attempt), spec: spec})
+		}
+	}
+	return pending
+}
+
+// restartedKey is the key of one attempt of the restarted-pod check's pod.
+func restartedKey(attempt uint32) string {
+	return fmt.Sprintf("%s/%d", reservedRestarted, attempt)
 }
 
 // networked returns the shared pods on the pod network.

@@ -32,6 +32,6 @@ func TestExampleAdapterConforms(t *testing.T) {
 		AdapterArgs:  []string{"--endpoint=" + d.Host},
 		Fixture:      fix,
 		EndpointArgs: func(endpoint string) []string { return []string{"--endpoint=" + endpoint} },
-		Scale:        10,
+		Scale:        3,
 	})
 }

@@ -59,7 +59,7 @@ func TestMain(m *testing.M) {
 
 // binary returns the path of a built main, named after its package
 // directory, building them all on first use.
-func binary(t *testing.T, name string) string {
+func binary(t testing.TB, name string) string {
 	t.Helper()
 	binaries.once.Do(func() { binaries.dir, binaries.err = buildAll() })
 	if binaries.err != nil {

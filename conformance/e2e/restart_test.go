@@ -96,7 +96,7 @@ func runRestartCases(t *testing.T, fix fixture.Fixture, cases []restartCase) {
 }
 
 // cleanUpFixture removes what fix created when the test ends.
-func cleanUpFixture(t *testing.T, fix interface {
+func cleanUpFixture(t testing.TB, fix interface {
 	fixture.Fixture
 	Close() error
 }) {

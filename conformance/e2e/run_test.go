@@ -48,7 +48,7 @@ func runCLIConcurrently(t *testing.T, runs map[string][]string) map[string]cliRu
 }
 
 // runCLI runs `conformance run --json FILE args...` and parses the report.
-func runCLI(t *testing.T, args ...string) cliRun {
+func runCLI(t testing.TB, args ...string) cliRun {
 	t.Helper()
 	run, err := runCLIOnce(t, args)
 	if err != nil {
@@ -59,7 +59,7 @@ func runCLI(t *testing.T, args ...string) cliRun {
 
 // runCLIOnce runs the conformance binary and parses its JSON report. It
 // calls no t.Fatal, so goroutines may use it.
-func runCLIOnce(t *testing.T, args []string) (cliRun, error) {
+func runCLIOnce(t testing.TB, args []string) (cliRun, error) {
 	dir := t.TempDir()
 	jsonPath, junitPath := filepath.Join(dir, "report.json"), filepath.Join(dir, "report.xml")
 	cmd := exec.CommandContext(t.Context(), binary(t, "conformance"),
