@@ -4,15 +4,18 @@
 GO        ?= go
 BIN       := bin
 PKGS      := ./...
-# Plain flags on purpose: binaries built by the tests use the same ones, so
-# one build cache serves make build, go test and the tests' own builds. The
-# CNI plugin, whose start-up time counts, does not link grpc at all.
-GOFLAGS_BUILD :=
+# VERSION is what every binary prints for --version, linked in with -X.
+VERSION   ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
+# Binaries built by the tests use the same compile flags
+# (internal/testsupport.BuildFlags), so one build cache serves make build,
+# go test and the tests' own builds; -ldflags changes only the link step.
+# The CNI plugin, whose start-up time counts, does not link grpc at all.
+GOFLAGS_BUILD := -ldflags "-X github.com/sandboxipam/sandboxipam/internal/version.override=$(VERSION)"
 PROTOC_GEN_GO_VERSION      := v1.36.12
 PROTOC_GEN_GO_GRPC_VERSION := v1.5.1
 STATICCHECK_VERSION        := v0.8.2
 
-.PHONY: all build test test-short lint generate bench demo clean tools image e2e-kubernetes kubernetes-tools
+.PHONY: all build test test-short test-tools fuzz lint generate bench demo clean tools image e2e-kubernetes kubernetes-tools
 
 all: build
 
@@ -25,8 +28,33 @@ build:
 
 # The whole suite, real runtimes included. Tests that need root or a runtime
 # skip on a machine without them, and fail instead when CI=true.
-test:
+test: test-tools
 	$(GO) test -count=1 -timeout 9m $(PKGS)
+
+# Tools the tests run, built once from pinned modules under tools/ into
+# bin/tools, where internal/testsupport finds them: no test go installs.
+TOOLS_BIN      := $(BIN)/tools
+CRICTL_VERSION  = $(shell awk '$$1 == "require" && $$2 == "sigs.k8s.io/cri-tools" { print $$3 }' tools/crictl/go.mod)
+
+test-tools: $(TOOLS_BIN)/crictl
+
+$(TOOLS_BIN)/crictl: tools/crictl/go.mod tools/crictl/go.sum
+	@mkdir -p $(TOOLS_BIN)
+	cd tools/crictl && $(GO) build -ldflags "-X sigs.k8s.io/cri-tools/pkg/version.Version=$(CRICTL_VERSION)" \
+		-o $(CURDIR)/$(TOOLS_BIN)/crictl sigs.k8s.io/cri-tools/cmd/crictl
+
+# Every fuzz target for FUZZTIME each, one after another (a fuzzer takes
+# every core it is given). The checked-in corpora under testdata/fuzz run
+# first; a new crasher is written there and fails the run: keep it as a
+# test case.
+FUZZTIME ?= 30s
+fuzz:
+	@set -e; for dir in $$(grep -rlE --include='*_test.go' '^func Fuzz[A-Za-z0-9_]*\(' . | grep -v '^./tools/' | xargs -n1 dirname | sort -u); do \
+		for target in $$(grep -hoE '^func Fuzz[A-Za-z0-9_]*' $$dir/*_test.go | cut -d' ' -f2); do \
+			echo "fuzz $$dir $$target for $(FUZZTIME)"; \
+			$(GO) test -run '^$$' -fuzz "^$$target$$" -fuzztime $(FUZZTIME) $$dir; \
+		done; \
+	done
 
 # Quick loop: skips the real-runtime suites.
 test-short:

@@ -20,6 +20,7 @@ import (
 
 	"github.com/sandboxipam/sandboxipam/conformance"
 	"github.com/sandboxipam/sandboxipam/conformance/cli"
+	"github.com/sandboxipam/sandboxipam/internal/version"
 )
 
 const usage = `conformance proves that a runtime adapter reports every pod under its infra
@@ -51,6 +52,10 @@ Flags of run:
 `
 
 func main() {
+	if version.Requested(os.Args[1:]) {
+		fmt.Println(version.Line("conformance"))
+		return
+	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	// The first Ctrl-C ends the run and cleans up; unregistering then lets
 	// a second one kill the process at once.

@@ -13,9 +13,14 @@ import (
 	"syscall"
 
 	"github.com/sandboxipam/sandboxipam/internal/scenario"
+	"github.com/sandboxipam/sandboxipam/internal/version"
 )
 
 func main() {
+	if version.Requested(os.Args[1:]) {
+		fmt.Println(version.Line("demo"))
+		return
+	}
 	bin := flag.String("bin", "bin", "directory holding ipamd, ipamctl, sandboxipam and adapters/ (make build's output)")
 	flag.Parse()
 	abs, err := filepath.Abs(*bin)

@@ -16,9 +16,14 @@ import (
 	"os/signal"
 
 	"github.com/sandboxipam/sandboxipam/internal/image"
+	"github.com/sandboxipam/sandboxipam/internal/version"
 )
 
 func main() {
+	if version.Requested(os.Args[1:]) {
+		fmt.Println(version.Line("mkimage"))
+		return
+	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
 	defer stop()
 	if err := run(ctx, os.Args[1:]); err != nil {

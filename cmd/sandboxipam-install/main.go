@@ -18,9 +18,14 @@ import (
 	"os"
 
 	"github.com/sandboxipam/sandboxipam/cniinstall"
+	"github.com/sandboxipam/sandboxipam/internal/version"
 )
 
 func main() {
+	if version.Requested(os.Args[1:]) {
+		fmt.Println(version.Line("sandboxipam-install"))
+		return
+	}
 	if err := run(os.Args[1:], os.Stdin); err != nil {
 		fmt.Fprintln(os.Stderr, "sandboxipam-install:", err)
 		os.Exit(1)

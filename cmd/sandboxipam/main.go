@@ -7,11 +7,17 @@ package main
 
 import (
 	"context"
+	"fmt"
+	"os"
 
 	"github.com/sandboxipam/sandboxipam/cni"
 	"github.com/sandboxipam/sandboxipam/internal/version"
 )
 
 func main() {
+	if version.Requested(os.Args[1:]) {
+		fmt.Println(version.Line("sandboxipam"))
+		return
+	}
 	cni.Main(context.Background(), "CNI plugin sandboxipam "+version.String())
 }

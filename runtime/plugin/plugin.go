@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
+	"path/filepath"
 	"time"
 
 	hclog "github.com/hashicorp/go-hclog"
@@ -75,10 +76,24 @@ func (p *grpcPlugin) GRPCClient(_ context.Context, _ *goplugin.GRPCBroker, conn 
 //
 // Serve installs NewLogger's logger as slog's default (and so the log
 // package's output), so that everything the adapter logs through slog
-// reaches the host's structured log. Run by hand, without a host, the
-// binary says it is a plugin and exits with status 1.
+// reaches the host's structured log. Run by hand, without a host (no
+// go-plugin magic cookie in its environment), the binary prints one line
+// saying what launches it, and how, and exits with status 2 (a usage
+// error): go-plugin's own message would say nothing about ipamd.
 func Serve(adapter runtime.RuntimeAdapter) {
+	if os.Getenv(magicCookieKey) != magicCookieValue {
+		fmt.Fprintln(os.Stderr, ByHandMessage(filepath.Base(os.Args[0])))
+		os.Exit(2)
+	}
 	serve(adapter, ProtocolVersion)
+}
+
+// ByHandMessage is the line an adapter binary named name prints when it is
+// run by hand instead of by a host.
+func ByHandMessage(name string) string {
+	return fmt.Sprintf("%s is a sandboxipam runtime adapter plugin, not a command: ipamd launches it "+
+		"(runtime.adapter in its config names it or its path), and so does the conformance runner "+
+		"(conformance run --adapter PATH); try %s --version or --help", name, name)
 }
 
 // serve serves adapter under protocol version: always ProtocolVersion,

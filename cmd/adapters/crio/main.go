@@ -9,10 +9,15 @@ import (
 	"os"
 
 	"github.com/sandboxipam/sandboxipam/adapters/crio"
+	"github.com/sandboxipam/sandboxipam/internal/version"
 	"github.com/sandboxipam/sandboxipam/runtime/plugin"
 )
 
 func main() {
+	if version.Requested(os.Args[1:]) {
+		fmt.Println(version.Line("crio adapter"))
+		return
+	}
 	cfg := crio.DefaultConfig()
 	cfg.RegisterFlags(flag.CommandLine)
 	flag.Parse()

@@ -10,10 +10,15 @@ import (
 	"os"
 
 	"github.com/sandboxipam/sandboxipam/adapters/docker"
+	"github.com/sandboxipam/sandboxipam/internal/version"
 	"github.com/sandboxipam/sandboxipam/runtime/plugin"
 )
 
 func main() {
+	if version.Requested(os.Args[1:]) {
+		fmt.Println(version.Line("docker adapter"))
+		return
+	}
 	cfg := docker.DefaultConfig()
 	cfg.RegisterFlags(flag.CommandLine)
 	flag.Parse()
