@@ -22,6 +22,19 @@ import (
 
 const nodeName = "sbxipam-node"
 
+// cachePaths are the kubelet and crictl tools/kubernetes/build.sh caches.
+func cachePaths() (kubelet, crictl string) {
+	cache := os.Getenv("KUBE_CACHE_DIR")
+	if cache == "" {
+		base := os.Getenv("XDG_CACHE_HOME")
+		if base == "" {
+			base = filepath.Join(os.Getenv("HOME"), ".cache")
+		}
+		cache = filepath.Join(base, "sandboxipam", "kubernetes", "v1.37.2")
+	}
+	return filepath.Join(cache, "kubelet"), filepath.Join(cache, "crictl")
+}
+
 // requireE2E skips unless the suite was asked for, then requires a node
 // that can run containerd (skip, or fail under CI=true), and returns the
 // kubelet and crictl binaries.
@@ -31,16 +44,7 @@ func requireE2E(t *testing.T) (kubeletBin, crictlBin string) {
 		t.Skip("set SANDBOXIPAM_E2E_KUBERNETES=1 (make e2e-kubernetes) to run kubelet")
 	}
 	testenv.Require(t)
-	cache := os.Getenv("KUBE_CACHE_DIR")
-	if cache == "" {
-		base := os.Getenv("XDG_CACHE_HOME")
-		if base == "" {
-			base = filepath.Join(os.Getenv("HOME"), ".cache")
-		}
-		cache = filepath.Join(base, "sandboxipam", "kubernetes", "v1.37.2")
-	}
-	kubeletBin = filepath.Join(cache, "kubelet")
-	crictlBin = filepath.Join(cache, "crictl")
+	kubeletBin, crictlBin = cachePaths()
 	for _, b := range []string{kubeletBin, crictlBin} {
 		if _, err := os.Stat(b); err != nil {
 			t.Fatalf("%v: run tools/kubernetes/build.sh (make kubernetes-tools) first", err)

@@ -1,0 +1,189 @@
+package kubernetes
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/sandboxipam/sandboxipam/internal/image"
+	"github.com/sandboxipam/sandboxipam/internal/scenario"
+	"github.com/sandboxipam/sandboxipam/internal/testenv"
+)
+
+// TestImageWithoutKubelet runs the project image on the private
+// containerd the way the DaemonSet does, but with ctr and crictl instead
+// of kubelet: the init container's command installs the plugin, ipamd runs
+// from the image with the rendered config and writes its conflist once
+// ready, and a CRI pod then gets its address from it and releases it.
+// It needs only containerd, so it says whether the image works even where
+// kubelet has not been built.
+func TestImageWithoutKubelet(t *testing.T) {
+	if os.Getenv("SANDBOXIPAM_E2E_KUBERNETES") == "" {
+		t.Skip("set SANDBOXIPAM_E2E_KUBERNETES=1 (make e2e-kubernetes) to run")
+	}
+	testenv.Require(t)
+	crictlBin := crictlPath(t)
+	ctx := context.Background()
+	dir, err := os.MkdirTemp("/tmp", "sbximg-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(dir) })
+	ctrd, err := testenv.StartContainerd(ctx, testenv.ContainerdOptions{Dir: filepath.Join(dir, "ctd")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if err := ctrd.Stop(context.Background()); err != nil {
+			t.Errorf("stop containerd: %v", err)
+		}
+	})
+	emptyConfDir(t, ctrd.CNIConfDir)
+	cri := crictl{binary: crictlBin, endpoint: ctrd.Endpoint}
+	root, err := scenario.ModuleRoot()
+	if err != nil {
+		t.Fatal(err)
+	}
+	archives, err := image.BuildProjectArchives(ctx, root, filepath.Join(dir, "bin"), image.DefaultCABundle, image.DefaultRef, dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctr := []string{"--address", ctrd.Address, "--namespace", ctrd.Namespace}
+	run(t, "ctr", append(ctr, "images", "import", archives.OCI)...)
+
+	paths := nodePaths{
+		config: filepath.Join(dir, "config"), run: filepath.Join(dir, "run"), state: filepath.Join(dir, "state"),
+		cniBin: ctrd.CNIBinDir, cniConf: ctrd.CNIConfDir, runtimeSocket: ctrd.Address,
+	}
+	pod, confList := ipamdStaticPod(t, paths)
+	for _, d := range []string{paths.run, paths.state} {
+		if err := os.MkdirAll(d, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// Each volume of the pod becomes a ctr bind mount at its mountPath.
+	hostOf := map[string]string{}
+	for _, v := range pod.Spec.Volumes {
+		if v.HostPath != nil {
+			hostOf[v.Name] = v.HostPath.Path
+		}
+	}
+	mounts := func(c int, init bool) []string {
+		var args []string
+		ms := pod.Spec.Containers[c].VolumeMounts
+		if init {
+			ms = pod.Spec.InitContainers[c].VolumeMounts
+		}
+		for _, m := range ms {
+			if src, ok := hostOf[m.Name]; ok {
+				args = append(args, "--mount", fmt.Sprintf("type=bind,src=%s,dst=%s,options=rbind:rw", src, m.MountPath))
+			}
+		}
+		return args
+	}
+	// The init container, as kubelet would run it, to completion.
+	install := append(append(append([]string{}, ctr...), "run", "--rm", "--net-host"), mounts(0, true)...)
+	install = append(append(install, image.DefaultRef, "sbx-install"), pod.Spec.InitContainers[0].Command...)
+	run(t, "ctr", install...)
+	if _, err := os.Stat(filepath.Join(ctrd.CNIBinDir, "sandboxipam")); err != nil {
+		t.Fatalf("install-cni left no plugin: %v", err)
+	}
+
+	c := pod.Spec.Containers[0]
+	args := append(append([]string{}, ctr...), "run", "-d", "--net-host", "--mount",
+		fmt.Sprintf("type=tmpfs,src=tmpfs,dst=/tmp,options=rw"))
+	args = append(args, mounts(0, false)...)
+	for _, e := range c.Env {
+		args = append(args, "--env", e.Name+"="+e.Value)
+	}
+	args = append(append(args, image.DefaultRef, "sbx-ipamd"), c.Command...)
+	run(t, "ctr", args...)
+	t.Cleanup(func() {
+		_, _ = runCtx(context.Background(), "ctr", append(append([]string{}, ctr...), "task", "kill", "-s", "SIGKILL", "sbx-ipamd")...)
+		for range 50 {
+			if _, err := runCtx(context.Background(), "ctr", append(append([]string{}, ctr...), "task", "rm", "-f", "sbx-ipamd")...); err == nil {
+				break
+			}
+			time.Sleep(100 * time.Millisecond)
+		}
+		_, _ = runCtx(context.Background(), "ctr", append(append([]string{}, ctr...), "containers", "rm", "sbx-ipamd")...)
+	})
+	eventually(t, 2*time.Minute, "ipamd from the image writes its conflist and is ready", func(ctx context.Context) error {
+		if _, err := os.Stat(confList); err != nil {
+			return err
+		}
+		return readyz(ctx, ctrd.NetNSPath)
+	})
+
+	// A CRI pod gets its address from ipamd in the image.
+	podID := runCRIPod(t, cri, dir, "web")
+	pods, err := cri.pods(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var ip string
+	for _, p := range pods {
+		if p.ID == podID {
+			ip = p.IP
+		}
+	}
+	got := ctrIPAMPods(t, ctr, "sbx-ipamd")
+	if len(got) != 1 || got[0].SandboxID != podID || got[0].IP != ip || got[0].Name != "web" {
+		t.Fatalf("ipamctl pods %+v, crictl: sandbox %s IP %s", got, podID, ip)
+	}
+	run(t, crictlBin, "--runtime-endpoint", ctrd.Endpoint, "stopp", podID)
+	run(t, crictlBin, "--runtime-endpoint", ctrd.Endpoint, "rmp", podID)
+	if got := ctrIPAMPods(t, ctr, "sbx-ipamd"); len(got) != 0 {
+		t.Fatalf("after the pod's DEL ipamd still holds %+v", got)
+	}
+}
+
+func crictlPath(t *testing.T) string {
+	t.Helper()
+	_, crictlBin := cachePaths()
+	if _, err := os.Stat(crictlBin); err != nil {
+		t.Fatalf("%v: run tools/kubernetes/build.sh (make kubernetes-tools) first", err)
+	}
+	return crictlBin
+}
+
+// runCRIPod runs a pod sandbox on the pod network through CRI.
+func runCRIPod(t *testing.T, cri crictl, dir, name string) string {
+	t.Helper()
+	cfg := map[string]any{
+		"metadata":      map[string]any{"name": name, "namespace": "default", "uid": "uid-" + name, "attempt": 0},
+		"log_directory": filepath.Join(dir, "podlogs"),
+		"linux":         map[string]any{},
+	}
+	b, _ := json.Marshal(cfg)
+	path := filepath.Join(dir, name+"-pod.json")
+	if err := os.WriteFile(path, b, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	out, err := cri.cmd(context.Background(), "runp", path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return strings.TrimSpace(out)
+}
+
+// ctrIPAMPods runs ipamctl inside the ipamd container through ctr.
+func ctrIPAMPods(t *testing.T, ctr []string, container string) []ipamPod {
+	t.Helper()
+	args := append(append([]string{}, ctr...), "task", "exec", "--exec-id", fmt.Sprintf("ipamctl-%d", time.Now().UnixNano()),
+		container, "/usr/bin/ipamctl", "-o", "json", "pods")
+	out := run(t, "ctr", args...)
+	var doc struct {
+		Pods []ipamPod `json:"pods"`
+	}
+	if err := json.Unmarshal([]byte(out), &doc); err != nil {
+		t.Fatal(errors.Join(err, errors.New(out)))
+	}
+	return doc.Pods
+}
