@@ -14,6 +14,7 @@ import (
 
 	"github.com/sandboxipam/sandboxipam/internal/version"
 	"github.com/sandboxipam/sandboxipam/ipamd/ctl"
+	"github.com/sandboxipam/sandboxipam/ipamd/introspect/api"
 )
 
 func main() {
@@ -35,6 +36,9 @@ Usage:
   ipamctl [flags] reconcile --dry-run  list the IPs a reconcile pass would release
   ipamctl [flags] reconcile            run a pass now: release IPs of sandboxes the
                                        runtime no longer has (older than the grace)
+  ipamctl [flags] release SANDBOX-ID   free one attachment's address on your word
+                                       (when the adapter is blind to a sandbox you
+                                       know is gone); --network, --ifname eth0
   ipamctl [flags] enis                 the ENIs of the aws IP source
 
 Examples:
@@ -115,9 +119,49 @@ func (c command) run(ctx context.Context, name string, args []string) error {
 			return perr
 		}
 		return err
+	case "release":
+		return c.release(ctx, args)
 	default:
-		return fmt.Errorf("%w: unknown command %q (pods, pool, adapter, reconcile, enis; see ipamctl --help)", errUsage, name)
+		return fmt.Errorf("%w: unknown command %q (pods, pool, adapter, reconcile, release, enis; see ipamctl --help)", errUsage, name)
 	}
+}
+
+// release frees one attachment on the operator's word: the way out when
+// the adapter is blind to a sandbox that is truly gone.
+func (c command) release(ctx context.Context, args []string) error {
+	fs := flag.NewFlagSet("release", flag.ContinueOnError)
+	network := fs.String("network", "", "the attachment's CNI network (default: the one the pod's assignment shows in ipamctl pods)")
+	ifName := fs.String("ifname", "eth0", "the attachment's interface name")
+	if err := fs.Parse(args); err != nil || fs.NArg() != 1 {
+		return fmt.Errorf("%w: release [--network NAME] [--ifname eth0] SANDBOX-ID", errUsage)
+	}
+	req := api.ReleaseRequest{Network: *network, SandboxID: fs.Arg(0), IfName: *ifName}
+	if req.Network == "" {
+		pods, err := c.client.Pods(ctx)
+		if err != nil {
+			return err
+		}
+		for _, p := range pods.Pods {
+			if p.SandboxID == req.SandboxID && p.IfName == req.IfName {
+				req.Network = p.Network
+			}
+		}
+		if req.Network == "" {
+			return fmt.Errorf("ipamd holds no address for sandbox %q interface %q", req.SandboxID, req.IfName)
+		}
+	}
+	v, err := c.client.Release(ctx, req)
+	return c.print(v, err, func() error {
+		fmt.Fprintf(c.out, "released %s of sandbox %s (%s)\n", v.IP, v.SandboxID, podLabel(v))
+		return nil
+	})
+}
+
+func podLabel(p api.Pod) string {
+	if p.Name == "" {
+		return "pod unknown"
+	}
+	return "pod " + p.Namespace + "/" + p.Name
 }
 
 func (c command) print(v any, err error, table func() error) error {

@@ -81,6 +81,15 @@ type Node struct {
 	// HostVethPrefix is the CNI plugin's hostVethPrefix (at most 7
 	// characters). Default "sbx", the plugin's default.
 	HostVethPrefix string `yaml:"hostVethPrefix" desc:"the CNI plugin's hostVethPrefix, to find pod links on the node"`
+	// IPAMOnly says the sandboxipam CNI plugin runs as the IPAM plugin of
+	// another main plugin: pods then have no link of its own on the node,
+	// and after a lost checkpoint a pod the runtime reports no IP for is
+	// accounted for only by its network namespace. Default false.
+	IPAMOnly bool `yaml:"ipamOnly" desc:"the CNI plugin runs as IPAM only under another main plugin (no pod links of its own)"`
+	// NetNS is the network namespace whose pod links ipamd reads, by path.
+	// Default empty: ipamd's own, which on a node is the host's (ipamd
+	// runs with hostNetwork).
+	NetNS string `yaml:"netNS" desc:"network namespace of the pod links, by path (empty: ipamd's own)"`
 }
 
 // CNI is how ipamd announces itself to the runtime.

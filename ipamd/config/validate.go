@@ -48,6 +48,7 @@ func (c Config) Validate() error {
 		v.addf("node.hostVethPrefix must be 1 to 7 characters (the CNI plugin's hostVethPrefix), got %q", c.Node.HostVethPrefix)
 	}
 	v.absPath("cni.confListPath", c.CNI.ConfListPath, false)
+	v.absPath("node.netNS", c.Node.NetNS, false)
 	return v.err()
 }
 

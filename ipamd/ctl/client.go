@@ -4,6 +4,7 @@
 package ctl
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -80,10 +81,50 @@ func (c *Client) Reconcile(ctx context.Context, dryRun bool) (api.Reconcile, err
 	return out, c.do(ctx, http.MethodPost, path, &out)
 }
 
+// Ready asks GET /readyz: whether ipamd can serve ADD, and when not, why.
+func (c *Client) Ready(ctx context.Context) (ready bool, why string, err error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, c.base+api.PathReadyz, nil)
+	if err != nil {
+		return false, "", fmt.Errorf("GET %s: %w", api.PathReadyz, err)
+	}
+	resp, err := c.http.Do(req)
+	if err != nil {
+		return false, "", fmt.Errorf("reach ipamd: %w", err)
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(io.LimitReader(resp.Body, 64<<10))
+	if err != nil {
+		return false, "", fmt.Errorf("GET %s: read answer: %w", api.PathReadyz, err)
+	}
+	return resp.StatusCode == http.StatusOK, strings.TrimSpace(string(body)), nil
+}
+
+// Release frees one attachment's address on the operator's word.
+func (c *Client) Release(ctx context.Context, req api.ReleaseRequest) (api.Pod, error) {
+	var out api.Pod
+	return out, c.doBody(ctx, http.MethodPost, api.PathRelease, req, &out)
+}
+
 func (c *Client) do(ctx context.Context, method, path string, out any) error {
-	req, err := http.NewRequestWithContext(ctx, method, c.base+path, nil)
+	return c.doBody(ctx, method, path, nil, out)
+}
+
+// doBody sends in, when not nil, as the JSON body.
+func (c *Client) doBody(ctx context.Context, method, path string, in, out any) error {
+	var reqBody io.Reader
+	if in != nil {
+		b, err := json.Marshal(in)
+		if err != nil {
+			return fmt.Errorf("%s %s: encode request: %w", method, path, err)
+		}
+		reqBody = bytes.NewReader(b)
+	}
+	req, err := http.NewRequestWithContext(ctx, method, c.base+path, reqBody)
 	if err != nil {
 		return fmt.Errorf("%s %s: %w", method, path, err)
+	}
+	if in != nil {
+		req.Header.Set("Content-Type", "application/json")
 	}
 	resp, err := c.http.Do(req)
 	if err != nil {

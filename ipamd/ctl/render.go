@@ -49,8 +49,13 @@ func RenderPool(w io.Writer, p api.Pool) error {
 		fmt.Fprintf(tw, "%s\t%d\t%d\t%d\t%d\n", g.Group, g.Total, g.Assigned, g.Cooling, g.Free)
 	}
 	fmt.Fprintf(tw, "all\t%d\t%d\t%d\t%d\n", p.Total, p.Assigned, p.Cooling, p.Free)
-	if p.Unproven > 0 {
-		fmt.Fprintf(tw, "\n%d address(es) are quarantined until the runtime's listing is adopted\n", p.Unproven)
+	if p.Proof.Unproven {
+		fmt.Fprintf(tw, "\nUNPROVEN: no address is handed out (%d quarantined) until the runtime and the node account for every pod's address; waiting for:\n", p.Unproven)
+		for _, w := range p.Proof.Waiting {
+			fmt.Fprintf(tw, "  - %s\n", w)
+		}
+	} else if p.Unproven > 0 {
+		fmt.Fprintf(tw, "\n%d address(es) are quarantined: a pod holds them while ipamd records them free or under another sandbox\n", p.Unproven)
 	}
 	return tw.Flush()
 }
@@ -91,6 +96,21 @@ func RenderReconcile(w io.Writer, r api.Reconcile) error {
 	fmt.Fprintf(w, "at %s: listed %d sandbox(es), adopted %d, %s %d\n", r.At.Format(time.RFC3339), r.Listed, r.Adopted, verb, len(r.Released))
 	if r.Error != "" {
 		fmt.Fprintf(w, "FAILED, released nothing: %s\n", r.Error)
+	}
+	if len(r.Missing) > 0 {
+		fmt.Fprintf(w, "ADAPTER IS BLIND: it does not list %d sandbox(es) CNI added; nothing is released until they are listed, or released by their DEL or `ipamctl release`:\n", len(r.Missing))
+		for _, id := range r.Missing {
+			fmt.Fprintf(w, "  %s\n", id)
+		}
+	}
+	if r.Unproven {
+		fmt.Fprintln(w, "the datastore is still unproven; unaccounted for:")
+		for _, u := range r.Unaccounted {
+			fmt.Fprintf(w, "  %s\n", u)
+		}
+	}
+	if r.Conflicts > 0 {
+		fmt.Fprintf(w, "%d address(es) newly quarantined (%d quarantined in all)\n", r.Conflicts, r.Quarantined)
 	}
 	if len(r.Released) == 0 {
 		return nil

@@ -76,14 +76,17 @@ type process struct {
 func startOnPort(t testing.TB, port *testsupport.Port, bin, cfgPath, logPath string, cni cniClient, intro *ctl.Client) *process {
 	t.Helper()
 	port.Release()
-	p := startBinary(t, bin, cfgPath, logPath, cni, intro)
+	p := startBinary(t, bin, cfgPath, logPath, cni, intro, true)
 	p.port = port
 	return p
 }
 
 // startBinary runs ipamd --config and waits until the CNI socket answers
 // Status and the adapter is healthy.
-func startBinary(t testing.TB, bin, cfgPath, logPath string, cni cniClient, intro *ctl.Client) *process {
+// startBinary starts ipamd and waits until it serves: with a healthy
+// adapter and ready for ADD when wantAdapter, else only until the CNI
+// socket answers (the runtime is down or the store unproven on purpose).
+func startBinary(t testing.TB, bin, cfgPath, logPath string, cni cniClient, intro *ctl.Client, wantAdapter bool) *process {
 	t.Helper()
 	logFile, err := os.OpenFile(logPath, os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o600)
 	if err != nil {
@@ -110,11 +113,24 @@ func startBinary(t testing.TB, bin, cfgPath, logPath string, cni cniClient, intr
 		if _, err := cni.status(t.Context()); err != nil {
 			return false, "CNI socket: " + err.Error()
 		}
+		if !wantAdapter {
+			_, err := intro.Pool(t.Context())
+			return err == nil, fmt.Sprintf("introspection: %v", err)
+		}
 		a, err := intro.Adapter(t.Context())
 		if err != nil {
 			return false, "introspection: " + err.Error()
 		}
-		return a.Health.Healthy, fmt.Sprintf("adapter %+v\n%s", a.Health, p.logTail())
+		if !a.Health.Healthy {
+			return false, fmt.Sprintf("adapter %+v\n%s", a.Health, p.logTail())
+		}
+		// Without a trusted checkpoint ipamd refuses ADD until the first
+		// pass proves the pool: ready says when.
+		ready, why, err := intro.Ready(t.Context())
+		if err != nil {
+			return false, "readyz: " + err.Error()
+		}
+		return ready, "readyz: " + why + "\n" + p.logTail()
 	})
 	return p
 }

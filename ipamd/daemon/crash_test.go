@@ -2,6 +2,7 @@ package daemon_test
 
 import (
 	"context"
+	"errors"
 	"flag"
 	"fmt"
 	"math/rand/v2"
@@ -9,10 +10,13 @@ import (
 	"path/filepath"
 	"slices"
 	"strconv"
+	"strings"
 	"sync"
 	"testing"
 	"time"
 
+	"github.com/sandboxipam/sandboxipam/internal/testsupport"
+	"github.com/sandboxipam/sandboxipam/ipamd/api/wire"
 	"github.com/sandboxipam/sandboxipam/ipamd/ctl"
 )
 
@@ -41,6 +45,58 @@ type crashModel struct {
 	uncertainDel map[string]bool
 	gen          int
 	acked        struct{ adds, dels int }
+}
+
+// Faults the crash test injects while ipamd is down, besides the kill.
+const (
+	faultNone = iota
+	faultStateLost
+	faultSnapshotFlip
+	faultJournalFlip
+	faultRuntimeDown
+	faultKinds
+)
+
+var faultNames = [faultKinds]string{"none", "state directory deleted", "snapshot byte flipped", "journal byte flipped", "runtime down"}
+
+// injectFault picks a fault for the restart to come (most restarts get
+// none) and applies it; it reports which.
+func injectFault(t *testing.T, rng *rand.Rand, n *node) int {
+	t.Helper()
+	if rng.IntN(10) < 7 {
+		return faultNone
+	}
+	fault := 1 + rng.IntN(faultKinds-1)
+	snapshot := n.cfg.CheckpointPath()
+	switch fault {
+	case faultStateLost:
+		if err := os.RemoveAll(n.cfg.StateDir); err != nil {
+			t.Fatal(err)
+		}
+	case faultSnapshotFlip, faultJournalFlip:
+		path := snapshot
+		if fault == faultJournalFlip {
+			path = snapshot + ".journal"
+		}
+		data, err := os.ReadFile(path)
+		if err != nil || len(data) == 0 {
+			return faultNone // nothing written there yet
+		}
+		data[rng.IntN(len(data))] ^= byte(1 + rng.IntN(255))
+		if err := os.WriteFile(path, data, 0o600); err != nil {
+			t.Fatal(err)
+		}
+	case faultRuntimeDown:
+		n.setUnavailable(true)
+	}
+	return fault
+}
+
+// stateDestroyed reports whether a fault leaves ipamd without a trusted
+// checkpoint: it must then hand out nothing until the runtime proves the
+// pool, and it rebuilds the live pods from the IPs the runtime reports.
+func stateDestroyed(fault int) bool {
+	return fault == faultStateLost || fault == faultSnapshotFlip || fault == faultJournalFlip
 }
 
 // TestCrashRecoveryRealBinary SIGKILLs the real ipamd at random points
@@ -78,9 +134,20 @@ func TestCrashRecoveryRealBinary(t *testing.T) {
 	m := &crashModel{live: map[string]string{}, slot: map[string]string{}, uncertainAdd: map[string]bool{}, uncertainDel: map[string]bool{}}
 
 	kills := 0
+	var faults [faultKinds]int
+	fault := faultNone
 	for round := 0; ; round++ {
-		p := startBinary(t, bin, cfgPath, logPath, cni, intro)
-		m.resolve(t, rng, n, cni, intro)
+		// A runtime that is down, or a destroyed state with unaccounted
+		// pods, leaves ipamd serving but not ready: wait for the socket.
+		ready := fault != faultRuntimeDown && !(stateDestroyed(fault) && len(m.uncertainAdd) > 0)
+		p := startBinary(t, bin, cfgPath, logPath, cni, intro, ready)
+		if stateDestroyed(fault) {
+			m.checkRefusesUntilProven(t, round, cni, intro, p)
+		}
+		if fault == faultRuntimeDown {
+			n.setUnavailable(false)
+		}
+		m.resolve(t, rng, n, cni, intro, stateDestroyed(fault))
 		m.verify(t, round, intro, p)
 		if kills == *crashKills {
 			p.stop()
@@ -88,9 +155,37 @@ func TestCrashRecoveryRealBinary(t *testing.T) {
 		}
 		m.chaos(t, rng, n, cni, p)
 		kills++
+		fault = injectFault(t, rng, n)
+		faults[fault]++
 	}
-	t.Logf("seed %d: %d SIGKILLs, %d acknowledged ADDs, %d acknowledged DELs, %d pods live at the end",
+	t.Logf("seed %d: %d SIGKILLs, %d acknowledged ADDs, %d acknowledged DELs, %d pods live at the end, 0 violations",
 		seed, kills, m.acked.adds, m.acked.dels, len(m.live))
+	for f := faultStateLost; f < faultKinds; f++ {
+		t.Logf("fault %q: %d restarts", faultNames[f], faults[f])
+	}
+}
+
+// checkRefusesUntilProven checks, after the state was destroyed, that
+// ipamd says it lost it and hands out nothing while a pod the runtime
+// lists is not accounted for (the sandboxes of unanswered ADDs report no
+// IP). Each live pod's address comes back from the runtime's IPs.
+func (m *crashModel) checkRefusesUntilProven(t *testing.T, round int, cni cniClient, intro *ctl.Client, p *process) {
+	t.Helper()
+	pool := mustPool(t, intro)
+	if pool.Recovery.Checkpoint == "loaded" {
+		t.Fatalf("round %d: the state was destroyed and ipamd says its checkpoint loaded: %+v\n%s", round, pool.Recovery, p.logTail())
+	}
+	if len(m.uncertainAdd) == 0 {
+		return
+	}
+	if !pool.Proof.Unproven {
+		t.Fatalf("round %d: a listed pod reports no IP and ipamd says it is proven: %+v\n%s", round, pool.Proof, p.logTail())
+	}
+	_, err := cni.add(t.Context(), "probe-while-unproven")
+	var werr *wire.Error
+	if !errors.As(err, &werr) || werr.Code != wire.CodeUnavailable {
+		t.Fatalf("round %d: ADD while unproven = %v, want CodeUnavailable (CNI 11)\n%s", round, err, p.logTail())
+	}
 }
 
 // chaos runs the clients and SIGKILLs ipamd after a random delay.
@@ -140,6 +235,8 @@ func (m *crashModel) client(ctx context.Context, rng *rand.Rand, c int, n *node,
 			if err != nil {
 				return
 			}
+			// The runtime records the pod's IP, as CRI status does.
+			n.setSandboxIP(id, strings.Split(ip, "/")[0])
 			continue
 		}
 		_, err := cni.del(ctx, id)
@@ -162,19 +259,38 @@ func (m *crashModel) client(ctx context.Context, rng *rand.Rand, c int, n *node,
 // resolve settles the calls a kill left unanswered: an unanswered DEL is
 // retried; an unanswered ADD is DELed, or its sandbox removed and left to
 // the reconciler.
-func (m *crashModel) resolve(t *testing.T, rng *rand.Rand, n *node, cni cniClient, intro *ctl.Client) {
+//
+// After the state was destroyed there is nothing for the reconciler to
+// release (an unanswered ADD's assignment went with the state): each is
+// DELed, as the runtime does after a failed ADD, and the pool is proven.
+func (m *crashModel) resolve(t *testing.T, rng *rand.Rand, n *node, cni cniClient, intro *ctl.Client, destroyed bool) {
 	t.Helper()
 	ctx := t.Context()
+	testsupport.Wait(t, "the adapter to be healthy", func() (bool, string) {
+		a, err := intro.Adapter(ctx)
+		return err == nil && a.Health.Healthy, fmt.Sprintf("%+v %v", a.Health, err)
+	})
 	toReconciler := map[string]bool{}
 	for _, id := range sortedKeys(m.uncertainAdd) {
-		if rng.IntN(2) == 0 {
+		if destroyed || rng.IntN(2) == 0 {
 			if _, err := cni.del(ctx, id); err != nil {
 				t.Fatalf("DEL of unanswered ADD %s: %v", id, err)
 			}
+			n.removeSandbox(id)
 		} else {
 			toReconciler[id] = true
 		}
-		n.removeSandbox(id)
+	}
+	if len(toReconciler) > 0 {
+		// The pod runs long enough for a listing to see it, then goes
+		// while its DEL is lost: the reconciler releases only a sandbox
+		// the adapter listed once and lists no more.
+		if _, err := intro.Reconcile(ctx, false); err != nil {
+			t.Fatalf("reconcile while the unanswered ADDs' pods run: %v", err)
+		}
+		for id := range toReconciler {
+			n.removeSandbox(id)
+		}
 	}
 	for _, id := range sortedKeys(m.uncertainDel) {
 		if _, err := cni.del(ctx, id); err != nil {
@@ -185,6 +301,9 @@ func (m *crashModel) resolve(t *testing.T, rng *rand.Rand, n *node, cni cniClien
 	res, err := intro.Reconcile(ctx, false)
 	if err != nil {
 		t.Fatalf("reconcile: %v", err)
+	}
+	if res.Unproven {
+		t.Fatalf("still unproven once every pod is accounted for: %+v", res)
 	}
 	for _, pod := range res.Released {
 		if !toReconciler[pod.SandboxID] {

@@ -74,6 +74,9 @@ type Daemon struct {
 	// rec is set once the adapter is selected; nil without one.
 	rec       atomic.Pointer[reconcile.Reconciler]
 	announced announcement
+	// startedAt is when the store opened: a sandbox created later cannot
+	// hold an address from before.
+	startedAt time.Time
 	metrics   *metrics.Metrics
 	endpoint  *server.Endpoint
 	http      *httpServers
@@ -123,6 +126,7 @@ func (d *Daemon) Start(ctx context.Context) (err error) {
 			_ = d.Stop(context.WithoutCancel(ctx))
 		}
 	}()
+	d.startedAt = time.Now()
 	if err := d.openStore(ctx); err != nil {
 		return err
 	}
@@ -130,7 +134,7 @@ func (d *Daemon) Start(ctx context.Context) (err error) {
 		return err
 	}
 	d.adapter = newAdapterHandle(d.cfg, d.opts, d.log)
-	d.metrics = metrics.New(metrics.Sources{Stats: d.store.Stats, Adapter: d.adapter.healthMetric})
+	d.metrics = metrics.New(metrics.Sources{Stats: d.store.Stats, Adapter: d.adapter.healthMetric, Unproven: d.store.Unproven})
 	if err := d.serveSocket(ctx); err != nil {
 		return err
 	}

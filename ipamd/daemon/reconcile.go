@@ -25,9 +25,11 @@ func (d *Daemon) newReconciler(adapter runtime.RuntimeAdapter) *reconcile.Reconc
 		Network: d.cfg.Network, IfName: d.cfg.IfName,
 		Logger:     d.log.With("component", "reconcile"),
 		OnResult:   d.onReconcile,
-		Node:       nodestate.Reader{Prefix: d.cfg.Node.HostVethPrefix},
+		Node:       nodestate.Reader{Prefix: d.cfg.Node.HostVethPrefix, NetNS: d.cfg.Node.NetNS},
 		NetNS:      nodestate.NetNSAddrs,
 		VethPrefix: d.cfg.Node.HostVethPrefix,
+		IPAMOnly:   d.cfg.Node.IPAMOnly,
+		StartedAt:  d.startedAt,
 	})
 }
 

@@ -27,6 +27,9 @@ type Sources struct {
 	// Adapter reports whether the runtime adapter is healthy and how often
 	// it was relaunched; nil when ipamd runs without one.
 	Adapter func() (healthy bool, restarts int)
+	// Unproven reports whether the datastore hands out nothing until the
+	// runtime and the node account for every pod's address.
+	Unproven func() bool
 }
 
 // Metrics holds ipamd's collectors and their registry.
@@ -36,6 +39,8 @@ type Metrics struct {
 	reconcileRuns     *prometheus.CounterVec
 	reconcileErrors   prometheus.Counter
 	reconcileReleased prometheus.Counter
+	blindSandboxes    prometheus.Gauge
+	conflicts         prometheus.Counter
 }
 
 // New builds the collectors and registers them, with the Go runtime and
@@ -61,12 +66,31 @@ func New(src Sources) *Metrics {
 			Namespace: namespace, Name: "reconcile_released_ips_total",
 			Help: "Addresses the reconciler released because their sandbox was gone from the runtime.",
 		}),
+		blindSandboxes: prometheus.NewGauge(prometheus.GaugeOpts{
+			Namespace: namespace, Name: "adapter_missing_sandboxes",
+			Help: "Sandboxes CNI added that the runtime adapter did not list in the last pass although the grace period had passed; above zero the adapter is blind or looks at another runtime, and nothing is released.",
+		}),
+		conflicts: prometheus.NewCounter(prometheus.CounterOpts{
+			Namespace: namespace, Name: "quarantine_conflicts_total",
+			Help: "Addresses quarantined because a pod held them while the datastore recorded them free or under another sandbox.",
+		}),
 	}
 	m.registry.MustRegister(
 		collectors.NewGoCollector(),
 		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
-		m.callDuration, m.reconcileRuns, m.reconcileErrors, m.reconcileReleased,
+		m.callDuration, m.reconcileRuns, m.reconcileErrors, m.reconcileReleased, m.blindSandboxes, m.conflicts,
 	)
+	if src.Unproven != nil {
+		m.registry.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+			Namespace: namespace, Name: "datastore_unproven",
+			Help: "1 while ipamd has no trusted checkpoint and the runtime and the node have not accounted for every pod's address: no address is handed out.",
+		}, func() float64 {
+			if src.Unproven() {
+				return 1
+			}
+			return 0
+		}))
+	}
 	m.registerPool(src.Stats)
 	if src.Adapter != nil {
 		m.registerAdapter(src.Adapter)
@@ -128,6 +152,10 @@ func (m *Metrics) ObserveReconcile(r reconcile.Result) {
 	}
 	if !r.DryRun {
 		m.reconcileReleased.Add(float64(len(r.Released)))
+		m.conflicts.Add(float64(r.Conflicts))
+	}
+	if r.Err == "" || r.Blind() {
+		m.blindSandboxes.Set(float64(len(r.Missing)))
 	}
 }
 

@@ -55,16 +55,21 @@ func (n node) alive(prefix string, k datastore.Key) bool {
 //     them);
 //  2. else the host routes through the veth the CNI plugin named after
 //     the sandbox, when that veth exists (it may route nothing yet);
-//  3. else the addresses inside the sandbox's network namespace, when
-//     the adapter names it;
-//  4. else a stopped sandbox holds nothing (no address is in use for it
-//     on this node), and a running one is unaccounted for.
+//  3. else, while the store is unproven, the addresses inside the
+//     sandbox's network namespace, when the adapter names it;
+//  4. else, unless the plugin runs as IPAM only (pods then have no link of
+//     its own), a sandbox holds nothing on this node when it is stopped,
+//     was created after ipamd started (any address it holds would be in
+//     the store), or a grace period has passed since ipamd started (the
+//     plugin wires a pod moments after ipamd answers its ADD, so only an
+//     ADD answered just before a restart can still lack its link);
+//  5. else it is unaccounted for.
 //
 // A pod veth on the node that neither a listed sandbox nor an assignment
 // owns is held by a pod the adapter does not list: its addresses are
 // held, and it is unaccounted for too (the adapter may be looking at the
 // wrong runtime).
-func (r *Reconciler) buildEvidence(sandboxes []runtime.Sandbox, assignments []datastore.Assignment, n node, at time.Time) datastore.Evidence {
+func (r *Reconciler) buildEvidence(sandboxes []runtime.Sandbox, assignments []datastore.Assignment, n node, at time.Time, unproven bool) datastore.Evidence {
 	ev := datastore.Evidence{Network: r.cfg.Network, IfName: r.cfg.IfName, At: at, Listed: map[string]struct{}{}}
 	matched := map[string]bool{}
 	for _, sb := range sandboxes {
@@ -76,7 +81,7 @@ func (r *Reconciler) buildEvidence(sandboxes []runtime.Sandbox, assignments []da
 		}
 		veth := hostveth.Name(r.cfg.VethPrefix, sb.ID, r.cfg.IfName)
 		matched[veth] = true
-		ips, source, why := r.sandboxAddrs(sb, n, veth)
+		ips, source, why := r.sandboxAddrs(sb, n, veth, unproven)
 		if why != "" {
 			ev.Unaccounted = append(ev.Unaccounted, fmt.Sprintf("sandbox %s (pod %s/%s, %s): %s", sb.ID, sb.Namespace, sb.Name, stateName(sb), why))
 			continue
@@ -109,7 +114,7 @@ func (r *Reconciler) buildEvidence(sandboxes []runtime.Sandbox, assignments []da
 
 // sandboxAddrs finds a listed sandbox's addresses, or says why nothing
 // could.
-func (r *Reconciler) sandboxAddrs(sb runtime.Sandbox, n node, veth string) (ips []netip.Addr, source, unaccounted string) {
+func (r *Reconciler) sandboxAddrs(sb runtime.Sandbox, n node, veth string, unproven bool) (ips []netip.Addr, source, unaccounted string) {
 	if len(sb.IPs) > 0 {
 		return sb.IPs, "runtime", ""
 	}
@@ -118,7 +123,9 @@ func (r *Reconciler) sandboxAddrs(sb runtime.Sandbox, n node, veth string) (ips 
 			return routed, "host route via " + veth, ""
 		}
 	}
-	if sb.NetNS != "" && r.cfg.NetNS != nil {
+	// Entering a namespace costs a netlink socket per sandbox: done only
+	// while the store needs the proof.
+	if sb.NetNS != "" && r.cfg.NetNS != nil && unproven {
 		addrs, err := r.cfg.NetNS(sb.NetNS)
 		if err == nil {
 			return addrs, "network namespace " + sb.NetNS, ""
@@ -128,13 +135,26 @@ func (r *Reconciler) sandboxAddrs(sb runtime.Sandbox, n node, veth string) (ips 
 	if n.err != nil {
 		return nil, "", fmt.Sprintf("the runtime reports no IP and the node's pod links could not be read: %v", n.err)
 	}
-	if sb.State != runtime.StateReady {
+	if r.cfg.IPAMOnly {
+		return nil, "", "the runtime reports no IP and no network namespace is known (the CNI plugin runs as IPAM only, so no pod link on the node tells)"
+	}
+	switch {
+	case sb.State != runtime.StateReady:
 		// Stopped, reporting no address, and no link on the node: nothing
 		// here uses an address for it (a stopped sandbox is never started
 		// again; kubelet makes a new one).
 		return nil, "stopped, no address and no pod link on the node", ""
+	case sb.CreatedAt.After(r.cfg.StartedAt):
+		// Made after this ipamd opened its store: any address it holds came
+		// from this store, which records it. It waits for its first ADD.
+		return nil, "created after ipamd started, no pod link yet", ""
+	case r.cfg.Now().Sub(r.cfg.StartedAt) >= r.cfg.Grace:
+		// The plugin wires a pod within moments of ipamd's answer; a grace
+		// period after start, a pod without its link holds nothing here.
+		return nil, "no pod link on the node a grace period after ipamd started", ""
 	}
-	return nil, "", fmt.Sprintf("the runtime reports no IP, there is no pod link %s on the node, and no network namespace is known", veth)
+	return nil, "", fmt.Sprintf("the runtime reports no IP and there is no pod link %s on the node yet: an ADD answered before ipamd restarted may still be wiring it (waiting up to %s after start)",
+		veth, r.cfg.Grace)
 }
 
 func stateName(sb runtime.Sandbox) string {

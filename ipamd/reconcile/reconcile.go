@@ -78,6 +78,12 @@ type Config struct {
 	// VethPrefix is the CNI plugin's hostVethPrefix; default
 	// hostveth.DefaultPrefix.
 	VethPrefix string
+	// IPAMOnly: the CNI plugin runs as an IPAM plugin under another main
+	// plugin, so pods have no link of its own on the node and a missing
+	// link proves nothing.
+	IPAMOnly bool
+	// StartedAt is when ipamd opened its store; zero means when New ran.
+	StartedAt time.Time
 }
 
 // Result is one pass's outcome.
@@ -145,6 +151,9 @@ func New(store *datastore.Store, adapter runtime.RuntimeAdapter, cfg Config) *Re
 	}
 	if cfg.Now == nil {
 		cfg.Now = time.Now
+	}
+	if cfg.StartedAt.IsZero() {
+		cfg.StartedAt = cfg.Now()
 	}
 	if cfg.VethPrefix == "" {
 		cfg.VethPrefix = hostveth.DefaultPrefix
@@ -239,7 +248,7 @@ func (r *Reconciler) observe(ctx context.Context, sandboxes []runtime.Sandbox, n
 	if r.cfg.Network == "" {
 		return errors.New("reconcile: Config.Network is empty")
 	}
-	ev := r.buildEvidence(sandboxes, r.store.Assignments(), n, started)
+	ev := r.buildEvidence(sandboxes, r.store.Assignments(), n, started, r.store.Unproven())
 	rep, err := r.store.Observe(ctx, ev)
 	res.Adopted, res.Confirmed, res.Conflicts, res.Quarantined = rep.Adopted, rep.Confirmed, rep.Conflicts, rep.Quarantined
 	res.Unproven, res.Unaccounted = !rep.Proven, rep.Unaccounted

@@ -315,6 +315,32 @@ func TestRunningPodsWithoutAnyEvidenceKeepTheStoreUnproven(t *testing.T) {
 	}
 }
 
+// The plugin wires a pod moments after ipamd answers its ADD, so a pod
+// made before ipamd started whose link is still missing a grace period
+// later holds nothing on this node (it waits for its ADD); one whose link
+// appears meanwhile holds the address routed to it. A pod made after ipamd
+// started holds nothing the store does not know.
+func TestPodsWithoutLinksAreProvenEmptyAfterTheGrace(t *testing.T) {
+	n := newNodeWith(t, true)
+	young := sandbox("made-after-start", runtime.StateReady)
+	young.CreatedAt = t0.Add(time.Second)
+	n.setRuntime(testadapter.State{Sandboxes: []runtime.Sandbox{sandbox("web-1", runtime.StateReady), sandbox("web-2", runtime.StateReady), young}})
+	links := fakeNode{}
+	r := n.reconcilerOnNode(links)
+	n.clock.Set(t0.Add(2 * time.Second))
+	if res := n.pass(r); !res.Unproven || len(res.Unaccounted) != 2 {
+		t.Fatalf("pass within the grace = %+v; want web-1 and web-2 unaccounted, the young pod not", res)
+	}
+	links[veth("web-2")] = []netip.Addr{netip.MustParseAddr("198.18.0.2")}
+	n.clock.Set(t0.Add(reconcile.DefaultGrace))
+	res := n.pass(r)
+	if res.Unproven || res.Adopted != 1 {
+		t.Fatalf("pass after the grace = %+v; want proven, web-2 adopted from its link", res)
+	}
+	n.assign("new-1", "198.18.0.1")
+	n.assign("new-2", "198.18.0.3")
+}
+
 // A pod the runtime reports no IP for (Docker records none) is accounted
 // for by the host route through the veth the CNI plugin named after its
 // sandbox; a stopped one without a link holds nothing on this node.
