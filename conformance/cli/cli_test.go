@@ -3,6 +3,7 @@ package cli
 import (
 	"bytes"
 	"errors"
+	"os"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -18,6 +19,11 @@ func TestValidateNamesTheFlag(t *testing.T) {
 		{Options{Adapter: "a", Fixture: "podman"}, `usage: --fixture must be one of docker, cri, none, got "podman"`},
 		{Options{Adapter: "a", Scale: -1}, "usage: --scale must not be negative, got -1"},
 		{Options{Adapter: "a", Focus: "("}, "usage: --focus: invalid regular expression \"(\": error parsing regexp: missing closing ): `(`"},
+		{Options{Adapter: "a", RuntimeStopCommand: "systemctl stop containerd"}, "usage: --runtime-stop-cmd and --runtime-start-cmd go together, got only one"},
+		{Options{Adapter: "a", Fixture: FixtureDocker, PodCIDR: "198.18.0.0"},
+			`usage: --pod-cidr must be a CIDR such as 198.18.0.0/16, got "198.18.0.0": netip.ParsePrefix("198.18.0.0"): no '/'`},
+		{Options{Adapter: "a", Fixture: FixtureCRI, PodCIDR: "198.18.0.0/16"},
+			`usage: --pod-cidr needs --fixture docker (a CRI runtime's CNI gives pods their addresses), got --fixture "cri"`},
 	}
 	for _, tc := range cases {
 		err := tc.opts.Validate()
@@ -97,5 +103,21 @@ func TestRunRejectsUsageErrors(t *testing.T) {
 	}
 	if got, want := stderr.String(), "usage: --fixture must be one of docker, cri, none, got \"podman\"\n"; got != want {
 		t.Errorf("stderr = %q, want %q", got, want)
+	}
+}
+
+func TestRuntimeCommandsBecomeTheFixturesControl(t *testing.T) {
+	stopped := filepath.Join(t.TempDir(), "stopped")
+	stop := shellCommand("touch " + stopped)
+	if err := stop(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(stopped); err != nil {
+		t.Errorf("the command did not run: %v", err)
+	}
+	failing := shellCommand("echo down >&2; exit 3")
+	err := failing(t.Context())
+	if err == nil || !strings.Contains(err.Error(), "exit status 3: down") {
+		t.Errorf("failing command: %v, want its status and output", err)
 	}
 }
