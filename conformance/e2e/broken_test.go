@@ -112,6 +112,13 @@ func TestBrokenAdaptersFailTheirRule(t *testing.T) {
 				skipped = append(skipped, "scale-listing")
 			}
 			expectOutcome(t, run, 1, failing, skipped)
+			// Every broken adapter but swappedips is the example adapter
+			// underneath, which reports no pod IPs: pod-ips-match passes
+			// and says in words what that costs.
+			if ips := run.result(t, "pod-ips-match"); tc.adapter != "swappedips" && ips.Status == conformance.StatusPass &&
+				(len(ips.Notes) != 1 || !strings.Contains(ips.Notes[0], "reports no pod IPs")) {
+				t.Errorf("pod-ips-match notes = %q, want the note for an adapter that reports no IPs", ips.Notes)
+			}
 			if got := run.result(t, tc.mainCheck); !strings.Contains(got.Reason, tc.message) {
 				t.Errorf("%s reason = %q, want it to say %q", tc.mainCheck, got.Reason, tc.message)
 			}
