@@ -98,7 +98,7 @@ func (s *Store) writer() {
 // replay at start stays in the tens of milliseconds, and a compaction (a
 // whole snapshot) is paid once per thousands of commits. A variable so
 // tests can make compaction happen.
-var compactBytes int64 = 1 << 20
+const compactBytes int64 = 1 << 20
 
 // writeBatch writes the pending batch, if any, and wakes its callers.
 func (s *Store) writeBatch() {
@@ -157,7 +157,7 @@ func (s *Store) writeBatch() {
 // no journal yet, it is sealed or its tail is in doubt, a change touched
 // the whole state, or the journal has grown past compactBytes.
 func (s *Store) needFullLocked() bool {
-	return s.needFull || s.journal == nil || s.journal.Sealed() || s.journal.Size() > compactBytes
+	return s.needFull || s.journal == nil || s.journal.Sealed() || s.journal.Size() > s.compactAt.Load()
 }
 
 // recordLocked turns what changed since the last record into a journal

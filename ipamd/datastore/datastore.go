@@ -31,7 +31,7 @@
 // A failed write fails every caller of that batch. Their changes are
 // not rolled back in memory (a later change may already build on them);
 // they stay in memory, are never handed out twice, and are written by the
-// next successful write. Any later Assign, Release, ReleaseSandbox or GC,
+// next successful write. Any later Assign, Release, ReleaseAssignments or GC,
 // including a repeated ADD or DEL that changes nothing, returns only once
 // the state it saw is on disk. So nothing acknowledged is
 // ever lost, and an ADD whose write failed leaves at worst an assignment
@@ -68,6 +68,7 @@ import (
 	"os"
 	"path/filepath"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/sandboxipam/sandboxipam/ipamd/checkpoint"
@@ -134,8 +135,8 @@ type Options struct {
 
 // Recovery says how Open found the checkpoint.
 type Recovery struct {
-	// Checkpoint is "loaded", "missing" (first start) or "corrupt".
-	Checkpoint string
+	// Checkpoint is how the checkpoint was found.
+	Checkpoint RecoveryState
 	// Detail explains a corrupt or unproven checkpoint.
 	Detail string
 	// Assignments is how many assignments were loaded.
@@ -144,11 +145,18 @@ type Recovery struct {
 	Unproven int
 }
 
+// RecoveryState is how Open found the checkpoint.
+type RecoveryState string
+
 // Recovery outcomes.
 const (
-	RecoveryLoaded  = "loaded"
-	RecoveryMissing = "missing"
-	RecoveryCorrupt = "corrupt"
+	// RecoveryLoaded: the checkpoint was read and verified.
+	RecoveryLoaded RecoveryState = "loaded"
+	// RecoveryMissing: there was none (a first start, or a lost state
+	// directory: the two look the same).
+	RecoveryMissing RecoveryState = "missing"
+	// RecoveryCorrupt: it was unreadable or damaged and was kept aside.
+	RecoveryCorrupt RecoveryState = "corrupt"
 )
 
 // Stats counts the pool's addresses. Total counts addresses in the pool;
@@ -192,6 +200,10 @@ type Store struct {
 	// journal is the open journal, nil until the first compaction. Only
 	// the writer goroutine touches it once Open has returned.
 	journal *checkpoint.JournalWriter
+	// compactAt is the journal size past which a commit compacts:
+	// compactBytes, lowered by tests (export_test.go) to see compaction
+	// often.
+	compactAt atomic.Int64
 
 	wake    chan struct{}
 	stop    chan struct{}
@@ -240,6 +252,7 @@ func newStore(opts Options) *Store {
 		stop:             make(chan struct{}),
 		stopped:          make(chan struct{}),
 	}
+	s.compactAt.Store(compactBytes)
 	if s.cooldown <= 0 {
 		s.cooldown = DefaultCooldown
 	}

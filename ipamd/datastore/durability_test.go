@@ -236,7 +236,7 @@ func TestEveryAcknowledgedChangeIsOnDiskBeforeReturn(t *testing.T) {
 		},
 		func() { mustAssign(t, s, key("c"), pod("c"), "198.18.0.3") },
 		func() {
-			if _, err := s.ReleaseSandbox(ctx, "c"); err != nil {
+			if _, err := s.ReleaseAssignments(ctx, s.Assignments()); err != nil {
 				t.Fatal(err)
 			}
 		},

@@ -1,9 +1,5 @@
 package datastore
 
-// SetCompactBytes sets the journal size past which a commit compacts, for
-// the length of a test.
-func SetCompactBytes(cleanup func(func()), n int64) {
-	old := compactBytes
-	compactBytes = n
-	cleanup(func() { compactBytes = old })
-}
+// SetCompactBytes lowers the journal size past which s's commits compact,
+// so a test sees compaction often.
+func SetCompactBytes(s *Store, n int64) { s.compactAt.Store(n) }

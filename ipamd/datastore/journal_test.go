@@ -190,14 +190,10 @@ func TestDamagedJournalStartsUnproven(t *testing.T) {
 	}
 }
 
-// compactNow makes the next commit compact by shrinking the threshold below
-// any journal.
-func compactEvery(t *testing.T, n int64) { datastore.SetCompactBytes(t.Cleanup, n) }
-
 func TestCompactionTriggeredBySize(t *testing.T) {
-	compactEvery(t, 600)
 	f := newFixture(t, "198.18.0.0/24")
 	s := f.open()
+	datastore.SetCompactBytes(s, 600)
 	snapshot, err := os.ReadFile(f.path)
 	if err != nil {
 		t.Fatal(err)

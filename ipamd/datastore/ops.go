@@ -97,14 +97,6 @@ func (s *Store) Release(ctx context.Context, key Key) (Assignment, bool, error) 
 	return a, found, nil
 }
 
-// ReleaseSandbox frees every address of a sandbox, on every network and
-// interface, in one write.
-func (s *Store) ReleaseSandbox(ctx context.Context, sandboxID string) ([]Assignment, error) {
-	return s.releaseWhere(ctx, "release sandbox "+sandboxID, slog.LevelInfo, func(a *Assignment) bool {
-		return a.SandboxID == sandboxID
-	})
-}
-
 // GC frees every assignment of network whose key is not in valid (the CNI
 // GC verb's valid attachments), in one write.
 func (s *Store) GC(ctx context.Context, network string, valid []Key) ([]Assignment, error) {

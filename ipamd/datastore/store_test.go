@@ -97,28 +97,6 @@ func TestSamePodNameWithNewSandboxIsAnotherAssignment(t *testing.T) {
 	}
 }
 
-func TestReleaseSandboxFreesEveryInterface(t *testing.T) {
-	s := newFixture(t, "198.18.0.0/29").open()
-	ctx := context.Background()
-	mustAssign(t, s, datastore.Key{Network: "pods", SandboxID: "multi", IfName: "eth0"}, pod("m"), "198.18.0.1")
-	mustAssign(t, s, key("other"), pod("o"), "198.18.0.2")
-	mustAssign(t, s, datastore.Key{Network: "storage", SandboxID: "multi", IfName: "net1"}, pod("m"), "198.18.0.3")
-	released, err := s.ReleaseSandbox(ctx, "multi")
-	if err != nil {
-		t.Fatal(err)
-	}
-	want := map[string]string{"multi/pods/eth0": "198.18.0.1", "multi/storage/net1": "198.18.0.3"}
-	if got := ipsOf(released); !maps.Equal(got, want) {
-		t.Fatalf("released %v, want %v", got, want)
-	}
-	if got := ipsOf(s.Assignments()); !maps.Equal(got, map[string]string{"other/pods/eth0": "198.18.0.2"}) {
-		t.Fatalf("left %v", got)
-	}
-	if released, err := s.ReleaseSandbox(ctx, "multi"); err != nil || len(released) != 0 {
-		t.Fatalf("second ReleaseSandbox = %v, %v; want none", released, err)
-	}
-}
-
 func TestGCReleasesOnlyInvalidAttachmentsOfItsNetwork(t *testing.T) {
 	s := newFixture(t, "198.18.0.0/29").open()
 	mustAssign(t, s, key("keep"), pod("k"), "198.18.0.1")

@@ -95,7 +95,7 @@ func (h *handlers) pool(w http.ResponseWriter, _ *http.Request) {
 	out := api.Pool{
 		Source: h.Source, Total: st.Total, Assigned: st.Assigned, Free: st.Free, Cooling: st.Cooling, Unproven: st.Unproven,
 		Groups:   []api.Group{},
-		Recovery: api.Recovery{Checkpoint: rec.Checkpoint, Detail: rec.Detail, Assignments: rec.Assignments, Unproven: rec.Unproven},
+		Recovery: api.Recovery{Checkpoint: string(rec.Checkpoint), Detail: rec.Detail, Assignments: rec.Assignments, Unproven: rec.Unproven},
 	}
 	pr := h.Store.Proof()
 	out.Proof = api.Proof{Unproven: pr.Unproven, Quarantined: pr.Quarantined, Waiting: pr.Waiting}
