@@ -60,7 +60,7 @@ func FormatHeader(report Report) string {
 // expected and actual values and notes, indented.
 func formatResult(r Result) string {
 	var b strings.Builder
-	fmt.Fprintf(&b, "%-4s  %-27s %s (%.2fs)\n", strings.ToUpper(string(r.Status)), r.ID, r.Statement, r.Seconds)
+	fmt.Fprintf(&b, "%-4s  %-30s %s (%.2fs)\n", strings.ToUpper(string(r.Status)), r.ID, r.Statement, r.Seconds)
 	const indent = "      "
 	if r.Status == StatusFail {
 		fmt.Fprintf(&b, "%srule:     %s\n", indent, r.Rule)

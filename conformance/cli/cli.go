@@ -354,6 +354,6 @@ func newLogger(verbose bool, stderr io.Writer) *slog.Logger {
 // `conformance list`.
 func PrintChecks(w io.Writer) {
 	for _, check := range conformance.Checks() {
-		fmt.Fprintf(w, "%-27s %s\n%-27s [%s]\n", check.ID, check.Statement, "", check.Rule)
+		fmt.Fprintf(w, "%-30s %s\n%-30s [%s]\n", check.ID, check.Statement, "", check.Rule)
 	}
 }
