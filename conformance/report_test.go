@@ -93,14 +93,14 @@ func TestWriteTextShowsExpectedAndActual(t *testing.T) {
 reports: adapter docker , runtime docker 20.10.24 at 
 fixture: docker
 
-FAIL  sandbox-id-exact            listed under its ID (1.25s)
+FAIL  sandbox-id-exact               listed under its ID (1.25s)
       rule:     ` + rule1 + `
       reason:   pod p: listed ID looks like a short ID (12 characters)
       expected: ` + testSandboxID + `
       actual:   ` + testSandboxID[:12] + `
-SKIP  no-plain-containers         plain never listed (0.00s)
+SKIP  no-plain-containers            plain never listed (0.00s)
       reason:   plain containers not supported by the cri fixture
-PASS  scale-listing               all listed (60.00s)
+PASS  scale-listing                  all listed (60.00s)
       note:     created 200 pods in 41s
 
 3 checks: 1 passed, 1 failed, 1 skipped in 12.5s: NOT CONFORMANT
