@@ -93,6 +93,13 @@ func TestFallsBackToCRIDockerdSocket(t *testing.T) {
 	if _, err := adapter.GetSandbox(ctx, sandbox.Id[:12]); !errors.Is(err, runtime.ErrNotFound) {
 		t.Errorf("GetSandbox(short ID) error = %v, want ErrNotFound", err)
 	}
+	// cri-dockerd answers PodSandboxStatus for an app container's ID as if
+	// it were a sandbox; the adapter must not.
+	appID := critest.NewID()
+	server.AddAppContainer(sandbox.Id, appID)
+	if got, err := adapter.GetSandbox(ctx, appID); !errors.Is(err, runtime.ErrNotFound) {
+		t.Errorf("GetSandbox(app container) = %+v, %v; want ErrNotFound", got, err)
+	}
 	// cri-dockerd answers an unknown sandbox with Docker's "No such
 	// container" and code Unknown.
 	if _, err := adapter.GetSandbox(ctx, critest.NewID()); !errors.Is(err, runtime.ErrNotFound) {
