@@ -7,6 +7,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/sandboxipam/sandboxipam/internal/testadapter"
+	"github.com/sandboxipam/sandboxipam/internal/testsupport"
 	"github.com/sandboxipam/sandboxipam/ipamd/config"
 	"github.com/sandboxipam/sandboxipam/ipamd/daemon"
 )
@@ -19,7 +21,7 @@ type realIPAMD struct {
 
 // startIPAMD starts ipamd in-process with its socket and state in a fresh
 // directory, introspection on a loopback port of the kernel's choosing,
-// and no runtime adapter (ADD and DEL never need one).
+// and the file-backed test adapter over a runtime with no pod.
 func startIPAMD(tb testing.TB, cidr string, cooldown time.Duration) *realIPAMD {
 	tb.Helper()
 	return startIPAMDIn(tb, os.TempDir(), cidr, cooldown)
@@ -45,12 +47,25 @@ func startIPAMDIn(tb testing.TB, parent, cidr string, cooldown time.Duration) *r
 	if err := cfg.Validate(); err != nil {
 		tb.Fatalf("ipamd config: %v", err)
 	}
-	noRuntime := func(context.Context, string) bool { return false }
-	d := daemon.New(cfg, daemon.Options{Probe: noRuntime})
+	// A runtime with no pod yet: its first listing proves the fresh node's
+	// pool (without a checkpoint ipamd hands out nothing before that).
+	state := filepath.Join(dir, "runtime.json")
+	if err := testadapter.WriteState(state, testadapter.State{RuntimeName: "fake-runtime"}); err != nil {
+		tb.Fatal(err)
+	}
+	cfg.Runtime.Adapter = testadapter.Build(tb)
+	cfg.Runtime.Args = []string{"--state=" + state}
+	cfg.Runtime.AutoMTLS = false
+	cfg.Runtime.StartTimeout = time.Minute
+	if err := cfg.Validate(); err != nil {
+		tb.Fatalf("ipamd config: %v", err)
+	}
+	d := daemon.New(cfg, daemon.Options{})
 	if err := d.Start(context.Background()); err != nil {
 		tb.Fatalf("start ipamd: %v", err)
 	}
 	tb.Cleanup(func() { stopIPAMD(tb, d) })
+	testsupport.Eventually(tb, "ipamd to prove the fresh node's pool", func() bool { return !d.Store().Unproven() })
 	return &realIPAMD{Socket: cfg.Socket, Daemon: d}
 }
 

@@ -122,9 +122,13 @@ func (s *Store) Observe(ctx context.Context, ev Evidence) (ObserveReport, error)
 	} else {
 		b = s.syncLocked()
 	}
+	events := s.adoptedEvents
+	s.adoptedEvents = nil
 	s.mu.Unlock()
 	s.logObserve(wasUnproven, rep)
-	if err := wait(ctx, b); err != nil {
+	err := wait(ctx, b)
+	s.emit(events)
+	if err != nil {
 		return rep, fmt.Errorf("record the runtime listing: %w", err)
 	}
 	return rep, nil
@@ -170,7 +174,9 @@ func (s *Store) adoptLocked(ev Evidence) int {
 		if e, ok := s.addrs[h.IP]; ok && e.held {
 			continue
 		}
-		s.holdLocked(&Assignment{Key: key, Pod: h.Pod, Address: s.addressFor(h.IP), AssignedAt: ev.At, ListedAt: ev.At})
+		a := &Assignment{Key: key, Pod: h.Pod, Address: s.addressFor(h.IP), AssignedAt: ev.At, ListedAt: ev.At}
+		s.holdLocked(a)
+		s.adoptedEvents = append(s.adoptedEvents, Event{At: ev.At, Kind: EventAdopted, Reason: h.Source, Assignment: *a})
 		adopted++
 		s.log.Warn("adopted an address from the runtime listing", slog.Any("key", key),
 			slog.String("pod", h.Pod.Namespace+"/"+h.Pod.Name), slog.String("ip", h.IP.String()), slog.String("source", h.Source))

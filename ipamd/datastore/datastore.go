@@ -87,7 +87,7 @@ var (
 	ErrCheckpointCorrupt = errors.New("checkpoint corrupt")
 	// ErrClosed: the store was closed.
 	ErrClosed = errors.New("datastore closed")
-	// ErrUnproven: the checkpoint was lost and the runtime has not yet
+	// ErrUnproven: there is no trusted checkpoint and the runtime has not yet
 	// proven which addresses are free, so none is handed out.
 	ErrUnproven = errors.New("datastore unproven: there is no trusted checkpoint and the runtime and the node have not yet accounted for every pod's address")
 	// ErrInvalidKey: a key lacks its network, sandbox ID or interface name.
@@ -131,6 +131,10 @@ type Options struct {
 	// start, and only a runtime listing can tell them apart. Tests and
 	// tools that own the whole pool leave it off.
 	ProveWhenMissing bool
+	// OnEvent, when set, receives every assignment made, adopted or
+	// released, after the write that holds it; it must not call back into
+	// the store.
+	OnEvent func([]Event)
 }
 
 // Recovery says how Open found the checkpoint.
@@ -174,6 +178,9 @@ type Store struct {
 	proveWhenMissing bool
 	log              *slog.Logger
 	now              func() time.Time
+	onEvent          func([]Event)
+	// adoptedEvents collects Observe's adoptions under the lock, for emit.
+	adoptedEvents []Event
 
 	mu    sync.Mutex
 	addrs map[netip.Addr]*entry
@@ -243,6 +250,7 @@ func newStore(opts Options) *Store {
 		proveWhenMissing: opts.ProveWhenMissing,
 		log:              opts.Logger,
 		now:              opts.Now,
+		onEvent:          opts.OnEvent,
 		addrs:            make(map[netip.Addr]*entry),
 		marked:           make(map[netip.Addr]struct{}),
 		assignments:      make(map[Key]*Assignment),

@@ -33,12 +33,17 @@ func (s *Store) Assign(ctx context.Context, key Key, pod Pod) (Assignment, error
 		return Assignment{}, fmt.Errorf("assign: %w", err)
 	}
 	s.mu.Lock()
+	_, existed := s.assignments[key]
 	a, b, err := s.assignLocked(key, pod)
 	s.mu.Unlock()
 	if err != nil {
 		return Assignment{}, err
 	}
-	if err := wait(ctx, b); err != nil {
+	err = wait(ctx, b)
+	if !existed {
+		s.emit([]Event{{At: a.AssignedAt, Kind: EventAssigned, Assignment: a}})
+	}
+	if err != nil {
 		return Assignment{}, fmt.Errorf("assign %s to sandbox %s: %w", a.Address.IP, key.SandboxID, err)
 	}
 	return a, nil
@@ -76,22 +81,33 @@ func (s *Store) assignLocked(key Key, pod Pod) (Assignment, *batch, error) {
 // CNI requires DEL to be idempotent. The release is on disk before Release
 // returns.
 func (s *Store) Release(ctx context.Context, key Key) (Assignment, bool, error) {
+	return s.ReleaseFor(ctx, key, ReasonCNIDel)
+}
+
+// ReleaseFor is Release with the reason the log, the history and the
+// metrics give (ReasonOperator for an operator's release).
+func (s *Store) ReleaseFor(ctx context.Context, key Key, reason string) (Assignment, bool, error) {
 	s.mu.Lock()
 	if s.closed {
 		s.mu.Unlock()
 		return Assignment{}, false, fmt.Errorf("release: %w", ErrClosed)
 	}
-	a, found := s.releaseLocked(key, s.now())
+	now := s.now()
+	a, found := s.releaseLocked(key, now)
 	var b *batch
 	if found {
 		b = s.changedLocked()
-		s.log.Info("address released", slog.Any("key", key), slog.Any("pod", a.Pod), slog.String("ip", a.Address.IP.String()))
+		s.logRelease(reason, a)
 	} else {
 		b = s.syncLocked()
 		s.log.Info("release of an unknown key: nothing to do", slog.Any("key", key))
 	}
 	s.mu.Unlock()
-	if err := wait(ctx, b); err != nil {
+	err := wait(ctx, b)
+	if found {
+		s.emit([]Event{{At: now, Kind: EventReleased, Reason: reason, Assignment: a}})
+	}
+	if err != nil {
 		return Assignment{}, false, fmt.Errorf("release sandbox %s: %w", key.SandboxID, err)
 	}
 	return a, found, nil
@@ -104,7 +120,7 @@ func (s *Store) GC(ctx context.Context, network string, valid []Key) ([]Assignme
 	for _, k := range valid {
 		keep[k] = struct{}{}
 	}
-	return s.releaseWhere(ctx, "gc network "+network, slog.LevelInfo, func(a *Assignment) bool {
+	return s.releaseWhere(ctx, "gc network "+network, ReasonCNIGC, func(a *Assignment) bool {
 		_, ok := keep[a.Key]
 		return a.Network == network && !ok
 	})
@@ -114,20 +130,21 @@ func (s *Store) GC(ctx context.Context, network string, valid []Key) ([]Assignme
 // given (same key, address and AssignedAt), in one write. An assignment
 // that was released or made anew since the caller read it is left alone,
 // so a reconciler working from a snapshot never frees a fresh assignment.
-// Each release is logged at debug level only: the caller logs why.
+// The caller is the reconciler: each release's reason is
+// ReasonRuntimeGone.
 func (s *Store) ReleaseAssignments(ctx context.Context, stale []Assignment) ([]Assignment, error) {
 	want := make(map[Key]Assignment, len(stale))
 	for _, a := range stale {
 		want[a.Key] = a
 	}
-	return s.releaseWhere(ctx, "release stale assignments", slog.LevelDebug, func(a *Assignment) bool {
+	return s.releaseWhere(ctx, "release stale assignments", ReasonRuntimeGone, func(a *Assignment) bool {
 		w, ok := want[a.Key]
 		return ok && w.Address.IP == a.Address.IP && w.AssignedAt.Equal(a.AssignedAt)
 	})
 }
 
 // releaseWhere frees every assignment match selects, with one write.
-func (s *Store) releaseWhere(ctx context.Context, op string, level slog.Level, match func(*Assignment) bool) ([]Assignment, error) {
+func (s *Store) releaseWhere(ctx context.Context, op, reason string, match func(*Assignment) bool) ([]Assignment, error) {
 	s.mu.Lock()
 	if s.closed {
 		s.mu.Unlock()
@@ -142,10 +159,12 @@ func (s *Store) releaseWhere(ctx context.Context, op string, level slog.Level, m
 	slices.SortFunc(keys, compareKeys)
 	now := s.now()
 	released := make([]Assignment, 0, len(keys))
+	events := make([]Event, 0, len(keys))
 	for _, k := range keys {
 		a, _ := s.releaseLocked(k, now)
 		released = append(released, a)
-		s.log.Log(ctx, level, "address released", slog.String("op", op), slog.Any("key", k), slog.Any("pod", a.Pod), slog.String("ip", a.Address.IP.String()))
+		events = append(events, Event{At: now, Kind: EventReleased, Reason: reason, Assignment: a})
+		s.logRelease(reason, a)
 	}
 	var b *batch
 	if len(released) > 0 {
@@ -154,7 +173,9 @@ func (s *Store) releaseWhere(ctx context.Context, op string, level slog.Level, m
 		b = s.syncLocked()
 	}
 	s.mu.Unlock()
-	if err := wait(ctx, b); err != nil {
+	err := wait(ctx, b)
+	s.emit(events)
+	if err != nil {
 		return nil, fmt.Errorf("%s: %w", op, err)
 	}
 	return released, nil

@@ -108,7 +108,7 @@ func (s *Store) load(ctx context.Context) error {
 		}
 		s.recovery = Recovery{Checkpoint: RecoveryLoaded, Assignments: len(s.assignments)}
 		if s.unproven {
-			s.recovery.Detail = "the checkpoint was lost before and the runtime listing has not proven the pool yet; Assign is refused until Adopt"
+			s.recovery.Detail = "the checkpoint was lost before and the runtime listing has not proven the pool yet; Assign is refused until a listing accounts for every pod's address"
 			s.log.Warn("datastore loaded in unproven mode", slog.String("path", s.path))
 		}
 		s.log.Info("datastore checkpoint loaded", slog.String("path", s.path),

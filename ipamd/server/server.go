@@ -19,6 +19,7 @@ import (
 	"errors"
 	"log/slog"
 	"net/netip"
+	"strings"
 	"syscall"
 	"time"
 
@@ -139,7 +140,7 @@ func (s *Server) Status(_ context.Context, _ *ipamdv1.StatusRequest) (resp *ipam
 	resp = &ipamdv1.StatusResponse{Ready: true, Free: uint32(max(st.Free, 0))}
 	switch {
 	case s.store.Unproven():
-		resp.Ready, resp.Message = false, "checkpoint was lost; waiting for the runtime listing to prove which addresses are free"
+		resp.Ready, resp.Message = false, "datastore unproven (no trusted checkpoint): waiting for "+strings.Join(s.store.Proof().Waiting, "; ")
 	case st.Free == 0:
 		resp.Ready, resp.Message = false, "address pool exhausted"
 	}
