@@ -22,6 +22,7 @@ import (
 	"github.com/sandboxipam/sandboxipam/adapters/internal/critest"
 	"github.com/sandboxipam/sandboxipam/conformance/fixture"
 	"github.com/sandboxipam/sandboxipam/internal/testenv"
+	"github.com/sandboxipam/sandboxipam/internal/testsupport"
 	"github.com/sandboxipam/sandboxipam/runtime"
 )
 
@@ -88,8 +89,6 @@ func plainContainer(t *testing.T, c *testenv.Containerd) adaptertest.PlainContai
 // ListPodSandbox and against crictl.
 func TestListsExactlyTheCRISandboxes(t *testing.T) {
 	c := ctrd.Get(t)
-	// Before the pods: a cold crictl install takes minutes.
-	crictl, crictlMissing := findCrictl(t)
 	ctx, cancel := context.WithTimeout(context.Background(), testTimeout)
 	defer cancel()
 	f := adaptertest.NewCRIFixture(t, ctx, c)
@@ -113,12 +112,7 @@ func TestListsExactlyTheCRISandboxes(t *testing.T) {
 		}
 	})
 	t.Run("same as crictl", func(t *testing.T) {
-		if crictl == "" && os.Getenv("CI") == "true" {
-			t.Fatal(crictlMissing)
-		}
-		if crictl == "" {
-			t.Skip(crictlMissing)
-		}
+		crictl := testsupport.Tool(t, "crictl") // built by make test-tools
 		if got, want := adaptertest.SortedIDs(native), crictlPods(t, ctx, crictl, c.Endpoint); !slices.Equal(got, want) {
 			t.Errorf("native listed %v\ncrictl lists  %v", got, want)
 		}
