@@ -51,14 +51,18 @@ func (d *Daemon) reconcileLoop(ctx context.Context) {
 	retry := firstRetry
 	for {
 		wait := d.cfg.Reconcile.Interval
-		if _, err := rec.RunOnce(ctx, false); err != nil {
+		res, err := rec.RunOnce(ctx, false)
+		switch {
+		case err != nil || res.Unproven:
+			// A failed pass, and an unproven store (every ADD refused until
+			// proof arrives), are retried soon rather than an interval later.
 			if ctx.Err() != nil {
 				return
 			}
-			d.log.Debug("reconcile pass failed; retrying soon", slog.Any("error", err), slog.Duration("retry_in", retry))
+			d.log.Debug("reconcile pass failed or left the store unproven; retrying soon", slog.Any("error", err), slog.Duration("retry_in", retry))
 			wait = min(retry, wait)
 			retry = min(retry*2, d.cfg.Reconcile.Interval)
-		} else {
+		default:
 			retry = firstRetry
 		}
 		select {

@@ -2,6 +2,7 @@ package reconcile
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net/netip"
 	"slices"
@@ -125,18 +126,22 @@ func (r *Reconciler) sandboxAddrs(sb runtime.Sandbox, n node, veth string, unpro
 	}
 	// Entering a namespace costs a netlink socket per sandbox: done only
 	// while the store needs the proof.
+	var nsErr error
 	if sb.NetNS != "" && r.cfg.NetNS != nil && unproven {
 		addrs, err := r.cfg.NetNS(sb.NetNS)
 		if err == nil {
 			return addrs, "network namespace " + sb.NetNS, ""
 		}
-		return nil, "", fmt.Sprintf("the runtime reports no IP, there is no pod link %s on the node, and its network namespace could not be read: %v", veth, err)
+		nsErr = fmt.Errorf("its network namespace could not be read: %w", err)
 	}
 	if n.err != nil {
 		return nil, "", fmt.Sprintf("the runtime reports no IP and the node's pod links could not be read: %v", n.err)
 	}
 	if r.cfg.IPAMOnly {
-		return nil, "", "the runtime reports no IP and no network namespace is known (the CNI plugin runs as IPAM only, so no pod link on the node tells)"
+		if nsErr == nil {
+			nsErr = errors.New("no network namespace is known")
+		}
+		return nil, "", fmt.Sprintf("the runtime reports no IP and %v (the CNI plugin runs as IPAM only, so no pod link on the node tells)", nsErr)
 	}
 	switch {
 	case sb.State != runtime.StateReady:
