@@ -112,6 +112,12 @@ type Result struct {
 	// should show and does not: the adapter is blind, and nothing was
 	// released.
 	Missing []string
+	// Unlisted holds the assignments whose sandbox this successful
+	// listing did not show and that the pass did not release: inside the
+	// grace, never listed yet, or kept by a pod link on the node. One that
+	// stays here for several grace periods is a leak an operator should
+	// see (the metrics export their count and the oldest's age).
+	Unlisted []datastore.Assignment
 	// Err says why the pass released nothing: the listing failed, or the
 	// adapter is blind.
 	Err string
@@ -200,6 +206,7 @@ func (r *Reconciler) pass(ctx context.Context, dryRun bool) (Result, error) {
 		}
 	}
 	assignments := r.store.Assignments()
+	res.Unlisted = Unlisted(assignments, sandboxes)
 	if res.Missing = Missing(assignments, sandboxes, started.Add(-r.cfg.Grace)); len(res.Missing) > 0 {
 		err := fmt.Errorf("%w: %d sandbox(es) that CNI added more than %s ago are not in its listing: %s",
 			ErrAdapterBlind, len(res.Missing), r.cfg.Grace, summarize(res.Missing, 5))
@@ -215,14 +222,39 @@ func (r *Reconciler) pass(ctx context.Context, dryRun bool) (Result, error) {
 		r.logReleases("would release (dry run)", stale)
 		return res, nil
 	}
+	// The datastore logs each release with its reason (runtime_gone).
 	released, err := r.store.ReleaseAssignments(ctx, stale)
 	res.Released = released
+	gone := make(map[datastore.Key]struct{}, len(released))
+	for _, a := range released {
+		gone[a.Key] = struct{}{}
+	}
+	res.Unlisted = slices.DeleteFunc(res.Unlisted, func(a datastore.Assignment) bool { _, ok := gone[a.Key]; return ok })
 	if err != nil {
 		res.Err = err.Error()
 		return res, fmt.Errorf("reconcile: %w", err)
 	}
-	r.logReleases("released the address of a sandbox the runtime no longer has", released)
 	return res, nil
+}
+
+// ListSandboxes lists the runtime's sandboxes through the reconciler's
+// adapter, within ListTimeout, changing nothing: ipamctl check compares
+// the listing with the datastore and the node.
+func (r *Reconciler) ListSandboxes(ctx context.Context) ([]runtime.Sandbox, error) {
+	return r.list(ctx)
+}
+
+// Unlisted returns the assignments whose sandbox the listing does not
+// show as a pod-network sandbox, in the order given.
+func Unlisted(assignments []datastore.Assignment, sandboxes []runtime.Sandbox) []datastore.Assignment {
+	present := podSandboxIDs(sandboxes)
+	var out []datastore.Assignment
+	for _, a := range assignments {
+		if _, ok := present[a.SandboxID]; !ok {
+			out = append(out, a)
+		}
+	}
+	return out
 }
 
 // ErrAdapterBlind: the adapter does not list sandboxes CNI added, so its
