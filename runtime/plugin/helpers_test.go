@@ -15,12 +15,13 @@ import (
 	"time"
 
 	"github.com/sandboxipam/sandboxipam/internal/testadapter"
+	"github.com/sandboxipam/sandboxipam/internal/testsupport"
 	"github.com/sandboxipam/sandboxipam/runtime"
 )
 
 // waitLimit guards waits for something that must happen; it is no
-// assertion on how fast.
-const waitLimit = 30 * time.Second
+// assertion on how fast, and as generous as testsupport's.
+const waitLimit = testsupport.WaitDeadline
 
 func fixtureSandboxes() []runtime.Sandbox {
 	return []runtime.Sandbox{
