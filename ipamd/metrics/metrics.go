@@ -8,6 +8,7 @@ package metrics
 
 import (
 	"net/http"
+	"sync"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -30,7 +31,23 @@ type Sources struct {
 	// Unproven reports whether the datastore hands out nothing until the
 	// runtime and the node account for every pod's address.
 	Unproven func() bool
+	// Census counts the pool's addresses by group, family and state
+	// (ipamd_addresses).
+	Census func() map[datastore.CensusKey]int
+	// AdapterState is the adapter's supervision state: one of
+	// AdapterStates; nil when ipamd runs without one.
+	AdapterState func() string
+	// Now is the clock for ages; nil means time.Now.
+	Now func() time.Time
 }
+
+// AdapterStates are the values of ipamd_adapter_state's state label: the
+// supervisor's states, and "none" while no adapter is selected or none can be.
+var AdapterStates = []string{"none", "starting", "healthy", "unhealthy", "stopped"}
+
+// ReleaseReasons are the values of ipamd_released_addresses_total's
+// reason label, exported at zero from the start so rules see them.
+var ReleaseReasons = []string{datastore.ReasonCNIDel, datastore.ReasonCNIGC, datastore.ReasonRuntimeGone, datastore.ReasonOperator}
 
 // Metrics holds ipamd's collectors and their registry.
 type Metrics struct {
@@ -41,6 +58,15 @@ type Metrics struct {
 	reconcileReleased prometheus.Counter
 	blindSandboxes    prometheus.Gauge
 	conflicts         prometheus.Counter
+	released          *prometheus.CounterVec
+	assigned          *prometheus.CounterVec
+	unlistedGauge     prometheus.Gauge
+	now               func() time.Time
+
+	// unlistedSince maps each assignment the last pass kept although its
+	// sandbox was not listed to the first pass that did not list it.
+	mu            sync.Mutex
+	unlistedSince map[datastore.Key]time.Time
 }
 
 // New builds the collectors and registers them, with the Go runtime and
@@ -74,11 +100,38 @@ func New(src Sources) *Metrics {
 			Namespace: namespace, Name: "quarantine_conflicts_total",
 			Help: "Addresses quarantined because a pod held them while the datastore recorded them free or under another sandbox.",
 		}),
+		released: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Namespace: namespace, Name: "released_addresses_total",
+			Help: "Addresses released, by reason: cni_del (the runtime's DEL), cni_gc (the CNI GC verb), runtime_gone (the reconciler found the sandbox gone), operator (ipamctl release).",
+		}, []string{"reason"}),
+		assigned: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Namespace: namespace, Name: "assigned_addresses_total",
+			Help: "Addresses assigned, by how: cni_add (a CNI ADD), adopted (rebuilt from the runtime listing after a lost checkpoint).",
+		}, []string{"how"}),
+		unlistedGauge: prometheus.NewGauge(prometheus.GaugeOpts{
+			Namespace: namespace, Name: "unlisted_assignments",
+			Help: "Assignments whose sandbox the last successful runtime listing did not show and that the pass kept (inside the grace, never listed yet, or kept by a pod link on the node).",
+		}),
+		now:           src.Now,
+		unlistedSince: map[datastore.Key]time.Time{},
 	}
+	if m.now == nil {
+		m.now = time.Now
+	}
+	for _, r := range ReleaseReasons {
+		m.released.WithLabelValues(r)
+	}
+	m.assigned.WithLabelValues("cni_add")
+	m.assigned.WithLabelValues("adopted")
 	m.registry.MustRegister(
 		collectors.NewGoCollector(),
 		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
 		m.callDuration, m.reconcileRuns, m.reconcileErrors, m.reconcileReleased, m.blindSandboxes, m.conflicts,
+		m.released, m.assigned, m.unlistedGauge,
+		prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+			Namespace: namespace, Name: "oldest_unlisted_assignment_seconds",
+			Help: "How long the oldest of ipamd_unlisted_assignments has been missing from the runtime's listings (since the first successful pass that did not show it); 0 when there is none. Several grace periods mean a leak.",
+		}, m.oldestUnlisted),
 	)
 	if src.Unproven != nil {
 		m.registry.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{
@@ -92,10 +145,96 @@ func New(src Sources) *Metrics {
 		}))
 	}
 	m.registerPool(src.Stats)
+	if src.Census != nil {
+		m.registry.MustRegister(censusCollector{census: src.Census})
+	}
 	if src.Adapter != nil {
 		m.registerAdapter(src.Adapter)
 	}
+	if src.AdapterState != nil {
+		m.registerAdapterState(src.AdapterState)
+	}
 	return m
+}
+
+// censusDesc is ipamd_addresses: the pool by group, family and state.
+var censusDesc = prometheus.NewDesc(namespace+"_addresses",
+	"Pool addresses by group (\"static\" or an ENI ID), family (ipv4, ipv6) and state: free, assigned, cooling (released, waiting out the cooldown), quarantined (a pod holds it while ipamd records it elsewhere), unproven (no trusted checkpoint yet).",
+	[]string{"group", "family", "state"}, nil)
+
+// censusCollector reads the census at scrape time, so a group that
+// leaves the pool leaves the scrape.
+type censusCollector struct {
+	census func() map[datastore.CensusKey]int
+}
+
+func (c censusCollector) Describe(ch chan<- *prometheus.Desc) { ch <- censusDesc }
+
+func (c censusCollector) Collect(ch chan<- prometheus.Metric) {
+	for k, n := range c.census() {
+		ch <- prometheus.MustNewConstMetric(censusDesc, prometheus.GaugeValue, float64(n), k.Group, k.Family, string(k.State))
+	}
+}
+
+func (m *Metrics) registerAdapterState(state func() string) {
+	for _, st := range AdapterStates {
+		m.registry.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+			Namespace: namespace, Name: "adapter_state", ConstLabels: prometheus.Labels{"state": st},
+			Help: "1 for the runtime adapter's current supervision state (none, starting, healthy, unhealthy, stopped), 0 for the others.",
+		}, func() float64 {
+			if state() == st {
+				return 1
+			}
+			return 0
+		}))
+	}
+}
+
+// ObserveEvents counts the datastore's assignments and releases; it fits
+// datastore.Options.OnEvent.
+func (m *Metrics) ObserveEvents(events []datastore.Event) {
+	for _, e := range events {
+		switch e.Kind {
+		case datastore.EventAssigned:
+			m.assigned.WithLabelValues("cni_add").Inc()
+		case datastore.EventAdopted:
+			m.assigned.WithLabelValues("adopted").Inc()
+		case datastore.EventReleased:
+			m.released.WithLabelValues(e.Reason).Inc()
+		}
+	}
+}
+
+// observeUnlisted keeps, for each assignment a successful pass kept
+// unlisted, when it was first found so.
+func (m *Metrics) observeUnlisted(r reconcile.Result) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	next := make(map[datastore.Key]time.Time, len(r.Unlisted))
+	for _, a := range r.Unlisted {
+		since, ok := m.unlistedSince[a.Key]
+		if !ok {
+			since = r.At
+		}
+		next[a.Key] = since
+	}
+	m.unlistedSince = next
+	m.unlistedGauge.Set(float64(len(next)))
+}
+
+func (m *Metrics) oldestUnlisted() float64 {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	var oldest time.Time
+	for _, since := range m.unlistedSince {
+		if oldest.IsZero() || since.Before(oldest) {
+			oldest = since
+		}
+	}
+	if oldest.IsZero() {
+		return 0
+	}
+	return max(m.now().Sub(oldest).Seconds(), 0)
 }
 
 func (m *Metrics) registerPool(stats func() datastore.Stats) {
@@ -156,6 +295,9 @@ func (m *Metrics) ObserveReconcile(r reconcile.Result) {
 	}
 	if r.Err == "" || r.Blind() {
 		m.blindSandboxes.Set(float64(len(r.Missing)))
+	}
+	if !r.DryRun && (r.Err == "" || r.Blind()) {
+		m.observeUnlisted(r)
 	}
 }
 

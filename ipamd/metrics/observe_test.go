@@ -1,0 +1,99 @@
+package metrics_test
+
+import (
+	"net/netip"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus/testutil/promlint"
+	"github.com/sandboxipam/sandboxipam/ipamd/datastore"
+	"github.com/sandboxipam/sandboxipam/ipamd/ipsource"
+	"github.com/sandboxipam/sandboxipam/ipamd/metrics"
+	"github.com/sandboxipam/sandboxipam/ipamd/reconcile"
+)
+
+func held(sandbox string) datastore.Assignment {
+	return datastore.Assignment{Key: datastore.Key{Network: "n", SandboxID: sandbox, IfName: "eth0"},
+		Address: ipsource.Address{IP: netip.MustParseAddr("10.0.0.1")}}
+}
+
+// TestNewMetricsExactValues: the census, releases by reason, adapter state
+// and the unlisted assignments' count and age after a scripted sequence.
+func TestNewMetricsExactValues(t *testing.T) {
+	t0 := time.Date(2026, 12, 2, 12, 0, 0, 0, time.UTC)
+	now := t0
+	state := "starting"
+	m := metrics.New(metrics.Sources{
+		Census: func() map[datastore.CensusKey]int {
+			return map[datastore.CensusKey]int{
+				{Group: "eni-1", Family: "ipv4", State: datastore.StateFree}:     5,
+				{Group: "eni-1", Family: "ipv4", State: datastore.StateAssigned}: 2,
+				{Group: "static", Family: "ipv6", State: datastore.StateUnproven}: 7,
+			}
+		},
+		AdapterState: func() string { return state },
+		Now:          func() time.Time { return now },
+	})
+	m.ObserveEvents([]datastore.Event{
+		{Kind: datastore.EventAssigned}, {Kind: datastore.EventAssigned}, {Kind: datastore.EventAdopted},
+		{Kind: datastore.EventReleased, Reason: datastore.ReasonCNIDel},
+		{Kind: datastore.EventReleased, Reason: datastore.ReasonRuntimeGone},
+		{Kind: datastore.EventReleased, Reason: datastore.ReasonRuntimeGone},
+	})
+	// a and b unlisted from t0; at t0+30s b is listed again and c joins.
+	m.ObserveReconcile(reconcile.Result{At: t0, Unlisted: []datastore.Assignment{held("a"), held("b")}})
+	m.ObserveReconcile(reconcile.Result{At: t0.Add(30 * time.Second), Unlisted: []datastore.Assignment{held("a"), held("c")}})
+	// A failed pass and a dry run change nothing.
+	m.ObserveReconcile(reconcile.Result{At: t0.Add(40 * time.Second), Err: "list sandboxes: down"})
+	m.ObserveReconcile(reconcile.Result{At: t0.Add(40 * time.Second), DryRun: true})
+	now = t0.Add(90 * time.Second)
+	body := scrape(t, m)
+	for _, line := range []string{
+		`ipamd_addresses{family="ipv4",group="eni-1",state="free"} 5`,
+		`ipamd_addresses{family="ipv4",group="eni-1",state="assigned"} 2`,
+		`ipamd_addresses{family="ipv6",group="static",state="unproven"} 7`,
+		`ipamd_assigned_addresses_total{how="cni_add"} 2`, `ipamd_assigned_addresses_total{how="adopted"} 1`,
+		`ipamd_released_addresses_total{reason="cni_del"} 1`, `ipamd_released_addresses_total{reason="runtime_gone"} 2`,
+		`ipamd_released_addresses_total{reason="cni_gc"} 0`, `ipamd_released_addresses_total{reason="operator"} 0`,
+		`ipamd_adapter_state{state="starting"} 1`, `ipamd_adapter_state{state="healthy"} 0`,
+		"ipamd_unlisted_assignments 2", "ipamd_oldest_unlisted_assignment_seconds 90",
+	} {
+		if !strings.Contains(body, line+"\n") {
+			t.Errorf("/metrics lacks %q", line)
+		}
+	}
+	state = "healthy"
+	m.ObserveReconcile(reconcile.Result{At: now})
+	body = scrape(t, m)
+	for _, line := range []string{`ipamd_adapter_state{state="healthy"} 1`, `ipamd_adapter_state{state="starting"} 0`,
+		"ipamd_unlisted_assignments 0", "ipamd_oldest_unlisted_assignment_seconds 0"} {
+		if !strings.Contains(body, line+"\n") {
+			t.Errorf("/metrics lacks %q", line)
+		}
+	}
+}
+
+// TestScrapePassesPromlint runs the Prometheus linter (what promtool
+// check metrics runs) over a scrape with every collector registered.
+func TestScrapePassesPromlint(t *testing.T) {
+	m := metrics.New(metrics.Sources{
+		Stats:        func() datastore.Stats { return datastore.Stats{Total: 4, Free: 4} },
+		Adapter:      func() (bool, int) { return true, 0 },
+		Unproven:     func() bool { return false },
+		Census:       func() map[datastore.CensusKey]int { return map[datastore.CensusKey]int{{Group: "static", Family: "ipv4", State: datastore.StateFree}: 4} },
+		AdapterState: func() string { return "healthy" },
+	})
+	m.ObserveCall("Add", time.Millisecond, nil)
+	mfs, err := m.Registry().Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	problems, err := promlint.NewWithMetricFamilies(mfs).Lint()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range problems {
+		t.Errorf("promlint: %s: %s", p.Metric, p.Text)
+	}
+}
