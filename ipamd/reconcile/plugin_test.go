@@ -20,6 +20,7 @@ func launch(t *testing.T, n *node) *plugin.Client {
 	bin := testadapter.Build(t)
 	c, err := plugin.Launch(context.Background(), plugin.Config{
 		Path: bin, Args: []string{"--state=" + n.statePath}, Logger: discard(), DisableAutoMTLS: true,
+		StartTimeout: time.Minute, // a cold start on a busy machine takes seconds
 	})
 	if err != nil {
 		t.Fatalf("launch adapter plugin: %v", err)
@@ -51,7 +52,11 @@ func TestThroughPluginFailuresReleaseNothing(t *testing.T) {
 	n.assign("a", "198.18.0.1")
 	n.clock.Set(t0.Add(time.Hour))
 	client := launch(t, n)
-	r := reconcile.New(n.store, client, reconcile.Config{Network: "pods", Now: n.clock.Now, Logger: discard(),
+	// The default list timeout, so that a busy machine cannot turn the
+	// unavailable runtime's answer into a timeout; a short one only for
+	// the runtime that never answers.
+	r := reconcile.New(n.store, client, reconcile.Config{Network: "pods", Now: n.clock.Now, Logger: discard()})
+	hung := reconcile.New(n.store, client, reconcile.Config{Network: "pods", Now: n.clock.Now, Logger: discard(),
 		ListTimeout: 200 * time.Millisecond})
 	ctx := context.Background()
 
@@ -60,7 +65,7 @@ func TestThroughPluginFailuresReleaseNothing(t *testing.T) {
 		t.Fatalf("unavailable runtime: %+v, %v; want ErrUnavailable across the plugin boundary", res, err)
 	}
 	n.setRuntime(testadapter.State{Hang: true})
-	if res, err := r.RunOnce(ctx, false); err == nil || len(res.Released) != 0 {
+	if res, err := hung.RunOnce(ctx, false); err == nil || len(res.Released) != 0 {
 		t.Fatalf("hung runtime: %+v, %v; want a timeout", res, err)
 	}
 	// The adapter process is gone: still nothing released.
