@@ -27,8 +27,8 @@ func TestNewMetricsExactValues(t *testing.T) {
 	m := metrics.New(metrics.Sources{
 		Census: func() map[datastore.CensusKey]int {
 			return map[datastore.CensusKey]int{
-				{Group: "eni-1", Family: "ipv4", State: datastore.StateFree}:     5,
-				{Group: "eni-1", Family: "ipv4", State: datastore.StateAssigned}: 2,
+				{Group: "eni-1", Family: "ipv4", State: datastore.StateFree}:      5,
+				{Group: "eni-1", Family: "ipv4", State: datastore.StateAssigned}:  2,
 				{Group: "static", Family: "ipv6", State: datastore.StateUnproven}: 7,
 			}
 		},
@@ -78,10 +78,12 @@ func TestNewMetricsExactValues(t *testing.T) {
 // check metrics runs) over a scrape with every collector registered.
 func TestScrapePassesPromlint(t *testing.T) {
 	m := metrics.New(metrics.Sources{
-		Stats:        func() datastore.Stats { return datastore.Stats{Total: 4, Free: 4} },
-		Adapter:      func() (bool, int) { return true, 0 },
-		Unproven:     func() bool { return false },
-		Census:       func() map[datastore.CensusKey]int { return map[datastore.CensusKey]int{{Group: "static", Family: "ipv4", State: datastore.StateFree}: 4} },
+		Stats:    func() datastore.Stats { return datastore.Stats{Total: 4, Free: 4} },
+		Adapter:  func() (bool, int) { return true, 0 },
+		Unproven: func() bool { return false },
+		Census: func() map[datastore.CensusKey]int {
+			return map[datastore.CensusKey]int{{Group: "static", Family: "ipv4", State: datastore.StateFree}: 4}
+		},
 		AdapterState: func() string { return "healthy" },
 	})
 	m.ObserveCall("Add", time.Millisecond, nil)
