@@ -2,7 +2,6 @@ package testenv
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -11,10 +10,11 @@ import (
 	"sync"
 
 	"github.com/sandboxipam/sandboxipam/internal/image"
+	"github.com/sandboxipam/sandboxipam/internal/testsupport"
 )
 
 // ErrNoModuleRoot: BuildPause ran outside this module's source tree.
-var ErrNoModuleRoot = errors.New("go.mod not found above the working directory")
+var ErrNoModuleRoot = testsupport.ErrNoModuleRoot
 
 // pauseBuild caches the one pause build of this process: compiling takes
 // seconds, copying the result a millisecond.
@@ -48,7 +48,7 @@ func BuildPause(ctx context.Context, dir string) (string, error) {
 }
 
 func compilePause(ctx context.Context, dest string) error {
-	root, err := moduleRoot()
+	root, err := testsupport.ModuleRoot()
 	if err != nil {
 		return fmt.Errorf("build pause: %w", err)
 	}
@@ -59,25 +59,6 @@ func compilePause(ctx context.Context, dest string) error {
 		return fmt.Errorf("build pause: go build: %w: %s", err, out)
 	}
 	return nil
-}
-
-// moduleRoot walks up from the working directory (a test's package
-// directory) to the directory holding go.mod.
-func moduleRoot() (string, error) {
-	dir, err := os.Getwd()
-	if err != nil {
-		return "", fmt.Errorf("working directory: %w", err)
-	}
-	for {
-		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
-			return dir, nil
-		}
-		parent := filepath.Dir(dir)
-		if parent == dir {
-			return "", ErrNoModuleRoot
-		}
-		dir = parent
-	}
 }
 
 // BuildPauseImage builds the pause binary into dir and wraps it into

@@ -10,6 +10,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/sandboxipam/sandboxipam/internal/testsupport"
 )
 
 // ErrUnavailable: this machine cannot run the real runtimes (not root, not
@@ -48,7 +50,8 @@ func Available() error {
 }
 
 // Require skips t when the real runtimes cannot run here, and fails it
-// instead when CI=true: in CI a skipped runtime test would hide a gap.
+// instead in CI (testsupport.IsCI): there a skipped runtime test would
+// hide a gap.
 func Require(t testing.TB) {
 	t.Helper()
 	if err := Available(); err != nil {
@@ -58,10 +61,7 @@ func Require(t testing.TB) {
 
 func skipOrFail(t testing.TB, err error) {
 	t.Helper()
-	if os.Getenv("CI") == "true" {
-		t.Fatalf("CI=true and a real runtime is required: %v", err)
-	}
-	t.Skipf("skipping, real runtime unavailable: %v", err)
+	testsupport.SkipOrFail(t, "real runtime unavailable: %v", err)
 }
 
 // shortTempDir makes a temp dir short enough for the sockets under it,
