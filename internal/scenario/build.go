@@ -6,6 +6,8 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+
+	"github.com/sandboxipam/sandboxipam/internal/testsupport"
 )
 
 // BuildBinaries builds what a node runs into dir, laid out as `make build`
@@ -22,7 +24,7 @@ func BuildBinaries(ctx context.Context, moduleRoot, dir string) error {
 	}
 	for _, b := range builds {
 		// The same flags as make build, so the build cache is shared.
-		args := append([]string{"build"}, b.args...)
+		args := append(append([]string{"build"}, testsupport.BuildFlags()...), b.args...)
 		cmd := exec.CommandContext(ctx, "go", args...)
 		cmd.Dir = moduleRoot
 		if b.static {
@@ -37,19 +39,4 @@ func BuildBinaries(ctx context.Context, moduleRoot, dir string) error {
 
 // ModuleRoot finds the repository root by walking up from the working
 // directory to go.mod.
-func ModuleRoot() (string, error) {
-	dir, err := os.Getwd()
-	if err != nil {
-		return "", err
-	}
-	for {
-		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
-			return dir, nil
-		}
-		parent := filepath.Dir(dir)
-		if parent == dir {
-			return "", fmt.Errorf("no go.mod above the working directory")
-		}
-		dir = parent
-	}
-}
+func ModuleRoot() (string, error) { return testsupport.ModuleRoot() }
