@@ -4,7 +4,7 @@
 // being updated (a watch that died) would. GetSandbox asks Docker. ipamd
 // would release the IP of every pod created since. The suite must fail it
 // on listing-fresh (and on the other checks that list a pod they just
-// created or stopped).
+// stopped or removed).
 package main
 
 import (
