@@ -40,10 +40,18 @@ Usage:
                                        (when the adapter is blind to a sandbox you
                                        know is gone); --network, --ifname eth0
   ipamctl [flags] enis                 the ENIs of the aws IP source
+  ipamctl [flags] check                compare ipamd's assignments, the runtime's
+                                       sandboxes and the node's routes and veths;
+                                       prints each disagreement, exits 1 on any
+  ipamctl [flags] who ADDRESS|SANDBOX-ID|POD-NAME
+                                       who holds it, since when, its sandbox's state
+                                       in the runtime, and ipamd's recent history of it
 
 Examples:
   ipamctl pods                          # is pod X's IP held under its sandbox ID?
   ipamctl -o json pool | jq .free
+  ipamctl check || page-someone         # 1 when ipamd, runtime and kernel disagree
+  ipamctl who 10.0.0.7                  # who has it, and who had it before
   ipamctl --addr 127.0.0.1:61679 reconcile --dry-run
 
 Flags:
@@ -85,6 +93,9 @@ func run(args []string, stdout, stderr io.Writer) int {
 
 var errUsage = errors.New("usage")
 
+// errDisagree: ipamctl check found disagreements (exit 1).
+var errDisagree = errors.New("disagreements between ipamd, the runtime and the kernel")
+
 type command struct {
 	client *ctl.Client
 	json   bool
@@ -121,8 +132,26 @@ func (c command) run(ctx context.Context, name string, args []string) error {
 		return err
 	case "release":
 		return c.release(ctx, args)
+	case "check":
+		if len(args) != 0 {
+			return fmt.Errorf("%w: check takes no arguments", errUsage)
+		}
+		v, err := c.client.Check(ctx)
+		if perr := c.print(v, err, func() error { return ctl.RenderCheck(c.out, v) }); perr != nil {
+			return perr
+		}
+		if n := len(v.Disagreements); n > 0 {
+			return fmt.Errorf("%w: %d", errDisagree, n)
+		}
+		return nil
+	case "who":
+		if len(args) != 1 {
+			return fmt.Errorf("%w: who ADDRESS|SANDBOX-ID|POD-NAME", errUsage)
+		}
+		v, err := c.client.Who(ctx, args[0])
+		return c.print(v, err, func() error { return ctl.RenderWho(c.out, v) })
 	default:
-		return fmt.Errorf("%w: unknown command %q (pods, pool, adapter, reconcile, release, enis; see ipamctl --help)", errUsage, name)
+		return fmt.Errorf("%w: unknown command %q (pods, pool, adapter, reconcile, release, enis, check, who; see ipamctl --help)", errUsage, name)
 	}
 }
 

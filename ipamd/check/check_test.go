@@ -1,6 +1,7 @@
 package check
 
 import (
+	"context"
 	"errors"
 	"net/netip"
 	"testing"
@@ -141,5 +142,34 @@ func TestYoungOnesSettleAndUnreadSourcesAreNoted(t *testing.T) {
 	expect(t, r)
 	if len(r.Notes) != 2 {
 		t.Fatalf("notes %q, want one per unread source", r.Notes)
+	}
+}
+
+func TestRunRetriesWhileAChangeRacesIt(t *testing.T) {
+	base := agreeing()
+	reads := 0
+	src := Sources{
+		Assignments: func() []datastore.Assignment {
+			reads++
+			if reads <= 2 { // the first attempt sees an ADD land between its reads
+				return base.Assignments[:reads]
+			}
+			return base.Assignments
+		},
+		Sandboxes:  func(context.Context) ([]runtime.Sandbox, error) { return base.Sandboxes, nil },
+		Node:       func(context.Context) (nodestate.Snapshot, error) { return *base.Node, nil },
+		VethPrefix: "sbx", Now: func() time.Time { return base.Now },
+	}
+	out := Run(context.Background(), src)
+	if out.Attempts != 2 || out.Raced || len(out.Disagreements) != 0 {
+		t.Fatalf("attempts %d raced %v disagreements %v, want a clean second attempt", out.Attempts, out.Raced, kinds(out.Report))
+	}
+	src.Assignments = func() []datastore.Assignment {
+		reads++
+		return base.Assignments[:reads%2+1] // every attempt raced
+	}
+	out = Run(context.Background(), src)
+	if out.Attempts != DefaultAttempts || !out.Raced || len(out.Notes) != 1 {
+		t.Fatalf("attempts %d raced %v notes %q, want %d raced attempts and a note", out.Attempts, out.Raced, out.Notes, DefaultAttempts)
 	}
 }

@@ -157,3 +157,16 @@ func IsUnavailable(err error) bool {
 	var apiErr *APIError
 	return errors.As(err, &apiErr) && apiErr.Status == http.StatusServiceUnavailable
 }
+
+// Check compares ipamd, the runtime and the kernel on ipamd's node.
+func (c *Client) Check(ctx context.Context) (api.Check, error) {
+	var out api.Check
+	return out, c.do(ctx, http.MethodGet, api.PathCheck, &out)
+}
+
+// Who says who holds an address, or what a sandbox or a pod holds, and
+// the history of it.
+func (c *Client) Who(ctx context.Context, query string) (api.Who, error) {
+	var out api.Who
+	return out, c.do(ctx, http.MethodGet, api.PathWho+"?q="+url.QueryEscape(query), &out)
+}

@@ -42,6 +42,7 @@ import (
 
 	"github.com/sandboxipam/sandboxipam/ipamd/config"
 	"github.com/sandboxipam/sandboxipam/ipamd/datastore"
+	"github.com/sandboxipam/sandboxipam/ipamd/history"
 	"github.com/sandboxipam/sandboxipam/ipamd/metrics"
 	"github.com/sandboxipam/sandboxipam/ipamd/reconcile"
 	"github.com/sandboxipam/sandboxipam/ipamd/server"
@@ -78,8 +79,10 @@ type Daemon struct {
 	// hold an address from before.
 	startedAt time.Time
 	metrics   *metrics.Metrics
-	endpoint  *server.Endpoint
-	http      *httpServers
+	// history keeps the recent assignment events for ipamctl who.
+	history  *history.History
+	endpoint *server.Endpoint
+	http     *httpServers
 
 	cancel context.CancelFunc
 	wg     sync.WaitGroup
@@ -134,7 +137,8 @@ func (d *Daemon) Start(ctx context.Context) (err error) {
 		return err
 	}
 	d.adapter = newAdapterHandle(d.cfg, d.opts, d.log)
-	d.metrics = metrics.New(metrics.Sources{Stats: d.store.Stats, Adapter: d.adapter.healthMetric, Unproven: d.store.Unproven})
+	d.metrics = metrics.New(metrics.Sources{Stats: d.store.Stats, Adapter: d.adapter.healthMetric, Unproven: d.store.Unproven,
+		Census: d.store.Census, AdapterState: d.adapterState})
 	if err := d.serveSocket(ctx); err != nil {
 		return err
 	}
@@ -163,9 +167,10 @@ func (d *Daemon) runAdapter(ctx context.Context) {
 }
 
 func (d *Daemon) openStore(ctx context.Context) error {
+	d.history = history.New(history.DefaultCapacity)
 	store, err := datastore.Open(ctx, datastore.Options{
 		Path: d.cfg.CheckpointPath(), Cooldown: d.cfg.Cooldown, Logger: d.log.With("component", "datastore"),
-		ProveWhenMissing: true,
+		ProveWhenMissing: true, OnEvent: d.onStoreEvent,
 	})
 	if err != nil {
 		return fmt.Errorf("open datastore %s: %w", d.cfg.CheckpointPath(), err)

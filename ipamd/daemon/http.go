@@ -24,7 +24,7 @@ func (d *Daemon) serveHTTP() (*httpServers, error) {
 	deps := introspect.Deps{
 		Store: d.store, Source: d.cfg.IPSource.Type, Adapter: d.adapterView,
 		Reconcile: d.reconcileNow, ENIs: d.source.enis, Logger: d.log.With("component", "introspect"),
-		Ready: d.ready,
+		Ready: d.ready, Check: d.checkNow, Sandboxes: d.sandboxesNow, History: d.history,
 	}
 	if d.cfg.Metrics.Address == "" {
 		deps.Metrics = d.metrics.Handler()

@@ -2,7 +2,9 @@
 // by default. It shows the assignments by infra sandbox ID (the key DEL
 // matches on), the pool, the runtime adapter's health with the last
 // reconcile pass, and runs a reconcile pass on demand, optionally as a dry
-// run that only reports what it would release. The documents are the types
+// run that only reports what it would release. For operators chasing a
+// leak it compares ipamd, the runtime and the kernel (/v1/check) and says
+// who holds an address and who held it before (/v1/who). The documents are the types
 // of package introspect/api; ipamctl renders them.
 package introspect
 
@@ -18,14 +20,19 @@ import (
 	"strings"
 	"time"
 
+	"github.com/sandboxipam/sandboxipam/ipamd/check"
 	"github.com/sandboxipam/sandboxipam/ipamd/datastore"
+	"github.com/sandboxipam/sandboxipam/ipamd/history"
 	"github.com/sandboxipam/sandboxipam/ipamd/introspect/api"
 	"github.com/sandboxipam/sandboxipam/ipamd/reconcile"
+	"github.com/sandboxipam/sandboxipam/runtime"
 )
 
 // ErrNoAdapter: no runtime adapter is configured or found, so there is
 // nothing to reconcile against.
 var ErrNoAdapter = errors.New("no runtime adapter: reconciliation is off")
+
+var errQueryEmpty = errors.New("q is empty: give an address, a sandbox ID (or a prefix of at least 6 characters) or a pod name (name or namespace/name)")
 
 // Deps are what the handlers read. Optional ones may be nil.
 type Deps struct {
@@ -44,6 +51,14 @@ type Deps struct {
 	// Ready says whether ipamd is ready to answer ADD, and when not, why
 	// (GET /readyz); nil means always ready.
 	Ready func() (ready bool, why []string)
+	// Check compares ipamd, the runtime and the kernel (GET /v1/check);
+	// nil answers 503.
+	Check func(ctx context.Context) check.Outcome
+	// Sandboxes lists the runtime's sandboxes through ipamd's adapter,
+	// for who; nil means there is no adapter.
+	Sandboxes func(ctx context.Context) ([]runtime.Sandbox, error)
+	// History is the recent assignment events, for who; nil shows none.
+	History *history.History
 	// Now is the clock for ages; nil means time.Now.
 	Now func() time.Time
 	// Logger; nil discards.
@@ -68,6 +83,8 @@ func Handler(d Deps) http.Handler {
 	mux.HandleFunc("POST "+api.PathRelease, h.release)
 	mux.HandleFunc("GET "+api.PathHealthz, h.healthz)
 	mux.HandleFunc("GET "+api.PathReadyz, h.readyz)
+	mux.HandleFunc("GET "+api.PathCheck, h.check)
+	mux.HandleFunc("GET "+api.PathWho, h.who)
 	if d.Metrics != nil {
 		mux.Handle("GET "+api.PathMetrics, d.Metrics)
 	}
@@ -239,7 +256,7 @@ func (h *handlers) release(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusBadRequest, fmt.Errorf("network %q, sandboxID %q and ifName %q: none may be empty", key.Network, key.SandboxID, key.IfName))
 		return
 	}
-	a, found, err := h.Store.Release(r.Context(), key)
+	a, found, err := h.Store.ReleaseFor(r.Context(), key, datastore.ReasonOperator)
 	switch {
 	case err != nil:
 		writeError(w, http.StatusInternalServerError, err)
@@ -248,7 +265,5 @@ func (h *handlers) release(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusNotFound, fmt.Errorf("no address is held for network %q sandbox %q interface %q", key.Network, key.SandboxID, key.IfName))
 		return
 	}
-	h.Logger.Warn("address released by an operator", slog.String("reason", "operator"), slog.Any("key", key),
-		slog.Any("pod", a.Pod), slog.String("ip", a.Address.IP.String()))
 	writeJSON(w, http.StatusOK, PodView(a, h.Now()))
 }
