@@ -542,7 +542,7 @@ func (j *JournalWriter) Append(r Record) error {
 func (j *JournalWriter) append(r Record) error {
 	if j.broken {
 		if err := j.cut(); err != nil {
-			return fmt.Errorf("append to journal: an earlier append could not be cut off: %w", err)
+			return fmt.Errorf("append to journal %s: an earlier append could not be cut off: %w", j.path, withoutTempName(err))
 		}
 	}
 	r.Seq = j.seq + 1
@@ -552,15 +552,15 @@ func (j *JournalWriter) append(r Record) error {
 	}
 	if _, err := j.f.WriteAt(buf, j.size); err != nil {
 		j.cutAfterFailure()
-		return fmt.Errorf("append to journal: %w", err)
+		return fmt.Errorf("append to journal %s: %w", j.path, withoutTempName(err))
 	}
 	if err := fdatasync(j.f); err != nil {
 		j.cutAfterFailure()
-		return fmt.Errorf("append to journal: fdatasync: %w", err)
+		return fmt.Errorf("append to journal %s: fdatasync: %w", j.path, withoutTempName(err))
 	}
 	if err := j.linked(); err != nil {
 		j.cutAfterFailure()
-		return fmt.Errorf("append to journal: %w", err)
+		return fmt.Errorf("append to journal %s: %w", j.path, err)
 	}
 	j.size += int64(len(buf))
 	j.seq = r.Seq

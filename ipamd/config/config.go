@@ -90,6 +90,12 @@ type Node struct {
 	// Default empty: ipamd's own, which on a node is the host's (ipamd
 	// runs with hostNetwork).
 	NetNS string `yaml:"netNS" desc:"network namespace of the pod links, by path (empty: ipamd's own)"`
+	// LinkGrace: after a lost checkpoint, a pod made before ipamd started
+	// that the runtime reports no IP for and that has no pod link yet is
+	// waited for this long after start (an ADD answered just before the
+	// restart may still be wiring it) before it counts as holding
+	// nothing. Default 10s.
+	LinkGrace time.Duration `yaml:"linkGrace" desc:"after a lost checkpoint, how long a pod without IP or pod link may still be being wired"`
 }
 
 // CNI is how ipamd announces itself to the runtime.
@@ -289,7 +295,7 @@ func DefaultConfig() Config {
 		Introspection: Listener{Address: "127.0.0.1:61679"},
 		Metrics:       Metrics{Address: "127.0.0.1:61678"},
 		Log:           Log{Level: "info", Format: "text"},
-		Node:          Node{HostVethPrefix: "sbx"},
+		Node:          Node{HostVethPrefix: "sbx", LinkGrace: 10 * time.Second},
 	}
 }
 

@@ -49,7 +49,7 @@ func TestLoadGoldenFullExample(t *testing.T) {
 		Introspection: Listener{Address: "127.0.0.1:7001"},
 		Metrics:       Metrics{Address: ""},
 		Log:           Log{Level: "debug", Format: "json"},
-		Node:          Node{HostVethPrefix: "pod"},
+		Node:          Node{HostVethPrefix: "pod", LinkGrace: 10 * time.Second},
 		CNI:           CNI{ConfListPath: "/etc/cni/net.d/10-podnet.conflist"},
 	}
 	if !reflect.DeepEqual(got, want) {

@@ -49,6 +49,7 @@ func (c Config) Validate() error {
 	}
 	v.absPath("cni.confListPath", c.CNI.ConfListPath, false)
 	v.absPath("node.netNS", c.Node.NetNS, false)
+	v.positive("node.linkGrace", c.Node.LinkGrace)
 	return v.err()
 }
 

@@ -13,6 +13,7 @@ import (
 	"github.com/sandboxipam/sandboxipam/internal/testsupport"
 	ipamdv1 "github.com/sandboxipam/sandboxipam/ipamd/api/v1"
 	"github.com/sandboxipam/sandboxipam/ipamd/api/wire"
+	"github.com/sandboxipam/sandboxipam/ipamd/api/wire/wireproto"
 	"github.com/sandboxipam/sandboxipam/ipamd/config"
 	"github.com/sandboxipam/sandboxipam/runtime"
 	"google.golang.org/protobuf/proto"
@@ -47,6 +48,9 @@ func newNode(t testing.TB, cidr string) *node {
 	cfg.Cooldown = time.Millisecond
 	cfg.Reconcile.Interval = time.Hour // tests run passes on demand
 	cfg.Reconcile.Grace = time.Millisecond
+	// Pods the test runtime lists have no pod link: they hold nothing once
+	// this short wait after start is over.
+	cfg.Node.LinkGrace = time.Millisecond
 	cfg.Runtime.Adapter = testadapter.Build(t)
 	cfg.Runtime.Args = []string{"--state=" + n.state}
 	cfg.Runtime.AutoMTLS = false
@@ -129,7 +133,7 @@ func (c cniClient) do(ctx context.Context, m wire.Method, req, resp proto.Messag
 		return err
 	}
 	defer wc.Close()
-	return wc.Call(ctx, m, req, resp)
+	return wireproto.Call(ctx, wc, m, req, resp)
 }
 
 // add returns the address in CIDR notation.

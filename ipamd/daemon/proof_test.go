@@ -64,6 +64,7 @@ func TestLostStateWithTheRuntimeDownHandsOutNothingUntilProven(t *testing.T) {
 // without IPs, and nothing on the node accounts for them.
 func TestLostStateWithPodsReportingNoIPRefusesNamingThem(t *testing.T) {
 	n := newNode(t, "198.18.0.0/28")
+	n.cfg.Node.LinkGrace = time.Hour // the pod may still be wired for as long as the test runs
 	n.addSandbox("93e629d853d9f70464dd5b54987533ffe87930cb28a6414ddb48c94b69845e85")
 	_, cni, intro := startInProcess(t, n)
 	testsupport.Wait(t, "a pass to report the unaccounted pod", func() (bool, string) {
@@ -197,5 +198,35 @@ func TestFullStateDiskAnswersTryAgainLater(t *testing.T) {
 	}
 	if _, err := cni.add(t.Context(), "after-space-is-back"); err != nil {
 		t.Fatalf("ADD once space is back: %v", err)
+	}
+}
+
+// The CNI conflist appears only once ipamd can serve ADD: a runtime that
+// sees the network before then would fail pods instead of waiting.
+func TestConfListIsWrittenOnceIpamdIsReady(t *testing.T) {
+	n := newNode(t, "198.18.0.0/28")
+	n.cfg.CNI.ConfListPath = filepath.Join(n.dir, "net.d", "10-sandboxipam.conflist")
+	n.setUnavailable(true)
+	_, cni, intro := startInProcess(t, n)
+	if ready, why, err := intro.Ready(t.Context()); err != nil || ready || !strings.Contains(why, "conflist") {
+		t.Fatalf("readyz before proof = %v %q %v; want not ready, naming the conflist", ready, why, err)
+	}
+	if _, err := os.Stat(n.cfg.CNI.ConfListPath); !errors.Is(err, os.ErrNotExist) {
+		t.Fatalf("conflist before ipamd is ready: %v", err)
+	}
+	n.setUnavailable(false)
+	waitReady(t, cni)
+	testsupport.Wait(t, "readyz", func() (bool, string) {
+		ready, why, err := intro.Ready(t.Context())
+		return err == nil && ready, why
+	})
+	data, err := os.ReadFile(n.cfg.CNI.ConfListPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{`"name": "` + n.cfg.Network + `"`, `"type": "sandboxipam"`, `"ipamdSocket": "` + n.cfg.Socket + `"`} {
+		if !strings.Contains(string(data), want) {
+			t.Fatalf("conflist lacks %s:\n%s", want, data)
+		}
 	}
 }

@@ -30,6 +30,7 @@ func (d *Daemon) newReconciler(adapter runtime.RuntimeAdapter) *reconcile.Reconc
 		VethPrefix: d.cfg.Node.HostVethPrefix,
 		IPAMOnly:   d.cfg.Node.IPAMOnly,
 		StartedAt:  d.startedAt,
+		LinkGrace:  d.cfg.Node.LinkGrace,
 	})
 }
 

@@ -39,6 +39,9 @@ type Sources struct {
 	AdapterState func() string
 	// Now is the clock for ages; nil means time.Now.
 	Now func() time.Time
+	// ReconcileGrace, when set, is exported as ipamd_reconcile_grace_seconds,
+	// so alerts can count in grace periods whatever the config says.
+	ReconcileGrace time.Duration
 }
 
 // AdapterStates are the values of ipamd_adapter_state's state label: the
@@ -153,6 +156,14 @@ func New(src Sources) *Metrics {
 	}
 	if src.AdapterState != nil {
 		m.registerAdapterState(src.AdapterState)
+	}
+	if src.ReconcileGrace > 0 {
+		grace := prometheus.NewGauge(prometheus.GaugeOpts{
+			Namespace: namespace, Name: "reconcile_grace_seconds",
+			Help: "The reconcile grace period (reconcile.grace): an assignment younger than this is never released.",
+		})
+		grace.Set(src.ReconcileGrace.Seconds())
+		m.registry.MustRegister(grace)
 	}
 	return m
 }

@@ -84,9 +84,13 @@ func TestScrapePassesPromlint(t *testing.T) {
 		Census: func() map[datastore.CensusKey]int {
 			return map[datastore.CensusKey]int{{Group: "static", Family: "ipv4", State: datastore.StateFree}: 4}
 		},
-		AdapterState: func() string { return "healthy" },
+		AdapterState:   func() string { return "healthy" },
+		ReconcileGrace: 30 * time.Second,
 	})
 	m.ObserveCall("Add", time.Millisecond, nil)
+	if body := scrape(t, m); !strings.Contains(body, "ipamd_reconcile_grace_seconds 30\n") {
+		t.Errorf("/metrics lacks ipamd_reconcile_grace_seconds 30")
+	}
 	mfs, err := m.Registry().Gather()
 	if err != nil {
 		t.Fatal(err)

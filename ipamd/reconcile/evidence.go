@@ -61,9 +61,9 @@ func (n node) alive(prefix string, k datastore.Key) bool {
 //  4. else, unless the plugin runs as IPAM only (pods then have no link of
 //     its own), a sandbox holds nothing on this node when it is stopped,
 //     was created after ipamd started (any address it holds would be in
-//     the store), or a grace period has passed since ipamd started (the
-//     plugin wires a pod moments after ipamd answers its ADD, so only an
-//     ADD answered just before a restart can still lack its link);
+//     the store), or LinkGrace has passed since ipamd started (the plugin
+//     wires a pod moments after ipamd answers its ADD, so only an ADD
+//     answered just before a restart can still lack its link);
 //  5. else it is unaccounted for.
 //
 // A pod veth on the node that neither a listed sandbox nor an assignment
@@ -153,13 +153,13 @@ func (r *Reconciler) sandboxAddrs(sb runtime.Sandbox, n node, veth string, unpro
 		// Made after this ipamd opened its store: any address it holds came
 		// from this store, which records it. It waits for its first ADD.
 		return nil, "created after ipamd started, no pod link yet", ""
-	case r.cfg.Now().Sub(r.cfg.StartedAt) >= r.cfg.Grace:
-		// The plugin wires a pod within moments of ipamd's answer; a grace
-		// period after start, a pod without its link holds nothing here.
-		return nil, "no pod link on the node a grace period after ipamd started", ""
+	case r.cfg.Now().Sub(r.cfg.StartedAt) >= r.cfg.LinkGrace:
+		// The plugin wires a pod within moments of ipamd's answer; a while
+		// after start, a pod without its link holds nothing here.
+		return nil, "no pod link on the node " + r.cfg.LinkGrace.String() + " after ipamd started", ""
 	}
 	return nil, "", fmt.Sprintf("the runtime reports no IP and there is no pod link %s on the node yet: an ADD answered before ipamd restarted may still be wiring it (waiting up to %s after start)",
-		veth, r.cfg.Grace)
+		veth, r.cfg.LinkGrace)
 }
 
 func stateName(sb runtime.Sandbox) string {

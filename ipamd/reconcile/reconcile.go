@@ -84,7 +84,16 @@ type Config struct {
 	IPAMOnly bool
 	// StartedAt is when ipamd opened its store; zero means when New ran.
 	StartedAt time.Time
+	// LinkGrace is how long after StartedAt a pod made before it, that the
+	// runtime reports no IP for and that has no pod link, may still be
+	// being wired by an ADD answered before a restart; default
+	// DefaultLinkGrace.
+	LinkGrace time.Duration
 }
+
+// DefaultLinkGrace: the CNI plugin wires a pod milliseconds after ipamd
+// answers its ADD; this leaves room for a busy node.
+const DefaultLinkGrace = 10 * time.Second
 
 // Result is one pass's outcome.
 type Result struct {
@@ -157,6 +166,9 @@ func New(store *datastore.Store, adapter runtime.RuntimeAdapter, cfg Config) *Re
 	}
 	if cfg.Now == nil {
 		cfg.Now = time.Now
+	}
+	if cfg.LinkGrace <= 0 {
+		cfg.LinkGrace = DefaultLinkGrace
 	}
 	if cfg.StartedAt.IsZero() {
 		cfg.StartedAt = cfg.Now()

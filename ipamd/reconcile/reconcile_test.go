@@ -316,8 +316,8 @@ func TestRunningPodsWithoutAnyEvidenceKeepTheStoreUnproven(t *testing.T) {
 }
 
 // The plugin wires a pod moments after ipamd answers its ADD, so a pod
-// made before ipamd started whose link is still missing a grace period
-// later holds nothing on this node (it waits for its ADD); one whose link
+// made before ipamd started whose link is still missing LinkGrace later
+// holds nothing on this node (it waits for its ADD); one whose link
 // appears meanwhile holds the address routed to it. A pod made after ipamd
 // started holds nothing the store does not know.
 func TestPodsWithoutLinksAreProvenEmptyAfterTheGrace(t *testing.T) {
@@ -332,7 +332,7 @@ func TestPodsWithoutLinksAreProvenEmptyAfterTheGrace(t *testing.T) {
 		t.Fatalf("pass within the grace = %+v; want web-1 and web-2 unaccounted, the young pod not", res)
 	}
 	links[veth("web-2")] = []netip.Addr{netip.MustParseAddr("198.18.0.2")}
-	n.clock.Set(t0.Add(reconcile.DefaultGrace))
+	n.clock.Set(t0.Add(reconcile.DefaultLinkGrace))
 	res := n.pass(r)
 	if res.Unproven || res.Adopted != 1 {
 		t.Fatalf("pass after the grace = %+v; want proven, web-2 adopted from its link", res)

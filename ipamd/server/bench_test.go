@@ -10,6 +10,7 @@ import (
 
 	ipamdv1 "github.com/sandboxipam/sandboxipam/ipamd/api/v1"
 	"github.com/sandboxipam/sandboxipam/ipamd/api/wire"
+	"github.com/sandboxipam/sandboxipam/ipamd/api/wire/wireproto"
 )
 
 // BenchmarkAddDelWire measures durable Add+Del pairs through the unix
@@ -27,11 +28,11 @@ func BenchmarkAddDelWire(b *testing.B) {
 			benchPairs(b, clients, func(client, n int) (time.Duration, error) {
 				c := conns[client]
 				start := time.Now()
-				if err := c.Call(b.Context(), wire.MethodAdd, benchReq(client, n), &ipamdv1.AddResponse{}); err != nil {
+				if err := wireproto.Call(b.Context(), c, wire.MethodAdd, benchReq(client, n), &ipamdv1.AddResponse{}); err != nil {
 					return 0, err
 				}
 				took := time.Since(start)
-				return took, c.Call(b.Context(), wire.MethodDel, &ipamdv1.DelRequest{Attachment: benchAttachment(client, n)}, &ipamdv1.DelResponse{})
+				return took, wireproto.Call(b.Context(), c, wire.MethodDel, &ipamdv1.DelRequest{Attachment: benchAttachment(client, n)}, &ipamdv1.DelResponse{})
 			})
 		})
 	}

@@ -15,6 +15,7 @@ import (
 	"github.com/sandboxipam/sandboxipam/internal/testsupport"
 	ipamdv1 "github.com/sandboxipam/sandboxipam/ipamd/api/v1"
 	"github.com/sandboxipam/sandboxipam/ipamd/api/wire"
+	"github.com/sandboxipam/sandboxipam/ipamd/api/wire/wireproto"
 	"github.com/sandboxipam/sandboxipam/ipamd/server"
 )
 
@@ -115,7 +116,7 @@ func TestStopLetsCallsInFlightFinish(t *testing.T) {
 	answered := make(chan error, 1)
 	go func() {
 		var st ipamdv1.StatusResponse
-		answered <- c.Call(context.Background(), wire.MethodStatus, &ipamdv1.StatusRequest{}, &st)
+		answered <- wireproto.Call(context.Background(), c, wire.MethodStatus, &ipamdv1.StatusRequest{}, &st)
 	}()
 	<-entered
 	stopped := make(chan error, 1)
@@ -148,7 +149,7 @@ func TestStopCancelsCallsPastItsDeadline(t *testing.T) {
 	}
 	defer c.Close()
 	go func() {
-		_ = c.Call(context.Background(), wire.MethodStatus, &ipamdv1.StatusRequest{}, &ipamdv1.StatusResponse{})
+		_ = wireproto.Call(context.Background(), c, wire.MethodStatus, &ipamdv1.StatusRequest{}, &ipamdv1.StatusResponse{})
 	}()
 	<-entered
 	ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)

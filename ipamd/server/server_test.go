@@ -10,6 +10,7 @@ import (
 
 	ipamdv1 "github.com/sandboxipam/sandboxipam/ipamd/api/v1"
 	"github.com/sandboxipam/sandboxipam/ipamd/api/wire"
+	"github.com/sandboxipam/sandboxipam/ipamd/api/wire/wireproto"
 	"github.com/sandboxipam/sandboxipam/ipamd/server"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
@@ -93,17 +94,17 @@ func TestPoolExhaustedIsResourceExhausted(t *testing.T) {
 	c := h.wireClient()
 	ctx := t.Context()
 	for _, id := range []string{"a", "b"} {
-		if err := c.Call(ctx, wire.MethodAdd, addReq(id), &ipamdv1.AddResponse{}); err != nil {
+		if err := wireproto.Call(ctx, c, wire.MethodAdd, addReq(id), &ipamdv1.AddResponse{}); err != nil {
 			t.Fatal(err)
 		}
 	}
-	err := c.Call(ctx, wire.MethodAdd, addReq("c"), &ipamdv1.AddResponse{})
+	err := wireproto.Call(ctx, c, wire.MethodAdd, addReq("c"), &ipamdv1.AddResponse{})
 	var werr *wire.Error
 	if !errors.As(err, &werr) || werr.Code != wire.CodeResourceExhausted {
 		t.Fatalf("third Add = %v, want CodeResourceExhausted", err)
 	}
 	var st ipamdv1.StatusResponse
-	if err := c.Call(ctx, wire.MethodStatus, &ipamdv1.StatusRequest{}, &st); err != nil || st.Ready || st.Message != "address pool exhausted" {
+	if err := wireproto.Call(ctx, c, wire.MethodStatus, &ipamdv1.StatusRequest{}, &st); err != nil || st.Ready || st.Message != "address pool exhausted" {
 		t.Fatalf("Status = %v, %v; want not ready, pool exhausted", &st, err)
 	}
 }
@@ -137,7 +138,7 @@ func TestInvalidArgumentNamesTheField(t *testing.T) {
 			if st := status.Convert(err); st.Code() != codes.InvalidArgument || st.Message() != tc.want {
 				t.Errorf("Add = %v\nwant InvalidArgument %q", err, tc.want)
 			}
-			err = w.Call(t.Context(), wire.MethodAdd, tc.req, &ipamdv1.AddResponse{})
+			err = wireproto.Call(t.Context(), w, wire.MethodAdd, tc.req, &ipamdv1.AddResponse{})
 			var werr *wire.Error
 			if !errors.As(err, &werr) || werr.Code != wire.CodeInvalidArgument || werr.Message != tc.want {
 				t.Errorf("wire Add = %v\nwant CodeInvalidArgument %q", err, tc.want)

@@ -10,7 +10,6 @@ import (
 	"time"
 
 	"golang.org/x/sys/unix"
-	"google.golang.org/protobuf/proto"
 )
 
 // Client sends requests over one connection to ipamd's socket, with plain
@@ -70,31 +69,27 @@ func setTimeouts(ctx context.Context, fd int) error {
 	return nil
 }
 
-// Call sends req as method m and decodes the answer into resp. A non-OK
-// answer is returned as *Error; the context's deadline bounds the whole
-// exchange and is reported as context.DeadlineExceeded.
-func (c *Client) Call(ctx context.Context, m Method, req, resp proto.Message) error {
+// Exchange sends payload, an encoded request, as method m and returns the
+// encoded response. A non-OK answer is returned as *Error; the context's
+// deadline bounds the whole exchange and is reported as
+// context.DeadlineExceeded. The client deals in bytes so that the CNI
+// plugin links no protobuf runtime (package msg encodes its messages);
+// wireproto.Call sends generated protobuf messages.
+func (c *Client) Exchange(ctx context.Context, m Method, payload []byte) ([]byte, error) {
 	if err := setTimeouts(ctx, c.fd); err != nil {
-		return fmt.Errorf("%s to ipamd at %s: %w", m, c.path, err)
-	}
-	payload, err := proto.Marshal(req)
-	if err != nil {
-		return fmt.Errorf("encode %s request: %w", m, err)
+		return nil, fmt.Errorf("%s to ipamd at %s: %w", m, c.path, err)
 	}
 	if err := WriteRequest(c.file, m, payload); err != nil {
-		return c.ioError(m, err)
+		return nil, c.ioError(m, err)
 	}
 	code, body, err := ReadResponse(c.file)
 	if err != nil {
-		return c.ioError(m, err)
+		return nil, c.ioError(m, err)
 	}
 	if code != CodeOK {
-		return &Error{Code: code, Message: string(body)}
+		return nil, &Error{Code: code, Message: string(body)}
 	}
-	if err := proto.Unmarshal(body, resp); err != nil {
-		return fmt.Errorf("decode %s response from ipamd: %w", m, err)
-	}
-	return nil
+	return body, nil
 }
 
 // ioError names a socket timeout as the deadline it is.

@@ -13,6 +13,7 @@ import (
 
 	ipamdv1 "github.com/sandboxipam/sandboxipam/ipamd/api/v1"
 	"github.com/sandboxipam/sandboxipam/ipamd/api/wire"
+	"github.com/sandboxipam/sandboxipam/ipamd/api/wire/wireproto"
 	"github.com/sandboxipam/sandboxipam/ipamd/server"
 )
 
@@ -54,7 +55,7 @@ func TestClientCallsOneConnectionAfterAnother(t *testing.T) {
 	sandbox := "c32c237fb5293478da938e388f6e22486790facba0d178ff24271829865976cf"
 	for i := 0; i < 2; i++ { // two calls on one connection
 		var resp ipamdv1.AddResponse
-		err := c.Call(ctx, wire.MethodAdd, &ipamdv1.AddRequest{Attachment: &ipamdv1.Attachment{SandboxId: sandbox}}, &resp)
+		err := wireproto.Call(ctx, c, wire.MethodAdd, &ipamdv1.AddRequest{Attachment: &ipamdv1.Attachment{SandboxId: sandbox}}, &resp)
 		if err != nil {
 			t.Fatalf("Add: %v", err)
 		}
@@ -62,7 +63,7 @@ func TestClientCallsOneConnectionAfterAnother(t *testing.T) {
 			t.Fatalf("Add answered %v", got)
 		}
 	}
-	err = c.Call(ctx, wire.MethodDel, &ipamdv1.DelRequest{}, &ipamdv1.DelResponse{})
+	err = wireproto.Call(ctx, c, wire.MethodDel, &ipamdv1.DelRequest{}, &ipamdv1.DelResponse{})
 	var werr *wire.Error
 	if !errors.As(err, &werr) || werr.Code != wire.CodeNotFound || werr.Message != "no Del" {
 		t.Fatalf("Del error = %v, want *wire.Error NotFound \"no Del\"", err)
@@ -110,7 +111,7 @@ func TestCallHonoursContextDeadline(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer c.Close()
-	err = c.Call(ctx, wire.MethodStatus, &ipamdv1.StatusRequest{}, &ipamdv1.StatusResponse{})
+	err = wireproto.Call(ctx, c, wire.MethodStatus, &ipamdv1.StatusRequest{}, &ipamdv1.StatusResponse{})
 	if !errors.Is(err, context.DeadlineExceeded) {
 		t.Fatalf("err = %v, want context.DeadlineExceeded", err)
 	}
