@@ -157,19 +157,6 @@ func checkRecordYears(r Record) error {
 	return err
 }
 
-// EncodeJournal renders a whole journal; the writer appends record by
-// record, this is for tests and tools.
-func EncodeJournal(base string, records []Record) ([]byte, error) {
-	b := journalHeader(base)
-	for _, r := range records {
-		var err error
-		if b, err = appendRecord(b, r); err != nil {
-			return nil, err
-		}
-	}
-	return b, nil
-}
-
 // DecodeJournal verifies and parses a journal. A torn last record (the
 // file ends inside it) is dropped and counted in Torn; every other
 // failure, a complete last record that fails its checksum included, wraps
