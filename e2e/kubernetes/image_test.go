@@ -99,6 +99,24 @@ func TestImageWithoutKubelet(t *testing.T) {
 	args := append(append([]string{}, ctr...), "run", "-d", "--net-host", "--mount",
 		fmt.Sprintf("type=tmpfs,src=tmpfs,dst=/tmp,options=rw"))
 	args = append(args, mounts(0, false)...)
+	// The container's securityContext, as far as ctr can say it.
+	if sc := c.SecurityContext; sc != nil {
+		if sc.ReadOnlyRootFilesystem != nil && *sc.ReadOnlyRootFilesystem {
+			args = append(args, "--read-only")
+		}
+		if sc.Capabilities != nil {
+			for _, d := range sc.Capabilities.Drop {
+				for _, name := range capNames(string(d)) {
+					args = append(args, "--cap-drop", name)
+				}
+			}
+			for _, a := range sc.Capabilities.Add {
+				for _, name := range capNames(string(a)) {
+					args = append(args, "--cap-add", name)
+				}
+			}
+		}
+	}
 	for _, e := range c.Env {
 		args = append(args, "--env", e.Name+"="+e.Value)
 	}
@@ -121,6 +139,8 @@ func TestImageWithoutKubelet(t *testing.T) {
 		return readyz(ctx, ctrd.NetNSPath)
 	})
 
+	pid := checkNoCapabilities(t, ctr, "sbx-ipamd")
+
 	// A CRI pod gets its address from ipamd in the image.
 	podID := runCRIPod(t, cri, dir, "web")
 	pods, err := cri.pods(ctx)
@@ -141,6 +161,14 @@ func TestImageWithoutKubelet(t *testing.T) {
 	run(t, crictlBin, "--runtime-endpoint", ctrd.Endpoint, "rmp", podID)
 	if got := ctrIPAMPods(t, ctr, "sbx-ipamd"); len(got) != 0 {
 		t.Fatalf("after the pod's DEL ipamd still holds %+v", got)
+	}
+	// The figures behind the DaemonSet's resource requests (BENCHMARKS.md).
+	if status, err := os.ReadFile(filepath.Join("/proc", pid, "status")); err == nil {
+		for _, line := range strings.Split(string(status), "\n") {
+			if strings.HasPrefix(line, "VmHWM:") || strings.HasPrefix(line, "VmRSS:") {
+				t.Logf("ipamd %s", strings.Join(strings.Fields(line), " "))
+			}
+		}
 	}
 }
 
@@ -186,4 +214,41 @@ func ctrIPAMPods(t *testing.T, ctr []string, container string) []ipamPod {
 		t.Fatal(errors.Join(err, errors.New(out)))
 	}
 	return doc.Pods
+}
+
+// capNames turns a Kubernetes capability name into ctr's (CAP_ prefix).
+// ctr knows no "ALL": that is every capability its default spec grants,
+// and checkNoCapabilities proves none is left.
+func capNames(c string) []string {
+	if c == "ALL" {
+		return []string{"CAP_CHOWN", "CAP_DAC_OVERRIDE", "CAP_FSETID", "CAP_FOWNER", "CAP_MKNOD",
+			"CAP_NET_RAW", "CAP_SETGID", "CAP_SETUID", "CAP_SETFCAP", "CAP_SETPCAP",
+			"CAP_NET_BIND_SERVICE", "CAP_SYS_CHROOT", "CAP_KILL", "CAP_AUDIT_WRITE"}
+	}
+	return []string{"CAP_" + c}
+}
+
+// checkNoCapabilities: ipamd, ready and serving, runs with an empty
+// effective and permitted capability set, as the DaemonSet asks.
+func checkNoCapabilities(t *testing.T, ctr []string, container string) (pid string) {
+	t.Helper()
+	out := run(t, "ctr", append(append([]string{}, ctr...), "task", "ls")...)
+	for _, line := range strings.Split(out, "\n") {
+		f := strings.Fields(line)
+		if len(f) >= 3 && f[0] == container {
+			pid = f[1]
+		}
+	}
+	status, err := os.ReadFile(filepath.Join("/proc", pid, "status"))
+	if err != nil {
+		t.Fatalf("ipamd task %q: %v", pid, err)
+	}
+	for _, line := range strings.Split(string(status), "\n") {
+		if strings.HasPrefix(line, "CapEff:") || strings.HasPrefix(line, "CapPrm:") {
+			if f := strings.Fields(line); len(f) != 2 || strings.Trim(f[1], "0") != "" {
+				t.Errorf("ipamd %s, want no capabilities", line)
+			}
+		}
+	}
+	return pid
 }
