@@ -92,15 +92,17 @@ bench:
 image:
 	$(GO) run ./cmd/mkimage --out dist
 
-# kubelet, kube-apiserver, kube-controller-manager and kube-scheduler
-# v1.37.2 from the k8s.io/kubernetes module, cached by version under
-# $${XDG_CACHE_HOME:-$$HOME/.cache}/sandboxipam/kubernetes (kubelet alone is
-# ~1,500 CPU-seconds cold).
+# kubelet v1.37.2 from the k8s.io/kubernetes module, and crictl, cached by
+# version under ${XDG_CACHE_HOME:-$HOME/.cache}/sandboxipam/kubernetes
+# (kubelet alone is ~1,500 CPU-seconds cold). tools/kubernetes/build.sh
+# with no argument also builds kube-apiserver, kube-controller-manager and
+# kube-scheduler.
 kubernetes-tools:
-	tools/kubernetes/build.sh
+	tools/kubernetes/build.sh kubelet
 
-# A standalone kubelet, then a one-node cluster, on a private containerd,
-# running the image and the DaemonSet from deploy/kubernetes. Needs root.
+# The image run by ctr on a private containerd, then a standalone kubelet
+# running ipamd as a static pod from the DaemonSet in deploy/kubernetes.
+# Needs root.
 e2e-kubernetes: kubernetes-tools
 	SANDBOXIPAM_E2E_KUBERNETES=1 $(GO) test -count=1 -timeout 40m -v ./e2e/kubernetes/
 
