@@ -7,6 +7,7 @@ import (
 	"io/fs"
 	"log/slog"
 	"os"
+	"path/filepath"
 	"sync"
 
 	"github.com/sandboxipam/sandboxipam/cniinstall"
@@ -76,6 +77,10 @@ func (d *Daemon) announce() {
 		d.log.Warn("the CNI conflist was removed while ipamd runs; writing it again", slog.String("path", path))
 	}
 	content, err := d.confList()
+	if err == nil {
+		// The runtime's config directory may not exist yet on a new node.
+		err = os.MkdirAll(filepath.Dir(path), 0o755)
+	}
 	if err == nil {
 		err = cniinstall.WriteConfList(path, content)
 	}
