@@ -7,10 +7,9 @@ import (
 	"net/netip"
 
 	"github.com/containernetworking/cni/pkg/types"
-	"google.golang.org/protobuf/proto"
 
-	ipamdv1 "github.com/sandboxipam/sandboxipam/ipamd/api/v1"
 	"github.com/sandboxipam/sandboxipam/ipamd/api/wire"
+	"github.com/sandboxipam/sandboxipam/ipamd/api/wire/msg"
 )
 
 // Plugin-specific CNI error codes (the spec reserves 100 and up).
@@ -28,17 +27,29 @@ const (
 	ErrCheckFailed uint = 111
 )
 
+// request is a message the plugin sends; response one it decodes (package
+// msg: the plugin links no protobuf runtime).
+type (
+	request  interface{ Marshal([]byte) []byte }
+	response interface{ Unmarshal([]byte) error }
+)
+
 // ipamdCall makes one call over a fresh connection. An unreachable ipamd
 // is unreachableCode (11 for ADD/DEL/CHECK/GC, so the runtime retries; 50
 // for STATUS); ipamd's own errors are mapped by ipamdError.
-func ipamdCall(ctx context.Context, conf *NetConf, m wire.Method, req, resp proto.Message, unreachableCode uint) error {
+func ipamdCall(ctx context.Context, conf *NetConf, m wire.Method, req request, resp response, unreachableCode uint) error {
 	conn, err := wire.Dial(ctx, conf.IPAMDSocket)
 	if err != nil {
 		return types.NewError(unreachableCode, "ipamd is unreachable", err.Error())
 	}
 	defer conn.Close()
-	if err := conn.Call(ctx, m, req, resp); err != nil {
+	body, err := conn.Exchange(ctx, m, req.Marshal(nil))
+	if err != nil {
 		return ipamdError(m, err, unreachableCode)
+	}
+	if err := resp.Unmarshal(body); err != nil {
+		// Unreadable is unanswered: ipamd may have acted on it.
+		return ipamdError(m, fmt.Errorf("decode %s response from ipamd: %w", m, err), unreachableCode)
 	}
 	return nil
 }
@@ -69,8 +80,8 @@ func ipamdError(m wire.Method, err error, unreachableCode uint) error {
 	}
 }
 
-func attachment(conf *NetConf, args *Args) *ipamdv1.Attachment {
-	return &ipamdv1.Attachment{Network: conf.Name, SandboxId: args.SandboxID, Ifname: args.IfName}
+func attachment(conf *NetConf, args *Args) msg.Attachment {
+	return msg.Attachment{Network: conf.Name, SandboxID: args.SandboxID, IfName: args.IfName}
 }
 
 // podAddress is one address ipamd assigned.
@@ -79,15 +90,15 @@ type podAddress struct {
 	Gateway netip.Addr   // invalid when ipamd gave none
 }
 
-func parseIPConfigs(ips []*ipamdv1.IPConfig) ([]podAddress, error) {
+func parseIPConfigs(ips []msg.IPConfig) ([]podAddress, error) {
 	out := make([]podAddress, 0, len(ips))
 	for _, ip := range ips {
-		prefix, err := netip.ParsePrefix(ip.GetAddress())
+		prefix, err := netip.ParsePrefix(ip.Address)
 		if err != nil {
-			return nil, fmt.Errorf("ipamd answered a bad address %q: %w", ip.GetAddress(), err)
+			return nil, fmt.Errorf("ipamd answered a bad address %q: %w", ip.Address, err)
 		}
 		a := podAddress{Prefix: prefix}
-		if gw := ip.GetGateway(); gw != "" {
+		if gw := ip.Gateway; gw != "" {
 			if a.Gateway, err = netip.ParseAddr(gw); err != nil {
 				return nil, fmt.Errorf("ipamd answered a bad gateway %q: %w", gw, err)
 			}
@@ -102,16 +113,16 @@ func parseIPConfigs(ips []*ipamdv1.IPConfig) ([]podAddress, error) {
 
 // ipamdAdd asks ipamd for the attachment's addresses.
 func ipamdAdd(ctx context.Context, conf *NetConf, args *Args) ([]podAddress, error) {
-	req := &ipamdv1.AddRequest{
+	req := msg.AddRequest{
 		Attachment: attachment(conf, args),
 		Netns:      args.Netns,
-		Pod:        &ipamdv1.PodRef{Name: args.Pod.Name, Namespace: args.Pod.Namespace, Uid: args.Pod.UID},
+		Pod:        &msg.PodRef{Name: args.Pod.Name, Namespace: args.Pod.Namespace, UID: args.Pod.UID},
 	}
-	resp := &ipamdv1.AddResponse{}
+	resp := &msg.IPsResponse{}
 	if err := ipamdCall(ctx, conf, wire.MethodAdd, req, resp, types.ErrTryAgainLater); err != nil {
 		return nil, err
 	}
-	addrs, err := parseIPConfigs(resp.GetIps())
+	addrs, err := parseIPConfigs(resp.IPs)
 	if err != nil {
 		return nil, types.NewError(ErrIPAMDRejected, "ipamd's answer to Add is unusable", err.Error())
 	}
@@ -121,18 +132,18 @@ func ipamdAdd(ctx context.Context, conf *NetConf, args *Args) ([]podAddress, err
 // ipamdDel releases the attachment's addresses; an unknown attachment is
 // success on ipamd's side.
 func ipamdDel(ctx context.Context, conf *NetConf, args *Args) error {
-	req := &ipamdv1.DelRequest{Attachment: attachment(conf, args)}
-	return ipamdCall(ctx, conf, wire.MethodDel, req, &ipamdv1.DelResponse{}, types.ErrTryAgainLater)
+	req := msg.AttachmentRequest{Attachment: attachment(conf, args)}
+	return ipamdCall(ctx, conf, wire.MethodDel, req, &msg.DelResponse{}, types.ErrTryAgainLater)
 }
 
 // ipamdCheck returns the addresses ipamd holds for the attachment.
 func ipamdCheck(ctx context.Context, conf *NetConf, args *Args) ([]podAddress, error) {
-	req := &ipamdv1.CheckRequest{Attachment: attachment(conf, args)}
-	resp := &ipamdv1.CheckResponse{}
+	req := msg.AttachmentRequest{Attachment: attachment(conf, args)}
+	resp := &msg.IPsResponse{}
 	if err := ipamdCall(ctx, conf, wire.MethodCheck, req, resp, types.ErrTryAgainLater); err != nil {
 		return nil, err
 	}
-	addrs, err := parseIPConfigs(resp.GetIps())
+	addrs, err := parseIPConfigs(resp.IPs)
 	if err != nil {
 		return nil, types.NewError(ErrAddressNotHeld, "ipamd's answer to Check is unusable", err.Error())
 	}
@@ -141,25 +152,25 @@ func ipamdCheck(ctx context.Context, conf *NetConf, args *Args) ([]podAddress, e
 
 // ipamdGC releases every attachment of the network not in valid.
 func ipamdGC(ctx context.Context, conf *NetConf, valid []types.GCAttachment) error {
-	req := &ipamdv1.GCRequest{Network: conf.Name, Valid: make([]*ipamdv1.Attachment, 0, len(valid))}
+	req := msg.GCRequest{Network: conf.Name, Valid: make([]msg.Attachment, 0, len(valid))}
 	for _, v := range valid {
-		req.Valid = append(req.Valid, &ipamdv1.Attachment{Network: conf.Name, SandboxId: v.ContainerID, Ifname: v.IfName})
+		req.Valid = append(req.Valid, msg.Attachment{Network: conf.Name, SandboxID: v.ContainerID, IfName: v.IfName})
 	}
-	return ipamdCall(ctx, conf, wire.MethodGC, req, &ipamdv1.GCResponse{}, types.ErrTryAgainLater)
+	return ipamdCall(ctx, conf, wire.MethodGC, req, &msg.GCResponse{}, types.ErrTryAgainLater)
 }
 
 // ipamdStatus reports whether ipamd can hand out addresses.
 func ipamdStatus(ctx context.Context, conf *NetConf) error {
-	resp := &ipamdv1.StatusResponse{}
-	if err := ipamdCall(ctx, conf, wire.MethodStatus, &ipamdv1.StatusRequest{}, resp, types.ErrPluginNotAvailable); err != nil {
+	resp := &msg.StatusResponse{}
+	if err := ipamdCall(ctx, conf, wire.MethodStatus, msg.StatusRequest{}, resp, types.ErrPluginNotAvailable); err != nil {
 		var cniErr *types.Error
 		if errors.As(err, &cniErr) {
 			cniErr.Code = types.ErrPluginNotAvailable
 		}
 		return err
 	}
-	if !resp.GetReady() {
-		return types.NewError(types.ErrPluginNotAvailable, "ipamd is not ready", resp.GetMessage())
+	if !resp.Ready {
+		return types.NewError(types.ErrPluginNotAvailable, "ipamd is not ready", resp.Message)
 	}
 	return nil
 }

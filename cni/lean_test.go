@@ -15,7 +15,7 @@ func TestPluginLinksNoGRPC(t *testing.T) {
 	if err != nil {
 		t.Fatalf("go version -m: %v\n%s", err, out)
 	}
-	for _, banned := range []string{"google.golang.org/grpc", "github.com/hashicorp/go-plugin", "golang.org/x/net"} {
+	for _, banned := range []string{"google.golang.org/grpc", "google.golang.org/protobuf", "github.com/hashicorp/go-plugin", "golang.org/x/net"} {
 		if strings.Contains(string(out), banned) {
 			t.Errorf("the plugin binary links %s:\n%s", banned, out)
 		}

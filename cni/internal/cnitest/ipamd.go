@@ -16,9 +16,10 @@ import (
 
 	ipamdv1 "github.com/sandboxipam/sandboxipam/ipamd/api/v1"
 	"github.com/sandboxipam/sandboxipam/ipamd/api/wire"
+	"github.com/sandboxipam/sandboxipam/ipamd/api/wire/wireproto"
 	"github.com/sandboxipam/sandboxipam/ipamd/datastore"
-	"github.com/sandboxipam/sandboxipam/ipamd/server"
 	"github.com/sandboxipam/sandboxipam/ipamd/ipsource"
+	"github.com/sandboxipam/sandboxipam/ipamd/server"
 )
 
 // IPAMD speaks ipamd's real wire protocol on a unix socket, backed by
@@ -76,7 +77,14 @@ func startWire(tb testing.TB, poolSize int, handler func(*datastore.Store) serve
 	}
 	logger := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
 	endpoint := server.Serve(listener, handler(store), logger)
-	tb.Cleanup(func() { _ = endpoint.Stop(context.Background()) })
+	tb.Cleanup(func() {
+		// Cancel requests still in flight at once: Stop would otherwise let
+		// them finish, and the answer-losing handler waits for its
+		// request's context.
+		ctx, cancel := context.WithCancel(context.Background())
+		cancel()
+		_ = endpoint.Stop(ctx)
+	})
 	return &IPAMD{Socket: socket, Store: store}
 }
 
@@ -208,7 +216,7 @@ func CheckViaWire(tb testing.TB, socket string, key datastore.Key) wire.Code {
 	}
 	defer client.Close()
 	req := &ipamdv1.CheckRequest{Attachment: &ipamdv1.Attachment{Network: key.Network, SandboxId: key.SandboxID, Ifname: key.IfName}}
-	err = client.Call(ctx, wire.MethodCheck, req, &ipamdv1.CheckResponse{})
+	err = wireproto.Call(ctx, client, wire.MethodCheck, req, &ipamdv1.CheckResponse{})
 	var werr *wire.Error
 	if errors.As(err, &werr) {
 		return werr.Code
