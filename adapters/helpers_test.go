@@ -3,15 +3,14 @@ package adapters_test
 import (
 	"context"
 	"errors"
-	"fmt"
 	"log/slog"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"sync"
 	"testing"
 
 	"github.com/sandboxipam/sandboxipam/internal/testenv"
+	"github.com/sandboxipam/sandboxipam/internal/testsupport"
 	"github.com/sandboxipam/sandboxipam/runtime/plugin"
 )
 
@@ -42,11 +41,7 @@ func binaryPath(t testing.TB, name string) string {
 		if binaries.dir, binaries.err = os.MkdirTemp("", "adapters"); binaries.err != nil {
 			return
 		}
-		build := exec.Command("go", "build", "-trimpath", "-tags", "grpcnotrace", "-o", binaries.dir+"/",
-			"github.com/sandboxipam/sandboxipam/cmd/adapters/...")
-		if out, err := build.CombinedOutput(); err != nil {
-			binaries.err = fmt.Errorf("build adapters: %w\n%s", err, out)
-		}
+		binaries.err = testsupport.Build(context.Background(), binaries.dir, false, "./cmd/adapters/...")
 	})
 	if binaries.err != nil {
 		t.Fatal(binaries.err)

@@ -1,15 +1,15 @@
 package e2e_test
 
 import (
+	"context"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
-	"strings"
 	"sync"
 	"testing"
 
 	"github.com/sandboxipam/sandboxipam/internal/testenv"
+	"github.com/sandboxipam/sandboxipam/internal/testsupport"
 )
 
 // One private daemon of each kind for the whole package (see testenv),
@@ -68,30 +68,12 @@ func binary(t testing.TB, name string) string {
 	return filepath.Join(binaries.dir, name)
 }
 
-// buildAll builds every package under test into a fresh directory.
+// buildAll builds every package under test into a fresh directory, with
+// the Makefile's flags so that make build's cache serves it.
 func buildAll() (string, error) {
-	root, err := moduleRoot()
-	if err != nil {
-		return "", err
-	}
 	dir, err := os.MkdirTemp("", "conf-bin-")
 	if err != nil {
 		return "", fmt.Errorf("build dir: %w", err)
 	}
-	args := append([]string{"build", "-tags", "grpcnotrace", "-o", dir + "/"}, packagesToBuild...)
-	cmd := exec.Command("go", args...)
-	cmd.Dir = root
-	if out, err := cmd.CombinedOutput(); err != nil {
-		return dir, fmt.Errorf("go %s: %w\n%s", strings.Join(args, " "), err, out)
-	}
-	return dir, nil
-}
-
-// moduleRoot is the directory of this module's go.mod.
-func moduleRoot() (string, error) {
-	out, err := exec.Command("go", "env", "GOMOD").Output()
-	if err != nil {
-		return "", fmt.Errorf("go env GOMOD: %w", err)
-	}
-	return filepath.Dir(strings.TrimSpace(string(out))), nil
+	return dir, testsupport.Build(context.Background(), dir, false, packagesToBuild...)
 }
