@@ -8,13 +8,13 @@ import (
 	"context"
 	"fmt"
 	"os"
-	"path/filepath"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/sandboxipam/sandboxipam/internal/scenario"
 	"github.com/sandboxipam/sandboxipam/internal/testenv"
+	"github.com/sandboxipam/sandboxipam/internal/testsupport"
 )
 
 var binaries struct {
@@ -61,28 +61,15 @@ func requireNode(t *testing.T) string {
 // shortDir is a fresh directory short enough for unix socket paths.
 func shortDir(t *testing.T, prefix string) string {
 	t.Helper()
-	dir, err := os.MkdirTemp("/tmp", prefix)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { os.RemoveAll(dir) })
-	return filepath.Clean(dir)
+	return testsupport.ShortDir(t, prefix)
 }
 
-// waitFor polls cond until it holds or the deadline passes.
+// waitFor polls cond until it holds, as testsupport.Wait does: its
+// deadline (testsupport.WaitDeadline) only stops a broken test; timeout
+// says how long the wait normally takes, for the reader.
 func waitFor(t *testing.T, timeout time.Duration, what string, cond func() (bool, string)) {
 	t.Helper()
-	deadline := time.Now().Add(timeout)
-	for {
-		ok, state := cond()
-		if ok {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out after %s waiting for %s; last state: %s", timeout, what, state)
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
+	testsupport.Wait(t, fmt.Sprintf("%s (normally within %s)", what, timeout), cond)
 }
 
 func describe(v any) string { return fmt.Sprintf("%+v", v) }

@@ -54,6 +54,9 @@ func NewIPAMD(cfg IPAMDConfig) (*IPAMD, error) {
 		Addr:       addr,
 		LogPath:    filepath.Join(cfg.Dir, "ipamd.log"),
 	}
+	// healthInterval is also the health ping's timeout: a short one on a
+	// busy machine declares a healthy adapter dead and relaunches it over
+	// and over. A dead adapter is noticed by its exit, not by the ping.
 	interval := cfg.Grace / 3
 	if interval < 200*time.Millisecond {
 		interval = 200 * time.Millisecond
@@ -72,7 +75,7 @@ runtime:
   pluginDir: %s
   minBackoff: 100ms
   maxBackoff: 1s
-  healthInterval: 500ms
+  healthInterval: 10s
 ipSource:
   type: static
   static:
