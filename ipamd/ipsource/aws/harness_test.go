@@ -15,6 +15,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/ec2"
 
 	"github.com/sandboxipam/sandboxipam/internal/awslocal"
+	"github.com/sandboxipam/sandboxipam/internal/testsupport"
 	"github.com/sandboxipam/sandboxipam/ipamd/datastore"
 )
 
@@ -237,13 +238,7 @@ func callsSince(cloud *awslocal.Cloud, before map[string]int) map[string]int {
 // deadline only keeps a broken test from hanging; no test measures time.
 func eventually(t *testing.T, what string, cond func() bool) {
 	t.Helper()
-	deadline := time.Now().Add(30 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("gave up waiting: %s", what)
-		}
-		time.Sleep(2 * time.Millisecond)
-	}
+	testsupport.Eventually(t, what, cond)
 }
 
 func testLogger(t testing.TB) *slog.Logger {
