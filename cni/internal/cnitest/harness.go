@@ -13,75 +13,39 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
-	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 
 	"github.com/containernetworking/cni/pkg/types"
 	"github.com/vishvananda/netlink"
 	"github.com/vishvananda/netns"
 	"golang.org/x/sys/unix"
+
+	"github.com/sandboxipam/sandboxipam/internal/testsupport"
 )
 
-// RequireRoot skips a test that needs root and `ip`, except under CI=true,
-// where a missing prerequisite is a failure.
+// RequireRoot skips a test that needs root and `ip`, except in CI
+// (testsupport.IsCI), where a missing prerequisite is a failure.
 func RequireRoot(tb testing.TB) {
 	tb.Helper()
-	reason := ""
 	if os.Geteuid() != 0 {
-		reason = "needs root to create network namespaces and veths"
+		testsupport.SkipOrFail(tb, "needs root to create network namespaces and veths")
 	} else if _, err := exec.LookPath("ip"); err != nil {
-		reason = "needs iproute2's ip to create network namespaces"
+		testsupport.SkipOrFail(tb, "needs iproute2's ip to create network namespaces")
 	}
-	if reason == "" {
-		return
-	}
-	if os.Getenv("CI") == "true" {
-		tb.Fatalf("CI=true: %s", reason)
-	}
-	tb.Skip(reason)
 }
 
-// The plugin is built once per test process: every test execs the same
-// binary, as a node would.
-var (
-	buildOnce   sync.Once
-	builtPlugin string
-	buildErr    error
-)
+// RunTests runs a package's tests; call it from TestMain:
+// os.Exit(cnitest.RunTests(m)). The plugin build is shared between test
+// processes (testsupport.StaticBinary), so nothing is left to remove.
+func RunTests(m *testing.M) int { return m.Run() }
 
-// RunTests runs a package's tests and removes the plugin build; call it
-// from TestMain: os.Exit(cnitest.RunTests(m)).
-func RunTests(m *testing.M) int {
-	code := m.Run()
-	if builtPlugin != "" {
-		os.RemoveAll(filepath.Dir(builtPlugin))
-	}
-	return code
-}
-
-// PluginBinary builds cmd/sandboxipam once per test process as it ships
-// (static, grpcnotrace), so tests exec the plugin as a runtime would.
+// PluginBinary builds cmd/sandboxipam once per test process as make build
+// ships it (static, the Makefile's flags), so tests exec the plugin as a
+// runtime would.
 func PluginBinary(tb testing.TB) string {
 	tb.Helper()
-	buildOnce.Do(func() {
-		dir, err := os.MkdirTemp("", "sbxplugin")
-		if err != nil {
-			buildErr = err
-			return
-		}
-		builtPlugin = filepath.Join(dir, "sandboxipam")
-		cmd := exec.Command("go", "build", "-trimpath", "-tags", "grpcnotrace", "-o", builtPlugin, "github.com/sandboxipam/sandboxipam/cmd/sandboxipam")
-		cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
-		if out, err := cmd.CombinedOutput(); err != nil {
-			buildErr = fmt.Errorf("go build: %v\n%s", err, out)
-		}
-	})
-	if buildErr != nil {
-		tb.Fatalf("build the plugin: %v", buildErr)
-	}
-	return builtPlugin
+	return testsupport.StaticBinary(tb, "./cmd/sandboxipam")
 }
 
 // NewNetns creates a named network namespace that is removed when the
