@@ -2,6 +2,7 @@ package main
 
 import (
 	"errors"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -12,6 +13,7 @@ import (
 	"time"
 
 	"github.com/sandboxipam/sandboxipam/internal/testenv"
+	"github.com/sandboxipam/sandboxipam/internal/testsupport"
 )
 
 // runAsPauseEnv makes the test binary behave as the pause binary, so the
@@ -47,10 +49,12 @@ func TestReapsOrphans(t *testing.T) {
 		if out, err := orphan.CombinedOutput(); err != nil {
 			t.Fatalf("orphan a process: %v: %s", err, out)
 		}
-		time.Sleep(600 * time.Millisecond)
-		if zombies := zombieChildren(pid); len(zombies) != 0 {
-			t.Errorf("zombies left under pause: %v", zombies)
-		}
+		// The orphan exits after 0.2s; once no child of pause is left at
+		// all, it was reaped. A zombie still counts as a child.
+		testsupport.Wait(t, "pause to reap its orphan", func() (bool, string) {
+			kids := children(pid)
+			return len(kids) == 0, fmt.Sprintf("children %v, zombies %v", kids, zombieChildren(pid))
+		})
 	})
 }
 
@@ -63,14 +67,18 @@ func runAndSignal(t *testing.T, sig syscall.Signal, attr *syscall.SysProcAttr) i
 // process by signal; that only shows the race of this test, so it retries.
 func runAndSignalAfter(t *testing.T, sig syscall.Signal, attr *syscall.SysProcAttr, between func(pid int)) int {
 	t.Helper()
-	for attempt := 0; attempt < 3; attempt++ {
+	for attempt := 0; attempt < 6; attempt++ {
 		cmd := exec.Command(os.Args[0])
 		cmd.Env = append(os.Environ(), runAsPauseEnv+"=1")
 		cmd.SysProcAttr = attr
 		if err := cmd.Start(); err != nil {
 			t.Fatal(err)
 		}
-		time.Sleep(200 * time.Millisecond)
+		// No event says when pause has called signal.Notify: the Go runtime
+		// catches every signal from the start (so /proc's SigCgt cannot
+		// tell), and pause prints nothing. So sleep, longer on each retry,
+		// and retry a signal that landed too early (it kills by signal).
+		time.Sleep(time.Duration(attempt+1) * 200 * time.Millisecond)
 		between(cmd.Process.Pid)
 		if err := cmd.Process.Signal(sig); err != nil {
 			t.Fatal(err)
@@ -84,6 +92,23 @@ func runAndSignalAfter(t *testing.T, sig syscall.Signal, attr *syscall.SysProcAt
 	}
 	t.Fatalf("pause never caught %v", sig)
 	return -1
+}
+
+// children lists the processes whose parent is pid, zombies included.
+func children(pid int) []string {
+	tasks, _ := filepath.Glob("/proc/[0-9]*/stat")
+	var kids []string
+	for _, path := range tasks {
+		stat, err := os.ReadFile(path)
+		if err != nil {
+			continue
+		}
+		fields := strings.Fields(string(stat[strings.LastIndexByte(string(stat), ')')+1:]))
+		if len(fields) > 1 && fields[1] == strconv.Itoa(pid) {
+			kids = append(kids, path)
+		}
+	}
+	return kids
 }
 
 // zombieChildren lists the children of pid that are zombies.

@@ -97,11 +97,13 @@ func TestCallHonoursContextDeadline(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer l.Close()
-	go func() { // accepts and never answers
+	done := make(chan struct{})
+	defer close(done)
+	go func() { // accepts and never answers while the test runs
 		c, err := l.Accept()
 		if err == nil {
 			defer c.Close()
-			time.Sleep(5 * time.Second)
+			<-done
 		}
 	}()
 	ctx, cancel := context.WithTimeout(context.Background(), 100*time.Millisecond)
