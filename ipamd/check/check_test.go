@@ -109,6 +109,13 @@ func TestEachDisagreementIsFoundWithItsAddress(t *testing.T) {
 		in.Node.Links["sbxforeign"] = addrs("10.0.0.1")
 		expect(t, Compare(in), "two-holders 10.0.0.1 ")
 	})
+	t.Run("a stopped sandbox still reports the IP another pod has now", func(t *testing.T) {
+		in := agreeing()
+		old := sandbox("old", "10.0.0.2")
+		old.State = runtime.StateNotReady
+		in.Sandboxes = append(in.Sandboxes, old)
+		expect(t, Compare(in))
+	})
 	t.Run("runtime reports another IP", func(t *testing.T) {
 		in := agreeing()
 		in.Sandboxes[0].IPs = addrs("10.0.0.7")

@@ -18,7 +18,10 @@ func (c *comparison) compareRuntime() {
 	listed := map[string]runtime.Sandbox{}
 	for _, sb := range c.in.Sandboxes {
 		listed[sb.ID] = sb
-		if sb.HostNetwork {
+		// A stopped sandbox was DELeted: CRI may still report the IP it
+		// had, which may be another pod's by now. Only a running one's
+		// IPs count.
+		if sb.HostNetwork || sb.State != runtime.StateReady {
 			continue
 		}
 		for _, ip := range sb.IPs {
@@ -26,7 +29,7 @@ func (c *comparison) compareRuntime() {
 		}
 		held := c.bySandbox[sb.ID]
 		if len(held) == 0 {
-			if sb.State == runtime.StateReady && !c.settling(sb.CreatedAt) {
+			if !c.settling(sb.CreatedAt) {
 				c.add(Disagreement{Kind: SandboxNoAddress, SandboxID: sb.ID,
 					Words: fmt.Sprintf("the runtime lists running sandbox %s (pod %s) and ipamd holds no address for it", sb.ID, podName(sb.Namespace, sb.Name))})
 			}
@@ -59,7 +62,7 @@ func (c *comparison) compareSandboxIPs(sb runtime.Sandbox, held []datastore.Assi
 			}
 		}
 	}
-	if c.in.NetNS == nil || sb.NetNS == "" || sb.State != runtime.StateReady {
+	if c.in.NetNS == nil || sb.NetNS == "" {
 		return
 	}
 	inside, err := c.in.NetNS(sb.NetNS)
