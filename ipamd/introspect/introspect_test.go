@@ -21,7 +21,7 @@ import (
 
 var t0 = time.Date(2026, 12, 2, 12, 0, 0, 0, time.UTC)
 
-func newStore(t *testing.T) *datastore.Store {
+func newStore(t testing.TB) *datastore.Store {
 	t.Helper()
 	ctx := context.Background()
 	store, err := datastore.Open(ctx, datastore.Options{Path: filepath.Join(t.TempDir(), "ck"), Now: func() time.Time { return t0 }})
