@@ -13,9 +13,6 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// maxIfNameLen is the kernel's limit on interface names (IFNAMSIZ - 1).
-const maxIfNameLen = 15
-
 // The link-local gateway every pod routes through, and the fixed MAC of
 // every host veth it resolves to (see the package doc).
 var (

@@ -1,21 +1,21 @@
-// Package wire is the lean framing of ipamd's CNI-facing API: the same
-// protobuf messages as the gRPC service (package ipamdv1), one
-// request-response per frame pair over ipamd's unix socket.
+// Package wire is the framing of ipamd's CNI-facing API: the protobuf
+// messages of package ipamdv1, one request-response per frame pair over
+// ipamd's unix socket, the only protocol that socket serves.
 //
 // It exists because the CNI plugin is exec'd once per ADD and DEL: grpc's
-// package initialisation and HTTP/2 connection set-up cost more than the
-// whole IPAM decision. A frame needs only the protobuf runtime. ipamd serves
-// both protocols on one socket: Split tells them apart by the first bytes a
-// client sends (a wire request starts with Magic, gRPC with the HTTP/2
-// preface).
+// package initialisation and HTTP/2 connection set-up, and even the
+// protobuf runtime's, cost more than the whole IPAM decision. So Client
+// deals in encoded bytes: ipamd and Go tools encode with the generated
+// types (wireproto.Call), the plugin with package msg, and the plugin links
+// no protobuf runtime at all.
 //
 // Request:  Magic (4 bytes) | Version (1) | Method (1) | length (uint32 BE) | payload
 // Response: Code (1)                                    | length (uint32 BE) | payload
 //
 // The request payload is the method's protobuf request. The response payload
 // is the protobuf response when Code is OK, and a UTF-8 error message
-// otherwise. Codes are gRPC's status codes, so both protocols report the
-// same errors.
+// otherwise. Codes are gRPC's status code numbers, so errors read the same
+// as any protobuf API's.
 package wire
 
 import (
