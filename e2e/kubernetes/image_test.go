@@ -128,7 +128,7 @@ func TestImageWithoutKubelet(t *testing.T) {
 			if _, err := runCtx(context.Background(), "ctr", append(append([]string{}, ctr...), "task", "rm", "-f", "sbx-ipamd")...); err == nil {
 				break
 			}
-			time.Sleep(100 * time.Millisecond)
+			time.Sleep(100 * time.Millisecond) // ctr has no wait for a killed task to be removable: poll
 		}
 		_, _ = runCtx(context.Background(), "ctr", append(append([]string{}, ctr...), "containers", "rm", "sbx-ipamd")...)
 	})

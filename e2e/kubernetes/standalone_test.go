@@ -394,7 +394,7 @@ func removeAllPods(cri crictl, manifests string) {
 		if err == nil && len(pods) <= 1 {
 			break
 		}
-		time.Sleep(500 * time.Millisecond)
+		time.Sleep(500 * time.Millisecond) // CRI has no watch for pods going away: poll the listing
 	}
 	os.Remove(filepath.Join(manifests, "sandboxipam.json"))
 }
