@@ -166,5 +166,8 @@ func eventView(e datastore.Event) api.Event {
 	if a.Pod.Name != "" {
 		v.Pod = a.Pod.Namespace + "/" + a.Pod.Name
 	}
+	if e.Kind == datastore.EventAssigned && v.Reason == "" {
+		v.Reason = "cni_add" // who assigned it, as releases say who freed it
+	}
 	return v
 }

@@ -55,7 +55,7 @@ type Holder struct {
 type Event struct {
 	At        time.Time `json:"at"`
 	Kind      string    `json:"kind"`             // assigned, adopted, released
-	Reason    string    `json:"reason,omitempty"` // cni_del, cni_gc, runtime_gone, operator; the evidence of an adoption
+	Reason    string    `json:"reason,omitempty"` // cni_add; cni_del, cni_gc, runtime_gone, operator; the evidence of an adoption
 	IP        string    `json:"ip"`
 	SandboxID string    `json:"sandboxID"`
 	Network   string    `json:"network"`
