@@ -102,7 +102,9 @@ podLogsDir: %[5]s
 // opts.netnsPath, and registers its teardown.
 func startKubelet(t *testing.T, opts kubeletOptions) *kubelet {
 	t.Helper()
-	k := &kubelet{opts: opts, exited: make(chan struct{}), cgroupRoot: "/" + filepath.Base(opts.dir)}
+	// The cgroup root is named after the test's own directory, so two
+	// runs never share one and teardown removes only its own.
+	k := &kubelet{opts: opts, exited: make(chan struct{}), cgroupRoot: "/" + filepath.Base(filepath.Dir(opts.dir)) + "-kubelet"}
 	for _, d := range []string{k.rootDir(), filepath.Join(opts.dir, "certs"), filepath.Join(opts.dir, "sysctl"), filepath.Join(opts.dir, "pod-logs")} {
 		if err := os.MkdirAll(d, 0o755); err != nil {
 			t.Fatal(err)
