@@ -7,7 +7,7 @@
 // own, with the CRI plugin disabled, for tests that an adapter refuses it.
 //
 // Both load a pause image built from this module's cmd/pause (BuildPause,
-// fixture.WritePauseImageTar), because no registry is reachable.
+// internal/image), because no registry is reachable.
 //
 // # One daemon per test package
 //
