@@ -172,6 +172,18 @@ func (p *process) stop() {
 	p.holdPort()
 }
 
+// logAbout returns every line of ipamd's log that mentions what.
+func (p *process) logAbout(what string) string {
+	data, _ := os.ReadFile(p.log)
+	var out []string
+	for _, line := range strings.Split(string(data), "\n") {
+		if strings.Contains(line, what) || strings.HasPrefix(line, "---- start") {
+			out = append(out, line)
+		}
+	}
+	return strings.Join(out, "\n")
+}
+
 func (p *process) logTail() string {
 	data, _ := os.ReadFile(p.log)
 	lines := strings.Split(string(bytes.TrimRight(data, "\n")), "\n")

@@ -126,7 +126,7 @@ func TestCrashRecoveryRealBinary(t *testing.T) {
 	bin := buildIpamd(t)
 	n := newNode(t, "198.18.0.0/27")
 	n.cfg.Introspection.Address = freeLoopbackAddr(t)
-	n.cfg.Log.Level = "warn"
+	n.cfg.Log.Level = "info" // one line per change: the history of a violation
 	cfgPath := n.writeConfig()
 	logPath := filepath.Join(n.dir, "ipamd.log")
 	cni := cniClient{socket: n.cfg.Socket}
@@ -147,7 +147,7 @@ func TestCrashRecoveryRealBinary(t *testing.T) {
 		if fault == faultRuntimeDown {
 			n.setUnavailable(false)
 		}
-		m.resolve(t, rng, n, cni, intro, stateDestroyed(fault))
+		m.resolve(t, rng, n, cni, intro, stateDestroyed(fault), p)
 		m.verify(t, round, intro, p)
 		if kills == *crashKills {
 			p.stop()
@@ -157,6 +157,9 @@ func TestCrashRecoveryRealBinary(t *testing.T) {
 		kills++
 		fault = injectFault(t, rng, n)
 		faults[fault]++
+		if fault != faultNone {
+			t.Logf("round %d: %s", round+1, faultNames[fault])
+		}
 	}
 	t.Logf("seed %d: %d SIGKILLs, %d acknowledged ADDs, %d acknowledged DELs, %d pods live at the end, 0 violations",
 		seed, kills, m.acked.adds, m.acked.dels, len(m.live))
@@ -263,7 +266,7 @@ func (m *crashModel) client(ctx context.Context, rng *rand.Rand, c int, n *node,
 // After the state was destroyed there is nothing for the reconciler to
 // release (an unanswered ADD's assignment went with the state): each is
 // DELed, as the runtime does after a failed ADD, and the pool is proven.
-func (m *crashModel) resolve(t *testing.T, rng *rand.Rand, n *node, cni cniClient, intro *ctl.Client, destroyed bool) {
+func (m *crashModel) resolve(t *testing.T, rng *rand.Rand, n *node, cni cniClient, intro *ctl.Client, destroyed bool, p *process) {
 	t.Helper()
 	ctx := t.Context()
 	testsupport.Wait(t, "the adapter to be healthy", func() (bool, string) {
@@ -307,7 +310,9 @@ func (m *crashModel) resolve(t *testing.T, rng *rand.Rand, n *node, cni cniClien
 	}
 	for _, pod := range res.Released {
 		if !toReconciler[pod.SandboxID] {
-			t.Fatalf("reconcile released %s (%s), which the model holds live or already released", pod.SandboxID, pod.IP)
+			_, live := m.live[pod.SandboxID]
+			t.Fatalf("reconcile released %s (%s), which the model holds live (%v) or already released; ipamd's log about it:\n%s",
+				pod.SandboxID, pod.IP, live, p.logAbout(pod.SandboxID))
 		}
 	}
 	clear(m.uncertainAdd)

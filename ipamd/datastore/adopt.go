@@ -101,6 +101,7 @@ func (s *Store) Observe(ctx context.Context, ev Evidence) (ObserveReport, error)
 	foreign := s.foreignLocked(ev.Holdings)
 	if s.unproven && len(ev.Unaccounted) == 0 {
 		s.unproven = false
+		clear(s.delsWhileUnproven)
 	}
 	s.unaccounted = nil
 	if s.unproven {
@@ -169,6 +170,12 @@ func (s *Store) adoptLocked(ev Evidence) int {
 		}
 		key := Key{Network: ev.Network, SandboxID: h.SandboxID, IfName: ev.IfName}
 		if _, ok := s.assignments[key]; ok {
+			continue
+		}
+		if at, ok := s.delsWhileUnproven[key]; ok && !at.Before(ev.At) {
+			// Its DEL came after this listing started: the sandbox is
+			// going, and its address is free once the listing that no
+			// longer shows it proves the pool.
 			continue
 		}
 		if e, ok := s.addrs[h.IP]; ok && e.held {

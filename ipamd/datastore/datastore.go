@@ -195,9 +195,13 @@ type Store struct {
 	// unaccounted is what the last listing could not account for while
 	// the store stays unproven; ErrUnproven names it.
 	unaccounted []string
-	recovery    Recovery
-	closed      bool
-	commit      commitState
+	// delsWhileUnproven holds when each DEL arrived while the store was
+	// unproven, so a listing that started earlier never adopts back a
+	// sandbox its DEL already released; cleared once proven.
+	delsWhileUnproven map[Key]time.Time
+	recovery          Recovery
+	closed            bool
+	commit            commitState
 	// dirtyIPs and dirtyKeys are the addresses and assignments changed
 	// since the last journal record was taken; needFull makes the next
 	// write a compaction instead (see the package doc).
@@ -245,20 +249,21 @@ func Open(ctx context.Context, opts Options) (*Store, error) {
 
 func newStore(opts Options) *Store {
 	s := &Store{
-		path:             opts.Path,
-		cooldown:         opts.Cooldown,
-		proveWhenMissing: opts.ProveWhenMissing,
-		log:              opts.Logger,
-		now:              opts.Now,
-		onEvent:          opts.OnEvent,
-		addrs:            make(map[netip.Addr]*entry),
-		marked:           make(map[netip.Addr]struct{}),
-		assignments:      make(map[Key]*Assignment),
-		dirtyIPs:         make(map[netip.Addr]struct{}),
-		dirtyKeys:        make(map[Key]struct{}),
-		wake:             make(chan struct{}, 1),
-		stop:             make(chan struct{}),
-		stopped:          make(chan struct{}),
+		path:              opts.Path,
+		cooldown:          opts.Cooldown,
+		proveWhenMissing:  opts.ProveWhenMissing,
+		log:               opts.Logger,
+		now:               opts.Now,
+		onEvent:           opts.OnEvent,
+		addrs:             make(map[netip.Addr]*entry),
+		marked:            make(map[netip.Addr]struct{}),
+		assignments:       make(map[Key]*Assignment),
+		dirtyIPs:          make(map[netip.Addr]struct{}),
+		dirtyKeys:         make(map[Key]struct{}),
+		delsWhileUnproven: make(map[Key]time.Time),
+		wake:              make(chan struct{}, 1),
+		stop:              make(chan struct{}),
+		stopped:           make(chan struct{}),
 	}
 	s.compactAt.Store(compactBytes)
 	if s.cooldown <= 0 {

@@ -94,6 +94,11 @@ func (s *Store) ReleaseFor(ctx context.Context, key Key, reason string) (Assignm
 	}
 	now := s.now()
 	a, found := s.releaseLocked(key, now)
+	if s.unproven {
+		// A listing that started before this DEL may still show the
+		// sandbox: it must not adopt it back (see adoptLocked).
+		s.delsWhileUnproven[key] = now
+	}
 	var b *batch
 	if found {
 		b = s.changedLocked()

@@ -306,3 +306,29 @@ func TestUnreadableCheckpointIsNotMistakenForMissing(t *testing.T) {
 		t.Fatalf("unreadable checkpoint not kept aside: %v", err)
 	}
 }
+
+// A DEL that arrives while a listing is in flight wins: the listing, which
+// started before it, does not adopt the sandbox back; its address stays
+// quarantined until a listing no longer shows the sandbox.
+func TestObserveDoesNotAdoptASandboxDeletedAfterTheListingStarted(t *testing.T) {
+	f := newFixture(t, "198.18.0.0/29")
+	s := lose(t, f)
+	ev := evidence(listing()) // lists a (.1) and b (.2)
+	ev.At = f.clock.Now()
+	f.clock.Advance(time.Second)
+	if _, found, err := s.Release(context.Background(), key("a")); err != nil || found {
+		t.Fatalf("DEL of a while unproven = %v, %v; want nothing to release", found, err)
+	}
+	rep := observe(t, s, ev)
+	if rep.Adopted != 1 || rep.Quarantined != 1 || rep.ProvenFree != 4 || !rep.Proven {
+		t.Fatalf("ObserveReport = %+v; want b adopted, a's .1 quarantined", rep)
+	}
+	if got := ipsOf(s.Assignments()); !maps.Equal(got, map[string]string{"b/pods/eth0": "198.18.0.2"}) {
+		t.Fatalf("assignments %v; a's DEL came after the listing started", got)
+	}
+	ev = evidence(listing()[1:])
+	ev.At = f.clock.Now()
+	if rep := observe(t, s, ev); rep.ProvenFree != 1 {
+		t.Fatalf("ObserveReport once a is gone = %+v", rep)
+	}
+}
