@@ -10,7 +10,6 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -42,32 +41,17 @@ func requireRootAndIP(t *testing.T) {
 	t.Skip(reason)
 }
 
-var (
-	pluginOnce sync.Once
-	pluginPath string
-	pluginErr  error
-)
-
-// cniPlugin builds cmd/sandboxipam once per test process, as it ships.
-func cniPlugin(t *testing.T) string {
+// buildPlugin builds cmd/sandboxipam as it ships (static, grpcnotrace)
+// into the test's directory.
+func buildPlugin(t *testing.T) string {
 	t.Helper()
-	pluginOnce.Do(func() {
-		dir, err := os.MkdirTemp("", "sbxplugin")
-		if err != nil {
-			pluginErr = err
-			return
-		}
-		pluginPath = filepath.Join(dir, "sandboxipam")
-		cmd := exec.Command("go", "build", "-trimpath", "-tags", "grpcnotrace", "-o", pluginPath, "github.com/sandboxipam/sandboxipam/cmd/sandboxipam")
-		cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
-		if out, err := cmd.CombinedOutput(); err != nil {
-			pluginErr = fmt.Errorf("go build: %v\n%s", err, out)
-		}
-	})
-	if pluginErr != nil {
-		t.Fatal(pluginErr)
+	path := filepath.Join(t.TempDir(), "sandboxipam")
+	cmd := exec.Command("go", "build", "-trimpath", "-tags", "grpcnotrace", "-o", path, "github.com/sandboxipam/sandboxipam/cmd/sandboxipam")
+	cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("go build: %v\n%s", err, out)
 	}
-	return pluginPath
+	return path
 }
 
 // newNetns makes a named namespace for the test and deletes it after.
@@ -102,6 +86,7 @@ func netnsHandle(t *testing.T, name string) *netlink.Handle {
 type plugNode struct {
 	*node
 	hostNS string
+	plugin string            // the plugin binary
 	pods   map[string]string // sandbox ID -> pod netns name
 }
 
@@ -115,9 +100,9 @@ func (p *plugNode) netconf() []byte {
 }
 
 // plugin runs the plugin for sandbox id as the runtime does.
-func (p *plugNode) plugin(t *testing.T, command, id string) []byte {
+func (p *plugNode) run(t *testing.T, command, id string) []byte {
 	t.Helper()
-	cmd := exec.Command("ip", "netns", "exec", p.hostNS, cniPlugin(t))
+	cmd := exec.Command("ip", "netns", "exec", p.hostNS, p.plugin)
 	cmd.Env = []string{"CNI_COMMAND=" + command, "CNI_CONTAINERID=" + id, "CNI_IFNAME=eth0",
 		"CNI_NETNS=/run/netns/" + p.pods[id], "CNI_PATH=/usr/lib/cni", "PATH=" + os.Getenv("PATH"),
 		"CNI_ARGS=IgnoreUnknown=1;K8S_POD_NAMESPACE=default;K8S_POD_NAME=pod-" + id[:8] + ";K8S_POD_UID=uid-" + id[:8]}
@@ -137,7 +122,7 @@ func (p *plugNode) runPod(t *testing.T, seed string) string {
 	id := sandboxID(seed)
 	p.pods[id] = newNetns(t, "p")
 	p.listSandbox(id)
-	p.plugin(t, "ADD", id)
+	p.run(t, "ADD", id)
 	return id
 }
 
@@ -195,7 +180,7 @@ func expectCheck(t *testing.T, c *ctl.Client, want ...string) api.Check {
 func TestCheckWhoAndMetricsOnARealNode(t *testing.T) {
 	requireRootAndIP(t)
 	n := newNode(t, "198.18.0.0/28")
-	p := &plugNode{node: n, hostNS: newNetns(t, "h"), pods: map[string]string{}}
+	p := &plugNode{node: n, hostNS: newNetns(t, "h"), plugin: buildPlugin(t), pods: map[string]string{}}
 	n.cfg.Node.NetNS = "/run/netns/" + p.hostNS
 	d, cni, intro := startInProcess(t, n)
 	ctx := t.Context()
@@ -267,7 +252,7 @@ func TestCheckWhoAndMetricsOnARealNode(t *testing.T) {
 		"sandbox-gone 198.18.0.3 "+c[:8], "route-unheld 198.18.0.9 "+a[:8], "sandbox-no-address  "+e[:8])
 
 	// who after a DEL, and after a reconcile release.
-	p.plugin(t, "DEL", b)
+	p.run(t, "DEL", b)
 	n.removeSandbox(b)
 	who, err = intro.Who(ctx, "198.18.0.2")
 	if err != nil {
