@@ -92,13 +92,16 @@ func (r *Reconciler) buildEvidence(sandboxes []runtime.Sandbox, assignments []da
 				Pod: datastore.Pod{Name: sb.Name, Namespace: sb.Namespace, UID: sb.UID}, Source: source})
 		}
 	}
-	owners := map[string]string{}
-	for _, a := range assignments {
-		owners[hostveth.Name(r.cfg.VethPrefix, a.SandboxID, a.IfName)] = a.SandboxID
-	}
+	var owners map[string]string // pod link -> sandbox ID, made when a link is unmatched
 	for _, veth := range sortedKeys(n.links) {
 		if matched[veth] {
 			continue
+		}
+		if owners == nil {
+			owners = make(map[string]string, len(assignments))
+			for _, a := range assignments {
+				owners[hostveth.Name(r.cfg.VethPrefix, a.SandboxID, a.IfName)] = a.SandboxID
+			}
 		}
 		ips := n.links[veth]
 		owner, known := owners[veth]
