@@ -64,7 +64,15 @@ type Sandbox struct {
 	// HostNetwork is true for pods that share the node's network
 	// namespace. They own no pod IP and are never reconciled as leaks.
 	HostNetwork bool
-	// IPs are the pod IPs, when the runtime records them (CRI status does).
+	// IPs are the pod addresses the runtime recorded for exactly this
+	// sandbox, or none. For a Ready sandbox on the pod network they are the
+	// addresses it holds now. A NotReady sandbox may report the address it
+	// last had (CRI-O keeps it in PodSandboxStatus after the CNI DEL
+	// released it): ipamd treats such an address as still held by that
+	// sandbox until the sandbox is gone, never as proof about any other
+	// sandbox or that an address is free. A host-network sandbox reports
+	// none. An adapter that cannot tell reports none; ipamd then needs the
+	// node's own pod links to account for the pod after a lost checkpoint.
 	IPs []netip.Addr
 	// Labels are the sandbox's labels as the runtime stores them.
 	Labels map[string]string
