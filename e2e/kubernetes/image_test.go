@@ -169,11 +169,28 @@ func TestImageWithoutKubelet(t *testing.T) {
 	// The figures behind the DaemonSet's resource requests (BENCHMARKS.md):
 	// ipamd and the adapter it launched share the container's memory.
 	logMemory(t, pid, "ipamd")
-	if children, err := os.ReadFile(filepath.Join("/proc", pid, "task", pid, "children")); err == nil {
-		for _, child := range strings.Fields(string(children)) {
-			logMemory(t, child, "ipamd's child "+child)
+	for _, child := range childrenOf(pid) {
+		logMemory(t, child, "ipamd's child "+child)
+	}
+}
+
+// childrenOf scans /proc for the processes whose parent is pid.
+func childrenOf(pid string) []string {
+	entries, _ := os.ReadDir("/proc")
+	var out []string
+	for _, e := range entries {
+		stat, err := os.ReadFile(filepath.Join("/proc", e.Name(), "stat"))
+		if err != nil {
+			continue
+		}
+		// The command name, in parentheses, may hold spaces: fields
+		// after its closing parenthesis are state, then the parent.
+		rest := string(stat[strings.LastIndexByte(string(stat), ')')+1:])
+		if f := strings.Fields(rest); len(f) > 1 && f[1] == pid {
+			out = append(out, e.Name())
 		}
 	}
+	return out
 }
 
 func logMemory(t *testing.T, pid, what string) {
