@@ -127,6 +127,10 @@ func TestCrashRecoveryRealBinary(t *testing.T) {
 	n := newNode(t, "198.18.0.0/27")
 	n.cfg.Introspection.Address = freeLoopbackAddr(t)
 	n.cfg.Log.Level = "info" // one line per change: the history of a violation
+	// The sandbox of an unanswered ADD reports no IP and has no pod link:
+	// after a destroyed state it must keep ipamd unproven until it is
+	// resolved, not be presumed empty a moment after start.
+	n.cfg.Node.LinkGrace = time.Hour
 	cfgPath := n.writeConfig()
 	logPath := filepath.Join(n.dir, "ipamd.log")
 	cni := cniClient{socket: n.cfg.Socket}
