@@ -97,7 +97,7 @@ func TestImageWithoutKubelet(t *testing.T) {
 
 	c := pod.Spec.Containers[0]
 	args := append(append([]string{}, ctr...), "run", "-d", "--net-host", "--mount",
-		fmt.Sprintf("type=tmpfs,src=tmpfs,dst=/tmp,options=rw"))
+		"type=tmpfs,src=tmpfs,dst=/tmp,options=rw")
 	args = append(args, mounts(0, false)...)
 	// The container's securityContext, as far as ctr can say it.
 	if sc := c.SecurityContext; sc != nil {
