@@ -207,6 +207,9 @@ func (m *crashModel) chaos(t *testing.T, rng *rand.Rand, n *node, cni cniClient,
 	for c := range crashClients {
 		wg.Go(func() { m.client(ctx, rand.New(rand.NewPCG(seeds[c], uint64(c))), c, n, cni) })
 	}
+	// The kill lands at a random moment of the churn on purpose: no event
+	// marks "somewhere in the middle of a commit", and the seed replays
+	// the choice of moment (not the interleaving it hits).
 	time.Sleep(delay)
 	p.kill()
 	cancel()
