@@ -25,7 +25,7 @@ func stateOf(n int) checkpoint.File {
 			f.Assignments = append(f.Assignments, checkpoint.Assignment{
 				Network: "pods", SandboxID: fmt.Sprintf("%064x", i), IfName: "eth0",
 				PodName: fmt.Sprintf("web-%d", i), Namespace: "default", UID: fmt.Sprintf("8f3c2a1e-0278-11ea-9fc6-%012x", i),
-				IP: ip, AssignedAt: at,
+				IPs: []netip.Addr{ip}, AssignedAt: at,
 			})
 		}
 		f.Addresses = append(f.Addresses, a)

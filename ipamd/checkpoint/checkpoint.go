@@ -6,14 +6,22 @@
 //
 // The file is a header line followed by a JSON body:
 //
-//	sandboxipam-checkpoint v1 sha256=<hex of body> len=<bytes of body>
-//	{"savedAt":...,"addresses":[...],"assignments":[...]}
+//	sandboxipam-checkpoint v2 sha256=<hex of body> len=<bytes of body>
+//	{"savedAt":...,"cursors":[...],"addresses":[...],"assignments":[...]}
 //
 // The header makes a torn write (short body), a bit flip (checksum) and a
 // file from another program or version (magic, version) all fail loudly
 // instead of loading as an empty or partial store. JSON keeps the body
 // readable by an operator with jq; the checksum, not JSON parsing, is what
 // detects damage.
+//
+// Version 2 gives an assignment a list of addresses (one per family of a
+// dual-stack pool) and the file one cursor per family. Version 1 files,
+// snapshot and journal, are still read (see v1.go) and upgraded in
+// memory; the datastore rewrites them as version 2 at its next write. A
+// file of a version newer than this build is refused with ErrNewer and
+// left untouched: a downgrade never misreads it, and never moves it aside
+// as corrupt either, so the newer build finds it again.
 package checkpoint
 
 import (
@@ -29,8 +37,12 @@ import (
 	"time"
 )
 
-// Version is the format version this package writes and reads.
-const Version = 1
+// Version is the format version this package writes. It reads it and
+// every version back to OldestVersion.
+const Version = 2
+
+// OldestVersion is the oldest format version this package reads.
+const OldestVersion = 1
 
 // magic starts every checkpoint file.
 const magic = "sandboxipam-checkpoint"
@@ -43,15 +55,22 @@ const maxBody = 256 << 20
 // torn, bit-flipped, from another version or internally inconsistent.
 var ErrCorrupt = errors.New("checkpoint corrupt")
 
+// ErrNewer: the file was written by a newer sandboxipam, in a format
+// version this build does not know. It is not corrupt and must not be
+// moved aside or overwritten; run the newer build (or remove the state
+// directory on purpose).
+var ErrNewer = errors.New("checkpoint written by a newer sandboxipam")
+
 // File is the whole datastore state.
 type File struct {
 	SavedAt time.Time `json:"savedAt"`
 	// Unproven is true while the store could not prove which addresses
 	// are free (after a lost checkpoint, until the runtime is adopted).
 	Unproven bool `json:"unproven,omitempty"`
-	// Cursor is the address handed out last; allocation continues after
-	// it so a restart does not change which address comes next.
-	Cursor      netip.Addr   `json:"cursor,omitzero"`
+	// Cursors are the addresses handed out last, one per family;
+	// allocation continues after them so a restart does not change which
+	// address comes next.
+	Cursors     []netip.Addr `json:"cursors,omitempty"`
 	Addresses   []Address    `json:"addresses"`
 	Assignments []Assignment `json:"assignments"`
 }
@@ -74,14 +93,16 @@ type Address struct {
 
 // Assignment is one pod interface's address.
 type Assignment struct {
-	Network    string     `json:"network"`
-	SandboxID  string     `json:"sandboxID"`
-	IfName     string     `json:"ifName"`
-	PodName    string     `json:"pod,omitempty"`
-	Namespace  string     `json:"ns,omitempty"`
-	UID        string     `json:"uid,omitempty"`
-	IP         netip.Addr `json:"ip"`
-	AssignedAt time.Time  `json:"at"`
+	Network   string `json:"network"`
+	SandboxID string `json:"sandboxID"`
+	IfName    string `json:"ifName"`
+	PodName   string `json:"pod,omitempty"`
+	Namespace string `json:"ns,omitempty"`
+	UID       string `json:"uid,omitempty"`
+	// IPs are the interface's addresses, one per family of the pool
+	// (two for a dual-stack pod), IPv4 first.
+	IPs        []netip.Addr `json:"ips"`
+	AssignedAt time.Time    `json:"at"`
 	// ListedAt is when a successful runtime listing first showed the
 	// sandbox; zero while no listing has. The reconciler releases only
 	// assignments whose sandbox it saw once and no longer sees.
@@ -118,51 +139,83 @@ func checkYear(t time.Time) error {
 	return nil
 }
 
-// Decode verifies and parses data. Every failure wraps ErrCorrupt.
+// Decode verifies and parses data, upgrading an older version in memory.
+// Every failure wraps ErrCorrupt, but for a newer version: ErrNewer.
 func Decode(data []byte) (File, error) {
-	header, body, ok := bytes.Cut(data, []byte("\n"))
-	if !ok {
-		return File{}, fmt.Errorf("%w: no header line", ErrCorrupt)
-	}
-	if err := checkHeader(string(header), body); err != nil {
-		return File{}, err
-	}
-	var f File
-	if err := json.Unmarshal(body, &f); err != nil {
-		return File{}, fmt.Errorf("%w: body: %v", ErrCorrupt, err)
-	}
-	if err := validate(f); err != nil {
-		return File{}, err
-	}
-	return f, nil
+	f, _, err := decode(data)
+	return f, err
 }
 
-// checkHeader checks magic, version, length and checksum of body.
-func checkHeader(header string, body []byte) error {
+// decode is Decode, also returning the file's format version.
+func decode(data []byte) (File, int, error) {
+	header, body, ok := bytes.Cut(data, []byte("\n"))
+	if !ok {
+		return File{}, 0, fmt.Errorf("%w: no header line", ErrCorrupt)
+	}
+	version, err := checkHeader(string(header), body)
+	if err != nil {
+		return File{}, 0, err
+	}
+	var f File
+	if version == 1 {
+		f, err = decodeV1(body)
+	} else if err = json.Unmarshal(body, &f); err != nil {
+		err = fmt.Errorf("%w: body: %v", ErrCorrupt, err)
+	}
+	if err != nil {
+		return File{}, 0, err
+	}
+	if err := validate(f); err != nil {
+		return File{}, 0, err
+	}
+	return f, version, nil
+}
+
+// checkHeader checks magic, version, length and checksum of body, and
+// returns the version.
+func checkHeader(header string, body []byte) (int, error) {
 	fields := strings.Fields(header)
 	if len(fields) != 4 || fields[0] != magic {
-		return fmt.Errorf("%w: header %.80q is not a sandboxipam checkpoint header", ErrCorrupt, header)
+		return 0, fmt.Errorf("%w: header %.80q is not a sandboxipam checkpoint header", ErrCorrupt, header)
 	}
-	if fields[1] != "v"+strconv.Itoa(Version) {
-		return fmt.Errorf("%w: format %.20q, this build reads v%d", ErrCorrupt, fields[1], Version)
+	version, err := checkVersion("checkpoint", fields[1], Version)
+	if err != nil {
+		return 0, err
 	}
 	wantSum, okSum := strings.CutPrefix(fields[2], "sha256=")
 	lenText, okLen := strings.CutPrefix(fields[3], "len=")
 	if !okSum || !okLen {
-		return fmt.Errorf("%w: header %.80q lacks sha256= or len=", ErrCorrupt, header)
+		return 0, fmt.Errorf("%w: header %.80q lacks sha256= or len=", ErrCorrupt, header)
 	}
 	wantLen, err := strconv.Atoi(lenText)
 	if err != nil || wantLen < 0 || wantLen > maxBody {
-		return fmt.Errorf("%w: header length %.20q", ErrCorrupt, lenText)
+		return 0, fmt.Errorf("%w: header length %.20q", ErrCorrupt, lenText)
 	}
 	if len(body) != wantLen {
-		return fmt.Errorf("%w: body is %d bytes, header says %d (torn write?)", ErrCorrupt, len(body), wantLen)
+		return 0, fmt.Errorf("%w: body is %d bytes, header says %d (torn write?)", ErrCorrupt, len(body), wantLen)
 	}
 	sum := sha256.Sum256(body)
 	if hex.EncodeToString(sum[:]) != wantSum {
-		return fmt.Errorf("%w: body checksum mismatch", ErrCorrupt)
+		return 0, fmt.Errorf("%w: body checksum mismatch", ErrCorrupt)
 	}
-	return nil
+	return version, nil
+}
+
+// checkVersion parses a header's "v<n>" field: a version this build
+// reads, or ErrNewer for a higher one (a downgrade), or ErrCorrupt.
+func checkVersion(what, field string, current int) (int, error) {
+	text, ok := strings.CutPrefix(field, "v")
+	n, err := strconv.Atoi(text)
+	switch {
+	case !ok || err != nil || n < 1:
+		return 0, fmt.Errorf("%w: %s format %.20q is not a version", ErrCorrupt, what, field)
+	case n > current:
+		return 0, fmt.Errorf("%w: %s format v%d, this build reads v%d to v%d; it was written by a newer sandboxipam: run that build, or remove the state directory on purpose (ipamd then starts unproven)",
+			ErrNewer, what, n, OldestVersion, current)
+	case n < OldestVersion:
+		return 0, fmt.Errorf("%w: %s format v%d, this build reads v%d to v%d", ErrCorrupt, what, n, OldestVersion, current)
+	}
+	return n, nil
 }
 
 // validate rejects a body that parses but cannot be a state the datastore
@@ -187,14 +240,20 @@ func validate(f File) error {
 		switch {
 		case a.SandboxID == "":
 			return fmt.Errorf("%w: assignments[%d]: empty sandbox ID", ErrCorrupt, i)
-		case !known[a.IP]:
-			return fmt.Errorf("%w: assignments[%d]: address %s is not in the address list", ErrCorrupt, i, a.IP)
-		case held[a.IP]:
-			return fmt.Errorf("%w: assignments[%d]: address %s assigned twice", ErrCorrupt, i, a.IP)
+		case len(a.IPs) == 0:
+			return fmt.Errorf("%w: assignments[%d]: no address", ErrCorrupt, i)
 		case keys[k]:
 			return fmt.Errorf("%w: assignments[%d]: key listed twice", ErrCorrupt, i)
 		}
-		held[a.IP] = true
+		for _, ip := range a.IPs {
+			switch {
+			case !known[ip]:
+				return fmt.Errorf("%w: assignments[%d]: address %s is not in the address list", ErrCorrupt, i, ip)
+			case held[ip]:
+				return fmt.Errorf("%w: assignments[%d]: address %s assigned twice", ErrCorrupt, i, ip)
+			}
+			held[ip] = true
+		}
 		keys[k] = true
 	}
 	return nil

@@ -19,7 +19,7 @@ func sample() checkpoint.File {
 	at := time.Date(2026, 12, 2, 12, 0, 0, 0, time.UTC)
 	return checkpoint.File{
 		SavedAt: at,
-		Cursor:  netip.MustParseAddr("198.18.0.2"),
+		Cursors: []netip.Addr{netip.MustParseAddr("198.18.0.2"), netip.MustParseAddr("2001:db8::5")},
 		Addresses: []checkpoint.Address{
 			{IP: netip.MustParseAddr("198.18.0.1"), Subnet: netip.MustParsePrefix("198.18.0.0/24"), Group: "static"},
 			{IP: netip.MustParseAddr("198.18.0.2"), Subnet: netip.MustParsePrefix("198.18.0.0/24"), Group: "static", ReleasedAt: at},
@@ -27,8 +27,8 @@ func sample() checkpoint.File {
 		},
 		Assignments: []checkpoint.Assignment{
 			{Network: "pods", SandboxID: "93e629d853d9f70464dd5b54987533ffe87930cb28a6414ddb48c94b69845e85", IfName: "eth0",
-				PodName: "coredns-6f647f5754-gpm7t", Namespace: "kube-system", UID: "83f10b53", IP: netip.MustParseAddr("198.18.0.1"), AssignedAt: at},
-			{Network: "pods", SandboxID: "c32c237fb529", IfName: "eth0", IP: netip.MustParseAddr("2001:db8::5"), AssignedAt: at},
+				PodName: "coredns-6f647f5754-gpm7t", Namespace: "kube-system", UID: "83f10b53", IPs: []netip.Addr{netip.MustParseAddr("198.18.0.1")}, AssignedAt: at},
+			{Network: "pods", SandboxID: "c32c237fb529", IfName: "eth0", IPs: []netip.Addr{netip.MustParseAddr("2001:db8::5")}, AssignedAt: at},
 		},
 	}
 }
@@ -38,7 +38,7 @@ func TestEncodeDecodeRoundTrip(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !bytes.HasPrefix(data, []byte("sandboxipam-checkpoint v1 sha256=")) {
+	if !bytes.HasPrefix(data, []byte("sandboxipam-checkpoint v2 sha256=")) {
 		t.Fatalf("header = %q", data[:50])
 	}
 	got, err := checkpoint.Decode(data)
@@ -63,8 +63,9 @@ func TestDecodeRejectsDamage(t *testing.T) {
 		"torn":           good[:len(good)-1],
 		"trailing bytes": append(bytes.Clone(good), '\n'),
 		"bit flip":       flipped,
-		"other version":  bytes.Replace(good, []byte(" v1 "), []byte(" v2 "), 1),
-		"huge length":    []byte("sandboxipam-checkpoint v1 sha256=00 len=99999999999\n"),
+		"version zero":   bytes.Replace(good, []byte(" v2 "), []byte(" v0 "), 1),
+		"no version":     bytes.Replace(good, []byte(" v2 "), []byte(" vx "), 1),
+		"huge length":    []byte("sandboxipam-checkpoint v2 sha256=00 len=99999999999\n"),
 	}
 	for name, data := range cases {
 		if _, err := checkpoint.Decode(data); !errors.Is(err, checkpoint.ErrCorrupt) {
@@ -77,14 +78,19 @@ func TestDecodeRejectsDamage(t *testing.T) {
 // by hand, or by a buggy build) is still refused.
 func TestDecodeRejectsInconsistentState(t *testing.T) {
 	dup := sample()
-	dup.Assignments[1].IP = dup.Assignments[0].IP
+	dup.Assignments[1].IPs = dup.Assignments[0].IPs
 	orphan := sample()
-	orphan.Assignments[0].IP = netip.MustParseAddr("198.18.9.9")
+	orphan.Assignments[0].IPs = []netip.Addr{netip.MustParseAddr("198.18.9.9")}
 	twice := sample()
 	twice.Addresses[1].IP = twice.Addresses[0].IP
 	noID := sample()
 	noID.Assignments[0].SandboxID = ""
-	for name, f := range map[string]checkpoint.File{"address assigned twice": dup, "unknown address": orphan, "address listed twice": twice, "empty sandbox ID": noID} {
+	noIP := sample()
+	noIP.Assignments[0].IPs = nil
+	sameTwice := sample()
+	sameTwice.Assignments[0].IPs = []netip.Addr{netip.MustParseAddr("198.18.0.1"), netip.MustParseAddr("198.18.0.1")}
+	for name, f := range map[string]checkpoint.File{"address assigned twice": dup, "unknown address": orphan, "address listed twice": twice,
+		"empty sandbox ID": noID, "no address": noIP, "one address twice in an assignment": sameTwice} {
 		data, err := checkpoint.Encode(f)
 		if err != nil {
 			t.Fatal(err)

@@ -19,9 +19,9 @@ func appendFile(b []byte, f File) []byte {
 	if f.Unproven {
 		b = append(b, `,"unproven":true`...)
 	}
-	if f.Cursor.IsValid() {
-		b = append(b, `,"cursor":`...)
-		b = appendAddr(b, f.Cursor)
+	if len(f.Cursors) > 0 {
+		b = append(b, `,"cursors":`...)
+		b = appendAddrs(b, f.Cursors)
 	}
 	b = append(b, `,"addresses":[`...)
 	for i, a := range f.Addresses {
@@ -85,8 +85,8 @@ func appendAssignment(b []byte, a Assignment) []byte {
 		b = append(b, `,"uid":`...)
 		b = appendString(b, a.UID)
 	}
-	b = append(b, `,"ip":`...)
-	b = appendAddr(b, a.IP)
+	b = append(b, `,"ips":`...)
+	b = appendAddrs(b, a.IPs)
 	b = append(b, `,"at":`...)
 	b = appendTime(b, a.AssignedAt)
 	if !a.ListedAt.IsZero() {
@@ -104,6 +104,22 @@ func appendAddr(b []byte, ip netip.Addr) []byte {
 		b = ip.AppendTo(b)
 	}
 	return append(b, '"')
+}
+
+// appendAddrs writes a JSON array of addresses; nil is null, as
+// encoding/json writes a nil slice.
+func appendAddrs(b []byte, ips []netip.Addr) []byte {
+	if ips == nil {
+		return append(b, "null"...)
+	}
+	b = append(b, '[')
+	for i, ip := range ips {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		b = appendAddr(b, ip)
+	}
+	return append(b, ']')
 }
 
 // appendTime writes RFC 3339 with nanoseconds, as time.Time's MarshalJSON.

@@ -14,7 +14,7 @@ import (
 )
 
 // FuzzDecodeCheckpoint: Decode never panics; what it rejects wraps
-// ErrCorrupt; what it accepts encodes and decodes to the same state.
+// ErrCorrupt (or ErrNewer, for a version above this build's); what it accepts encodes and decodes to the same state.
 func FuzzDecodeCheckpoint(f *testing.F) {
 	good, err := checkpoint.Encode(sample())
 	if err != nil {
@@ -26,8 +26,8 @@ func FuzzDecodeCheckpoint(f *testing.F) {
 	f.Fuzz(func(t *testing.T, data []byte) {
 		file, err := checkpoint.Decode(data)
 		if err != nil {
-			if !errors.Is(err, checkpoint.ErrCorrupt) {
-				t.Fatalf("error %v does not wrap ErrCorrupt", err)
+			if !errors.Is(err, checkpoint.ErrCorrupt) && !errors.Is(err, checkpoint.ErrNewer) {
+				t.Fatalf("error %v wraps neither ErrCorrupt nor ErrNewer", err)
 			}
 			return
 		}
@@ -60,8 +60,8 @@ func FuzzDecodeJournal(f *testing.F) {
 	f.Fuzz(func(t *testing.T, data []byte) {
 		j, err := checkpoint.DecodeJournal(data)
 		if err != nil {
-			if !errors.Is(err, checkpoint.ErrCorrupt) {
-				t.Fatalf("error %v does not wrap ErrCorrupt", err)
+			if !errors.Is(err, checkpoint.ErrCorrupt) && !errors.Is(err, checkpoint.ErrNewer) {
+				t.Fatalf("error %v wraps neither ErrCorrupt nor ErrNewer", err)
 			}
 			return
 		}
@@ -134,8 +134,8 @@ func diffFile(a, b checkpoint.File) string {
 		return fmt.Sprintf("savedAt %v != %v", a.SavedAt, b.SavedAt)
 	case a.Unproven != b.Unproven:
 		return fmt.Sprintf("unproven %v != %v", a.Unproven, b.Unproven)
-	case a.Cursor != b.Cursor:
-		return fmt.Sprintf("cursor %v != %v", a.Cursor, b.Cursor)
+	case !slices.Equal(a.Cursors, b.Cursors):
+		return fmt.Sprintf("cursors %v != %v", a.Cursors, b.Cursors)
 	case !slices.EqualFunc(a.Addresses, b.Addresses, sameAddress):
 		return fmt.Sprintf("addresses %+v != %+v", a.Addresses, b.Addresses)
 	case !slices.EqualFunc(a.Assignments, b.Assignments, sameAssignment):
@@ -151,7 +151,7 @@ func sameAddress(a, b checkpoint.Address) bool {
 
 func sameAssignment(a, b checkpoint.Assignment) bool {
 	return a.Network == b.Network && a.SandboxID == b.SandboxID && a.IfName == b.IfName &&
-		a.PodName == b.PodName && a.Namespace == b.Namespace && a.UID == b.UID && a.IP == b.IP &&
+		a.PodName == b.PodName && a.Namespace == b.Namespace && a.UID == b.UID && slices.Equal(a.IPs, b.IPs) &&
 		a.AssignedAt.Equal(b.AssignedAt) && a.ListedAt.Equal(b.ListedAt)
 }
 
@@ -168,7 +168,7 @@ func diffRecords(a, b []checkpoint.Record) string {
 }
 
 func sameRecord(a, b checkpoint.Record) bool {
-	return a.Seq == b.Seq && a.Seal == b.Seal && a.Unproven == b.Unproven && a.Cursor == b.Cursor &&
+	return a.Seq == b.Seq && a.Seal == b.Seal && a.Unproven == b.Unproven && slices.Equal(a.Cursors, b.Cursors) &&
 		slices.EqualFunc(a.Addresses, b.Addresses, sameAddress) &&
 		slices.EqualFunc(a.DropAddresses, b.DropAddresses, func(x, y netip.Addr) bool { return x == y }) &&
 		slices.EqualFunc(a.Assignments, b.Assignments, sameAssignment) &&

@@ -5,7 +5,7 @@ package checkpoint
 //
 // It lives next to the snapshot, at <path>.journal:
 //
-//	sandboxipam-journal v1 base=<sha256 hex of the snapshot file> crc=<crc32c hex of the text before " crc=">
+//	sandboxipam-journal v2 base=<sha256 hex of the snapshot file> crc=<crc32c hex of the text before " crc=">
 //	record, record, ...
 //
 // and each record is framed as
@@ -53,9 +53,10 @@ import (
 	"strings"
 )
 
-// JournalVersion is the journal format version this package writes and
-// reads.
-const JournalVersion = 1
+// JournalVersion is the journal format version this package writes; it
+// reads it and every version back to OldestVersion (v1 records are
+// upgraded as they are read, see v1.go).
+const JournalVersion = 2
 
 const journalMagic = "sandboxipam-journal"
 
@@ -91,8 +92,8 @@ type Record struct {
 	// compacted into; the record carries no changes.
 	Seal string `json:"seal,omitempty"`
 	// Unproven and Cursor are the state's, as in File.
-	Unproven bool       `json:"unproven,omitempty"`
-	Cursor   netip.Addr `json:"cursor,omitzero"`
+	Unproven bool         `json:"unproven,omitempty"`
+	Cursors  []netip.Addr `json:"cursors,omitempty"`
 	// Addresses are set, DropAddresses are no longer recorded.
 	Addresses     []Address    `json:"addresses,omitempty"`
 	DropAddresses []netip.Addr `json:"dropAddresses,omitempty"`
@@ -103,6 +104,8 @@ type Record struct {
 
 // Journal is a decoded journal file.
 type Journal struct {
+	// Version is the file's format version.
+	Version int
 	// Base is the checksum of the snapshot the records follow.
 	Base    string
 	Records []Record
@@ -166,11 +169,11 @@ func DecodeJournal(data []byte) (Journal, error) {
 	if !ok {
 		return Journal{}, fmt.Errorf("%w: journal has no header line", ErrCorrupt)
 	}
-	base, err := checkJournalHeader(string(line))
+	version, base, err := checkJournalHeader(string(line))
 	if err != nil {
 		return Journal{}, err
 	}
-	j := Journal{Base: base}
+	j := Journal{Version: version, Base: base}
 	off := len(line) + 1
 	for off < len(data) {
 		payload, next, ok := frameAt(data, off)
@@ -184,8 +187,8 @@ func DecodeJournal(data []byte) (Journal, error) {
 			j.Torn = int64(len(data) - off)
 			break
 		}
-		var r Record
-		if err := json.Unmarshal(payload, &r); err != nil {
+		r, err := decodeRecord(version, payload)
+		if err != nil {
 			return Journal{}, fmt.Errorf("%w: journal record at byte %d: %v", ErrCorrupt, off, err)
 		}
 		if want := uint64(len(j.Records)) + 1; r.Seq != want {
@@ -261,27 +264,28 @@ func validRecordAfter(data []byte, off int) bool {
 	return false
 }
 
-func checkJournalHeader(line string) (string, error) {
+func checkJournalHeader(line string) (int, string, error) {
 	text, crcText, ok := strings.Cut(line, " crc=")
 	if !ok || len(crcText) != 8 {
-		return "", fmt.Errorf("%w: journal header %.80q lacks its crc", ErrCorrupt, line)
+		return 0, "", fmt.Errorf("%w: journal header %.80q lacks its crc", ErrCorrupt, line)
 	}
 	crc, err := strconv.ParseUint(crcText, 16, 32)
 	if err != nil || uint32(crc) != crc32.Checksum([]byte(text), castagnoli) {
-		return "", fmt.Errorf("%w: journal header %.80q fails its crc", ErrCorrupt, line)
+		return 0, "", fmt.Errorf("%w: journal header %.80q fails its crc", ErrCorrupt, line)
 	}
 	fields := strings.Fields(text)
 	if len(fields) != 3 || fields[0] != journalMagic {
-		return "", fmt.Errorf("%w: header %.80q is not a sandboxipam journal header", ErrCorrupt, line)
+		return 0, "", fmt.Errorf("%w: header %.80q is not a sandboxipam journal header", ErrCorrupt, line)
 	}
-	if fields[1] != "v"+strconv.Itoa(JournalVersion) {
-		return "", fmt.Errorf("%w: journal format %.20q, this build reads v%d", ErrCorrupt, fields[1], JournalVersion)
+	version, err := checkVersion("journal", fields[1], JournalVersion)
+	if err != nil {
+		return 0, "", err
 	}
 	base, ok := strings.CutPrefix(fields[2], "base=")
 	if !ok || !isSum(base) {
-		return "", fmt.Errorf("%w: journal header %.80q lacks base=", ErrCorrupt, line)
+		return 0, "", fmt.Errorf("%w: journal header %.80q lacks base=", ErrCorrupt, line)
 	}
-	return base, nil
+	return version, base, nil
 }
 
 func isSum(s string) bool {
@@ -298,7 +302,7 @@ func checkRecord(r Record) error {
 		if !isSum(r.Seal) {
 			return errors.New("seal is not a sha256")
 		}
-		if r.Unproven || r.Cursor.IsValid() || len(r.Addresses)+len(r.DropAddresses)+len(r.Assignments)+len(r.DropAssignments) > 0 {
+		if r.Unproven || len(r.Cursors) > 0 || len(r.Addresses)+len(r.DropAddresses)+len(r.Assignments)+len(r.DropAssignments) > 0 {
 			return errors.New("a seal carries changes")
 		}
 	}
@@ -331,8 +335,8 @@ func Replay(f File, records []Record) (File, error) {
 			continue
 		}
 		f.Unproven = r.Unproven
-		if r.Cursor.IsValid() {
-			f.Cursor = r.Cursor
+		if len(r.Cursors) > 0 {
+			f.Cursors = r.Cursors
 		}
 		for _, ip := range r.DropAddresses {
 			delete(addrs, ip)
@@ -356,7 +360,7 @@ func Replay(f File, records []Record) (File, error) {
 	for _, a := range assigns {
 		f.Assignments = append(f.Assignments, a)
 	}
-	slices.SortFunc(f.Assignments, func(a, b Assignment) int { return a.IP.Compare(b.IP) })
+	slices.SortFunc(f.Assignments, func(a, b Assignment) int { return firstIP(a).Compare(firstIP(b)) })
 	if err := validate(f); err != nil {
 		return File{}, fmt.Errorf("after replaying the journal: %w", err)
 	}
@@ -364,6 +368,14 @@ func Replay(f File, records []Record) (File, error) {
 }
 
 // JournalPath is where the journal of the snapshot at path lives.
+// firstIP is an assignment's first address, or the zero Addr.
+func firstIP(a Assignment) netip.Addr {
+	if len(a.IPs) == 0 {
+		return netip.Addr{}
+	}
+	return a.IPs[0]
+}
+
 func JournalPath(path string) string { return path + ".journal" }
 
 // JournalState says what Load found in the journal.
@@ -393,6 +405,10 @@ type State struct {
 	// Sum is the snapshot file's checksum, the base of its journal.
 	Sum     string
 	Journal JournalState
+	// Old: the snapshot or the journal is of an older format version
+	// than this build writes. The next write must compact: a record of
+	// the new version is never appended to an old journal.
+	Old bool
 }
 
 // Load reads the snapshot at path and replays its journal. With neither
@@ -415,11 +431,11 @@ func Load(path string) (State, error) {
 	case jErr != nil && !jMissing:
 		return State{}, fmt.Errorf("read checkpoint journal: %w", jErr)
 	}
-	f, err := Decode(snap)
+	f, version, err := decode(snap)
 	if err != nil {
 		return State{}, fmt.Errorf("read %s: %w", path, err)
 	}
-	st := State{File: f, Sum: Sum(snap)}
+	st := State{File: f, Sum: Sum(snap), Old: version < Version}
 	if jMissing {
 		// No journal: a store from before the journal, or a crash
 		// between the first snapshot and its journal.
@@ -430,6 +446,7 @@ func Load(path string) (State, error) {
 		return State{}, fmt.Errorf("read %s: %w", JournalPath(path), err)
 	}
 	st.Journal = JournalState{Present: true, Records: len(j.Records), Size: j.Size, Torn: j.Torn}
+	st.Old = st.Old || j.Version < JournalVersion
 	var last Record
 	if len(j.Records) > 0 {
 		last = j.Records[len(j.Records)-1]

@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -17,14 +18,14 @@ import (
 func sampleRecords() []checkpoint.Record {
 	at := time.Date(2026, 12, 2, 12, 0, 1, 0, time.UTC)
 	return []checkpoint.Record{
-		{Seq: 1, Cursor: netip.MustParseAddr("198.18.0.3"),
+		{Seq: 1, Cursors: []netip.Addr{netip.MustParseAddr("198.18.0.3")},
 			Addresses: []checkpoint.Address{{IP: netip.MustParseAddr("198.18.0.3"), Subnet: netip.MustParsePrefix("198.18.0.0/24"), Group: "static"}},
 			Assignments: []checkpoint.Assignment{{Network: "pods", SandboxID: "new", IfName: "eth0", PodName: "p", Namespace: "default",
-				IP: netip.MustParseAddr("198.18.0.3"), AssignedAt: at}}},
-		{Seq: 2, Cursor: netip.MustParseAddr("198.18.0.3"),
+				IPs: []netip.Addr{netip.MustParseAddr("198.18.0.3")}, AssignedAt: at}}},
+		{Seq: 2, Cursors: []netip.Addr{netip.MustParseAddr("198.18.0.3")},
 			Addresses:       []checkpoint.Address{{IP: netip.MustParseAddr("198.18.0.1"), Subnet: netip.MustParsePrefix("198.18.0.0/24"), Group: "static", ReleasedAt: at}},
 			DropAssignments: []checkpoint.AssignmentKey{{Network: "pods", SandboxID: "93e629d853d9f70464dd5b54987533ffe87930cb28a6414ddb48c94b69845e85", IfName: "eth0"}}},
-		{Seq: 3, Cursor: netip.MustParseAddr("198.18.0.3"), DropAddresses: []netip.Addr{netip.MustParseAddr("198.18.0.2")}},
+		{Seq: 3, Cursors: []netip.Addr{netip.MustParseAddr("198.18.0.3")}, DropAddresses: []netip.Addr{netip.MustParseAddr("198.18.0.2")}},
 	}
 }
 
@@ -56,12 +57,12 @@ func TestJournalRoundTripAndReplay(t *testing.T) {
 	}
 	got := map[string]string{}
 	for _, a := range f.Assignments {
-		got[a.SandboxID] = a.IP.String()
+		got[a.SandboxID] = a.IPs[0].String()
 	}
 	if want := map[string]string{"c32c237fb529": "2001:db8::5", "new": "198.18.0.3"}; !reflect.DeepEqual(got, want) {
 		t.Fatalf("assignments after replay %v, want %v", got, want)
 	}
-	if len(f.Addresses) != 3 || f.Cursor != netip.MustParseAddr("198.18.0.3") {
+	if len(f.Addresses) != 3 || !slices.Equal(f.Cursors, []netip.Addr{netip.MustParseAddr("198.18.0.3")}) {
 		t.Fatalf("after replay: %+v", f)
 	}
 }
@@ -118,7 +119,7 @@ func TestDecodeJournalRejectsDamage(t *testing.T) {
 		"last record, zeros after": append(bytes.Clone(lastPayload), make([]byte, 64)...),
 		"empty":                    nil,
 		"no header":                full[header:],
-		"header crc":               bytes.Replace(full, []byte(" v1 "), []byte(" v2 "), 1),
+		"header crc":               bytes.Replace(full, []byte(" v2 "), []byte(" v1 "), 1),
 		"middle payload":           middle,
 		"middle length":            length,
 		"sequence gap":             encodedJournal(t, base, gap),

@@ -37,7 +37,7 @@ func startSource(ctx, runCtx context.Context, cfg config.Config, store *datastor
 		if err := src.Run(ctx, store); err != nil {
 			return nil, fmt.Errorf("fill the pool from the static source: %w", err)
 		}
-		log.Info("pool filled", slog.String("source", src.Name()), slog.Int("addresses", len(src.Addresses())))
+		log.Info("pool filled", slog.String("source", src.Name()), slog.Uint64("addresses", src.Size()))
 		return &sourceHandle{source: src}, nil
 	case config.SourceAWS:
 		return startAWS(ctx, runCtx, cfg, store, log, wg)

@@ -99,6 +99,7 @@ func (s *Store) Observe(ctx context.Context, ev Evidence) (ObserveReport, error)
 		rep.Adopted = s.adoptLocked(ev)
 	}
 	foreign := s.foreignLocked(ev.Holdings)
+	quarantinedBefore := s.quarantinedLocked()
 	if s.unproven && len(ev.Unaccounted) == 0 {
 		s.unproven = false
 		clear(s.delsWhileUnproven)
@@ -108,12 +109,15 @@ func (s *Store) Observe(ctx context.Context, ev Evidence) (ObserveReport, error)
 		s.unaccounted = slices.Clone(ev.Unaccounted)
 		rep.Unaccounted = s.unaccounted
 	}
-	rep.Conflicts, rep.ProvenFree, rep.Quarantined = s.settleQuarantineLocked(foreign)
+	rep.Conflicts = s.settleQuarantineLocked(foreign, wasUnproven)
+	rep.Quarantined = s.quarantinedLocked()
+	// Every pool address is quarantined, or lifted, or neither: what left
+	// the count beyond the new conflicts was proven free.
+	rep.ProvenFree = max(0, quarantinedBefore+rep.Conflicts-rep.Quarantined)
 	rep.Proven = !s.unproven
 	changed := rep.Adopted+rep.Confirmed+rep.Conflicts+rep.ProvenFree > 0 || wasUnproven != s.unproven
 	var b *batch
 	if changed {
-		s.order = nil
 		if wasUnproven {
 			// Leaving the unproven state changes the quarantine of every
 			// address: written as a whole snapshot, not a journal record.
@@ -149,8 +153,9 @@ func (s *Store) confirmLocked(listed map[string]struct{}, at time.Time) int {
 }
 
 // adoptLocked makes an assignment for each sandbox holding an address
-// that nobody holds in the store, running sandboxes first. The store
-// records one address per key; a sandbox's further addresses are left to
+// that nobody holds in the store, running sandboxes first: one address
+// per family, as Assign hands them (a dual-stack pod's IPv4 and IPv6
+// address under its one key). A sandbox's further addresses are left to
 // the quarantine.
 func (s *Store) adoptLocked(ev Evidence) int {
 	hs := slices.Clone(ev.Holdings)
@@ -163,9 +168,15 @@ func (s *Store) adoptLocked(ev Evidence) int {
 		}
 		return cmp.Compare(a.SandboxID, b.SandboxID)
 	})
-	adopted := 0
+	type adoption struct {
+		a      *Assignment
+		source string
+	}
+	var order []Key
+	found := map[Key]*adoption{}
+	chosen := map[netip.Addr]bool{}
 	for _, h := range hs {
-		if h.SandboxID == "" {
+		if h.SandboxID == "" || chosen[h.IP] {
 			continue
 		}
 		key := Key{Network: ev.Network, SandboxID: h.SandboxID, IfName: ev.IfName}
@@ -181,19 +192,45 @@ func (s *Store) adoptLocked(ev Evidence) int {
 		if e, ok := s.addrs[h.IP]; ok && e.held {
 			continue
 		}
-		a := &Assignment{Key: key, Pod: h.Pod, Address: s.addressFor(h.IP), AssignedAt: ev.At, ListedAt: ev.At}
-		s.holdLocked(a)
-		s.adoptedEvents = append(s.adoptedEvents, Event{At: ev.At, Kind: EventAdopted, Reason: h.Source, Assignment: *a})
-		adopted++
-		s.log.Warn("adopted an address from the runtime listing", slog.Any("key", key),
-			slog.String("pod", h.Pod.Namespace+"/"+h.Pod.Name), slog.String("ip", h.IP.String()), slog.String("source", h.Source))
+		ad, ok := found[key]
+		if !ok {
+			ad = &adoption{a: &Assignment{Key: key, Pod: h.Pod, Address: s.addressFor(h.IP), AssignedAt: ev.At, ListedAt: ev.At}, source: h.Source}
+			found[key] = ad
+			order = append(order, key)
+			chosen[h.IP] = true
+			continue
+		}
+		if slices.ContainsFunc(ad.a.All(), func(x ipsource.Address) bool { return ipsource.Family(x.IP) == ipsource.Family(h.IP) }) {
+			continue
+		}
+		ad.a.Extra = append(ad.a.Extra, s.addressFor(h.IP))
+		chosen[h.IP] = true
 	}
-	return adopted
+	for _, key := range order {
+		ad := found[key]
+		a := ad.a
+		// IPv4 first, as Assign orders them.
+		all := a.All()
+		slices.SortStableFunc(all, func(x, y ipsource.Address) int { return cmp.Compare(ipsource.Family(x.IP), ipsource.Family(y.IP)) })
+		a.Address, a.Extra = all[0], nil
+		if len(all) > 1 {
+			a.Extra = all[1:]
+		}
+		s.holdLocked(a)
+		s.adoptedEvents = append(s.adoptedEvents, Event{At: ev.At, Kind: EventAdopted, Reason: ad.source, Assignment: *a})
+		s.log.Warn("adopted an address from the runtime listing", slog.Any("key", key),
+			slog.String("pod", a.Pod.Namespace+"/"+a.Pod.Name), slog.String("ip", a.Address.IP.String()),
+			slog.Any("extra_ips", a.IPs()[1:]), slog.String("source", ad.source))
+	}
+	return len(order)
 }
 
 func (s *Store) addressFor(ip netip.Addr) ipsource.Address {
 	if e, ok := s.addrs[ip]; ok {
 		return e.addr
+	}
+	if p := s.rangeForLocked(ip); p != nil {
+		return p.address(ip)
 	}
 	return ipsource.Address{IP: ip}
 }
@@ -204,11 +241,10 @@ func (s *Store) addressFor(ip netip.Addr) ipsource.Address {
 func (s *Store) foreignLocked(holdings []Holding) map[netip.Addr]Holding {
 	foreign := map[netip.Addr]Holding{}
 	for _, h := range holdings {
-		e, ok := s.addrs[h.IP]
-		if !ok || !e.inPool {
+		if !s.inPoolLocked(h.IP) {
 			continue
 		}
-		if e.held && h.SandboxID != "" && e.holder.SandboxID == h.SandboxID {
+		if e, ok := s.addrs[h.IP]; ok && e.held && h.SandboxID != "" && e.holder.SandboxID == h.SandboxID {
 			continue
 		}
 		if _, seen := foreign[h.IP]; !seen {
@@ -219,33 +255,59 @@ func (s *Store) foreignLocked(holdings []Holding) map[netip.Addr]Holding {
 }
 
 // settleQuarantineLocked quarantines the foreign addresses and lifts the
-// quarantine of the others once the store is proven.
-func (s *Store) settleQuarantineLocked(foreign map[netip.Addr]Holding) (conflicts, provenFree, quarantined int) {
-	for ip, e := range s.addrs {
-		h, isForeign := foreign[ip]
-		switch {
-		case isForeign && !e.quarantined:
-			e.quarantined = true
-			s.marked[ip] = struct{}{}
-			s.dirtyIPs[ip] = struct{}{}
-			conflicts++
-			holder := "nobody (free or cooling)"
-			if e.held {
-				holder = e.holder.SandboxID
-			}
-			s.log.Error("QUARANTINED: a pod holds an address the datastore does not record under it; it is never handed out while that lasts",
-				slog.String("ip", ip.String()), slog.String("held_by_sandbox", h.SandboxID), slog.String("evidence", h.Source),
-				slog.String("datastore_holder", holder))
-		case !isForeign && e.quarantined && !s.unproven:
+// quarantine of the others once the store is proven. It returns how many
+// addresses were newly quarantined: while the store was unproven, every
+// pool address nobody held was quarantined already.
+func (s *Store) settleQuarantineLocked(foreign map[netip.Addr]Holding, wasUnproven bool) (conflicts int) {
+	for ip, h := range foreign {
+		e := s.entryLocked(ip, ipsource.Address{IP: ip})
+		if e.quarantined {
+			continue
+		}
+		implicit := wasUnproven && !e.held
+		e.quarantined = true
+		s.marked[ip] = struct{}{}
+		s.dirtyIPs[ip] = struct{}{}
+		if implicit {
+			continue
+		}
+		conflicts++
+		holder := "nobody (free or cooling)"
+		if e.held {
+			holder = e.holder.SandboxID
+		}
+		s.log.Error("QUARANTINED: a pod holds an address the datastore does not record under it; it is never handed out while that lasts",
+			slog.String("ip", ip.String()), slog.String("held_by_sandbox", h.SandboxID), slog.String("evidence", h.Source),
+			slog.String("datastore_holder", holder))
+	}
+	if s.unproven {
+		return conflicts
+	}
+	for ip := range s.marked {
+		e, ok := s.addrs[ip]
+		if _, isForeign := foreign[ip]; ok && !isForeign && e.quarantined {
 			e.quarantined = false
 			s.dirtyIPs[ip] = struct{}{}
-			provenFree++
-		}
-		if e.quarantined && e.inPool {
-			quarantined++
 		}
 	}
-	return conflicts, provenFree, quarantined
+	return conflicts
+}
+
+// quarantinedLocked counts the pool addresses never handed out now: the
+// quarantined ones, held or not, and while the store is unproven every
+// one nobody holds.
+func (s *Store) quarantinedLocked() int {
+	var n uint64
+	if s.unproven {
+		st := s.statsLocked()
+		n = uint64(st.Unproven)
+	}
+	for ip, e := range s.addrs {
+		if e.quarantined && (e.held || !s.unproven) && s.inPoolLocked(ip) {
+			n++
+		}
+	}
+	return clampInt(n)
 }
 
 func (s *Store) logObserve(wasUnproven bool, rep ObserveReport) {

@@ -1,5 +1,7 @@
 package datastore
 
+import "math"
+
 // AddressState is one address's state for the metrics.
 type AddressState string
 
@@ -23,38 +25,31 @@ type CensusKey struct {
 
 // Census counts the pool's addresses by group, family and state. Every
 // state of every (group, family) pair in the pool is present, zero
-// included, so a gauge per key never vanishes from a scrape.
+// included, so a gauge per key never vanishes from a scrape. Counts
+// saturate at MaxInt (an IPv6 /64 holds 2^64 addresses).
 func (s *Store) Census() map[CensusKey]int {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	now := s.now()
 	out := map[CensusKey]int{}
-	for _, e := range s.addrs {
-		if !e.inPool {
-			continue
+	for k, c := range s.countLocked() {
+		group, family := k[0], k[1]
+		quarantined := StateQuarantined
+		if s.unproven {
+			quarantined = StateUnproven
 		}
-		family := "ipv4"
-		if e.addr.IP.Is6() && !e.addr.IP.Is4In6() {
-			family = "ipv6"
-		}
-		state := StateFree
-		switch {
-		case e.held:
-			state = StateAssigned
-		case e.quarantined && s.unproven:
-			state = StateUnproven
-		case e.quarantined:
-			state = StateQuarantined
-		case e.cooling(now, s.cooldown):
-			state = StateCooling
+		free := uint64(0)
+		if c.total != math.MaxUint64 {
+			free = c.total - c.held - c.cooling - c.quarantined
+		} else {
+			free = math.MaxUint64
 		}
 		for _, st := range []AddressState{StateFree, StateAssigned, StateCooling, StateQuarantined, StateUnproven} {
-			k := CensusKey{Group: e.addr.Group, Family: family, State: st}
-			if _, ok := out[k]; !ok {
-				out[k] = 0
-			}
+			out[CensusKey{Group: group, Family: family, State: st}] = 0
 		}
-		out[CensusKey{Group: e.addr.Group, Family: family, State: state}]++
+		out[CensusKey{Group: group, Family: family, State: StateFree}] = clampInt(free)
+		out[CensusKey{Group: group, Family: family, State: StateAssigned}] = clampInt(c.held)
+		out[CensusKey{Group: group, Family: family, State: StateCooling}] = clampInt(c.cooling)
+		out[CensusKey{Group: group, Family: family, State: quarantined}] = clampInt(c.quarantined)
 	}
 	return out
 }

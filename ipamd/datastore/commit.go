@@ -164,7 +164,7 @@ func (s *Store) needFullLocked() bool {
 // record: each touched address and key as it is now, set or dropped.
 func (s *Store) recordLocked() checkpoint.Record {
 	now := s.now()
-	r := checkpoint.Record{Unproven: s.unproven, Cursor: s.cursor}
+	r := checkpoint.Record{Unproven: s.unproven, Cursors: s.cursorList()}
 	for ip := range s.dirtyIPs {
 		if c, ok := s.addressStateLocked(ip, now); ok {
 			r.Addresses = append(r.Addresses, c)

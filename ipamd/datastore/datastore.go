@@ -37,15 +37,22 @@
 // ever lost, and an ADD whose write failed leaves at worst an assignment
 // that the CNI's DEL or the reconciler releases.
 //
-// The checkpoint holds assignments, cooling releases (with their release
-// time) and quarantine, not the free pool: the IP sources add the pool again
-// at every start, so a config that drops a CIDR never brings its addresses
-// back. An assignment whose address has left the pool is kept, and the
-// address is handed out again only once it is back in the pool and free.
+// The pool is a list of blocks (ranges.go): a block costs the same whether
+// it is a /30 or an IPv6 /64, and only taken addresses (assigned, cooling,
+// quarantined) have an entry. The checkpoint holds assignments, cooling
+// releases (with their release time) and quarantine, not the pool: the IP
+// sources add the pool again at every start, so a config that drops a CIDR
+// never brings its addresses back. An assignment whose address has left
+// the pool is kept, and the address is handed out again only once it is
+// back in the pool and free.
 //
-// Allocation is round-robin over the sorted pool from the address handed
-// out last (the cursor, also in the checkpoint): deterministic given the
-// state, and it avoids reusing a just-cooled address first.
+// A pool with blocks of both families is dual-stack: one Assign hands the
+// key one address of each family, and Release frees them together.
+//
+// Allocation is round-robin over each family's sorted blocks from the
+// address handed out last (the family's cursor, also in the checkpoint):
+// deterministic given the state, and it avoids reusing a just-cooled
+// address first.
 //
 // One process at a time: Open takes an exclusive flock on <path>.lock and
 // fails with ErrLocked while another store holds it.
@@ -102,15 +109,48 @@ type Key struct{ Network, SandboxID, IfName string }
 // Pod is the pod's identity: metadata only, never matched on.
 type Pod struct{ Name, Namespace, UID string }
 
-// Assignment is one pod interface's address.
+// Assignment is one pod interface's addresses: one per family of the
+// pool.
 type Assignment struct {
 	Key
-	Pod        Pod
-	Address    ipsource.Address
+	Pod Pod
+	// Address is the first family's address: IPv4 when the pool has
+	// IPv4.
+	Address ipsource.Address
+	// Extra holds the further families' addresses: the IPv6 address of
+	// a dual-stack pod. They are held and released with Address.
+	Extra      []ipsource.Address
 	AssignedAt time.Time
 	// ListedAt is when a successful runtime listing first showed the
 	// sandbox; zero until one has.
 	ListedAt time.Time
+}
+
+// All returns the assignment's addresses, Address first.
+func (a Assignment) All() []ipsource.Address {
+	return append([]ipsource.Address{a.Address}, a.Extra...)
+}
+
+// IPs returns the assignment's IP addresses, Address first.
+func (a Assignment) IPs() []netip.Addr {
+	out := make([]netip.Addr, 0, 1+len(a.Extra))
+	for _, x := range a.All() {
+		out = append(out, x.IP)
+	}
+	return out
+}
+
+// setAddress replaces the address of the same IP.
+func (a *Assignment) setAddress(addr ipsource.Address) {
+	if a.Address.IP == addr.IP {
+		a.Address = addr
+		return
+	}
+	for i := range a.Extra {
+		if a.Extra[i].IP == addr.IP {
+			a.Extra[i] = addr
+		}
+	}
 }
 
 // Options configure Open.
@@ -182,16 +222,22 @@ type Store struct {
 	// adoptedEvents collects Observe's adoptions under the lock, for emit.
 	adoptedEvents []Event
 
-	mu    sync.Mutex
+	mu sync.Mutex
+	// addrs holds the taken addresses (held, cooling, quarantined) and
+	// those outside the pool an assignment holds; a pool address with no
+	// entry is free.
 	addrs map[netip.Addr]*entry
-	order []netip.Addr // pool addresses, sorted; nil when stale
+	// ranges is the pool, sorted by first address; excluded counts
+	// their excluded addresses.
+	ranges   []*poolRange
+	excluded int
 	// marked holds the addresses that are cooling or quarantined, so a
-	// checkpoint write visits assignments and these, never the whole
-	// pool (65,536 addresses would cost milliseconds per write).
+	// checkpoint write visits assignments and these, never all entries.
 	marked      map[netip.Addr]struct{}
 	assignments map[Key]*Assignment
-	cursor      netip.Addr
-	unproven    bool
+	// cursors are the addresses handed out last, IPv4 then IPv6.
+	cursors  [2]netip.Addr
+	unproven bool
 	// unaccounted is what the last listing could not account for while
 	// the store stays unproven; ErrUnproven names it.
 	unaccounted []string

@@ -8,6 +8,7 @@ import (
 	"net/netip"
 	"os"
 	"path/filepath"
+	"reflect"
 	"strconv"
 	"sync"
 	"testing"
@@ -38,7 +39,7 @@ func TestAcknowledgedChangesSurviveReopen(t *testing.T) {
 		t.Fatalf("after reopen %v, before %v", after, before)
 	}
 	for i := range after {
-		if after[i] != before[i] || !after[i].AssignedAt.Equal(before[i].AssignedAt) {
+		if !reflect.DeepEqual(after[i], before[i]) || !after[i].AssignedAt.Equal(before[i].AssignedAt) {
 			t.Fatalf("after reopen [%d] = %+v, want %+v", i, after[i], before[i])
 		}
 	}
@@ -107,7 +108,7 @@ func TestConcurrentAssignNeverDuplicatesAndIsDurable(t *testing.T) {
 	}
 	onDisk := map[datastore.Key]netip.Addr{}
 	for _, a := range st.File.Assignments {
-		onDisk[datastore.Key{Network: a.Network, SandboxID: a.SandboxID, IfName: a.IfName}] = a.IP
+		onDisk[datastore.Key{Network: a.Network, SandboxID: a.SandboxID, IfName: a.IfName}] = a.IPs[0]
 	}
 	if len(acked) != workers*perWorker || !maps.Equal(onDisk, acked) {
 		t.Fatalf("on disk %d assignments, acknowledged %d; they differ", len(onDisk), len(acked))

@@ -6,6 +6,8 @@ import (
 	"log/slog"
 	"slices"
 	"strings"
+
+	"github.com/sandboxipam/sandboxipam/ipamd/ipsource"
 )
 
 func (k Key) validate() error {
@@ -64,16 +66,30 @@ func (s *Store) assignLocked(key Key, pod Pod) (Assignment, *batch, error) {
 		return Assignment{}, nil, fmt.Errorf("assign to sandbox %s: %w; waiting for: %s", key.SandboxID, ErrUnproven, strings.Join(s.waitingLocked(), "; "))
 	}
 	now := s.now()
-	e, ok := s.pickLocked(now)
-	if !ok {
-		st := s.statsLocked()
-		return Assignment{}, nil, fmt.Errorf("assign to sandbox %s: %w: %d addresses, %d assigned, %d cooling, %d quarantined",
-			key.SandboxID, ErrPoolExhausted, st.Total, st.Assigned, st.Cooling, st.Unproven)
+	// One address of each family: nothing is held unless every family
+	// has one free.
+	var picked []ipsource.Address
+	for _, family := range s.familiesLocked() {
+		addr, ok := s.pickLocked(family, now)
+		if !ok {
+			st := s.statsLocked()
+			return Assignment{}, nil, fmt.Errorf("assign to sandbox %s: %w: no free %s address: %d addresses, %d assigned, %d cooling, %d quarantined",
+				key.SandboxID, ErrPoolExhausted, family, st.Total, st.Assigned, st.Cooling, st.Unproven)
+		}
+		picked = append(picked, addr)
 	}
-	a := &Assignment{Key: key, Pod: pod, Address: e.addr, AssignedAt: now}
+	if len(picked) == 0 {
+		return Assignment{}, nil, fmt.Errorf("assign to sandbox %s: %w: the pool is empty", key.SandboxID, ErrPoolExhausted)
+	}
+	a := &Assignment{Key: key, Pod: pod, Address: picked[0], Extra: picked[1:], AssignedAt: now}
+	if len(a.Extra) == 0 {
+		a.Extra = nil
+	}
 	s.holdLocked(a)
-	s.cursor = e.addr.IP
-	s.log.Info("address assigned", slog.Any("key", key), slog.Any("pod", pod), slog.String("ip", e.addr.IP.String()))
+	for _, addr := range picked {
+		s.cursors[familyIndex(addr.IP)] = addr.IP
+	}
+	s.log.Info("address assigned", slog.Any("key", key), slog.Any("pod", pod), slog.String("ip", a.Address.IP.String()), slog.Any("extra_ips", a.IPs()[1:]))
 	return *a, s.changedLocked(), nil
 }
 
@@ -144,7 +160,7 @@ func (s *Store) ReleaseAssignments(ctx context.Context, stale []Assignment) ([]A
 	}
 	return s.releaseWhere(ctx, "release stale assignments", ReasonRuntimeGone, func(a *Assignment) bool {
 		w, ok := want[a.Key]
-		return ok && w.Address.IP == a.Address.IP && w.AssignedAt.Equal(a.AssignedAt)
+		return ok && slices.Equal(w.IPs(), a.IPs()) && w.AssignedAt.Equal(a.AssignedAt)
 	})
 }
 

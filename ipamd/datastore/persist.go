@@ -24,12 +24,14 @@ func (s *Store) snapshotLocked() checkpoint.File {
 	f := checkpoint.File{
 		SavedAt:     now,
 		Unproven:    s.unproven,
-		Cursor:      s.cursor,
+		Cursors:     s.cursorList(),
 		Addresses:   make([]checkpoint.Address, 0, len(s.assignments)+len(s.marked)),
 		Assignments: make([]checkpoint.Assignment, 0, len(s.assignments)),
 	}
 	for _, a := range s.assignments {
-		f.Addresses = append(f.Addresses, addressRecord(a.Address))
+		for _, addr := range a.All() {
+			f.Addresses = append(f.Addresses, addressRecord(addr))
+		}
 	}
 	for ip := range s.marked {
 		e := s.addrs[ip]
@@ -57,8 +59,19 @@ func assignmentRecord(a *Assignment) checkpoint.Assignment {
 	return checkpoint.Assignment{
 		Network: a.Network, SandboxID: a.SandboxID, IfName: a.IfName,
 		PodName: a.Pod.Name, Namespace: a.Pod.Namespace, UID: a.Pod.UID,
-		IP: a.Address.IP, AssignedAt: a.AssignedAt, ListedAt: a.ListedAt,
+		IPs: a.IPs(), AssignedAt: a.AssignedAt, ListedAt: a.ListedAt,
 	}
+}
+
+// cursorList is the cursors as the checkpoint records them.
+func (s *Store) cursorList() []netip.Addr {
+	var out []netip.Addr
+	for _, c := range s.cursors {
+		if c.IsValid() {
+			out = append(out, c)
+		}
+	}
+	return out
 }
 
 // addressStateLocked is what a snapshot taken now would record for ip, as
@@ -70,7 +83,11 @@ func (s *Store) addressStateLocked(ip netip.Addr, now time.Time) (checkpoint.Add
 	}
 	if e.held {
 		if a, ok := s.assignments[e.holder]; ok {
-			return addressRecord(a.Address), true
+			for _, addr := range a.All() {
+				if addr.IP == ip {
+					return addressRecord(addr), true
+				}
+			}
 		}
 		return addressRecord(e.addr), true
 	}
@@ -97,12 +114,24 @@ func (s *Store) load(ctx context.Context) error {
 	s.removeStaleTemps()
 	st, err := checkpoint.Load(s.path)
 	switch {
+	case errors.Is(err, checkpoint.ErrNewer):
+		// Not corrupt: written by a newer build. Moving it aside would
+		// lose a state that build can read; reading it could misread it.
+		s.log.Error("DATASTORE CHECKPOINT IS OF A NEWER FORMAT: refusing to start; run the newer build, or remove the state directory on purpose",
+			slog.String("path", s.path), slog.Any("error", err))
+		return fmt.Errorf("open datastore: %w", err)
 	case err == nil:
 		s.restore(st.File)
 		// restore marked what it loaded as changed: it is all on disk.
 		clear(s.dirtyIPs)
 		clear(s.dirtyKeys)
-		s.needFull = st.Journal.Sealed
+		// An older format is rewritten as a whole at the first write:
+		// a new record is never appended to an old journal.
+		s.needFull = st.Journal.Sealed || st.Old
+		if st.Old {
+			s.log.Info("datastore checkpoint of an older format: upgraded in memory, rewritten in the current format at the next write",
+				slog.String("path", s.path), slog.Int("version", checkpoint.Version))
+		}
 		if err := s.openJournal(st); err != nil {
 			return fmt.Errorf("open datastore: %w", err)
 		}
@@ -217,7 +246,9 @@ func (s *Store) persistNow(ctx context.Context) error {
 // addresses are not in the pool until a source adds them again.
 func (s *Store) restore(f checkpoint.File) {
 	s.unproven = f.Unproven
-	s.cursor = f.Cursor
+	for _, c := range f.Cursors {
+		s.cursors[familyIndex(c)] = c
+	}
 	for _, c := range f.Addresses {
 		s.addrs[c.IP] = &entry{
 			addr:        ipsource.Address{IP: c.IP, Subnet: c.Subnet, Gateway: c.Gateway, Group: c.Group},
@@ -231,9 +262,12 @@ func (s *Store) restore(f checkpoint.File) {
 		a := &Assignment{
 			Key:        Key{Network: c.Network, SandboxID: c.SandboxID, IfName: c.IfName},
 			Pod:        Pod{Name: c.PodName, Namespace: c.Namespace, UID: c.UID},
-			Address:    s.addrs[c.IP].addr,
+			Address:    s.addrs[c.IPs[0]].addr,
 			AssignedAt: c.AssignedAt,
 			ListedAt:   c.ListedAt,
+		}
+		for _, ip := range c.IPs[1:] {
+			a.Extra = append(a.Extra, s.addrs[ip].addr)
 		}
 		s.holdLocked(a)
 	}

@@ -5,66 +5,60 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"net/netip"
 	"slices"
 
 	"github.com/sandboxipam/sandboxipam/ipamd/ipsource"
 )
 
-// AddAddresses puts addresses in the pool, or updates the Subnet, Gateway
-// and Group of ones already there (and of the assignment holding one, so
-// the state reads the same after a restart). While the store is unproven,
-// new addresses are quarantined like the rest.
+// AddAddresses puts addresses in the pool, each a block of one, or
+// updates the Subnet, Gateway and Group of ones already there (and of the
+// assignment holding one, so the state reads the same after a restart).
+// While the store is unproven, no address is handed out anyway.
 func (s *Store) AddAddresses(ctx context.Context, addrs []ipsource.Address) error {
+	ranges := make([]ipsource.Range, len(addrs))
 	for i, a := range addrs {
 		if !a.IP.IsValid() {
 			return fmt.Errorf("add addresses: addrs[%d]: invalid IP", i)
 		}
+		ranges[i] = ipsource.Range{Prefix: netip.PrefixFrom(a.IP, a.IP.BitLen()), Subnet: a.Subnet, Gateway: a.Gateway, Group: a.Group}
 	}
-	s.mu.Lock()
-	if s.closed {
-		s.mu.Unlock()
-		return fmt.Errorf("add addresses: %w", ErrClosed)
-	}
-	for _, a := range addrs {
-		s.addLocked(a)
-	}
-	s.order = nil
-	b := s.changedLocked()
-	s.mu.Unlock()
-	if err := wait(ctx, b); err != nil {
+	if err := s.AddRanges(ctx, ranges); err != nil {
 		return fmt.Errorf("add %d addresses: %w", len(addrs), err)
 	}
 	return nil
 }
 
-func (s *Store) addLocked(a ipsource.Address) {
-	e, ok := s.addrs[a.IP]
-	if !ok {
-		s.addrs[a.IP] = &entry{addr: a, inPool: true, quarantined: s.unproven}
-		if s.unproven {
-			s.marked[a.IP] = struct{}{}
+// AddRanges puts blocks of addresses in the pool, or updates the block of
+// the same prefix (its bounds, exclusions, Subnet, Gateway and Group, and
+// the assignments holding its addresses). A block overlapping another is
+// refused; the blocks before it in ranges are added.
+func (s *Store) AddRanges(ctx context.Context, ranges []ipsource.Range) error {
+	s.mu.Lock()
+	if s.closed {
+		s.mu.Unlock()
+		return fmt.Errorf("add ranges: %w", ErrClosed)
+	}
+	var err error
+	for i, r := range ranges {
+		if err = s.addRangeLocked(r); err != nil {
+			err = fmt.Errorf("add ranges: ranges[%d]: %w", i, err)
+			break
 		}
-		return
 	}
-	e.addr, e.inPool = a, true
-	if s.unproven && !e.held {
-		e.quarantined = true
-		s.marked[a.IP] = struct{}{}
+	b := s.changedLocked()
+	s.mu.Unlock()
+	if werr := wait(ctx, b); werr != nil {
+		return fmt.Errorf("add %d ranges: %w", len(ranges), werr)
 	}
-	if e.held {
-		s.assignments[e.holder].Address = a
-	}
-	// Only held, cooling and (while proven) quarantined addresses are
-	// recorded, so only their record can change: the rest of the pool,
-	// added again at every start and refresh, costs the journal nothing.
-	if e.held || e.cooling(s.now(), s.cooldown) || (e.quarantined && !s.unproven) {
-		s.dirtyIPs[a.IP] = struct{}{}
-	}
+	return err
 }
 
 // TakeFree removes up to n free, cooled-down addresses of group from the
-// pool, lowest first. Free addresses are not in the checkpoint (the pool
-// comes back from the sources at start), so the removal needs no write.
+// pool, lowest first. Only blocks of one address (AddAddresses) are taken;
+// a larger block is never carved. Free addresses are not in the
+// checkpoint (the pool comes back from the sources at start), so the
+// removal needs no write.
 func (s *Store) TakeFree(_ context.Context, group string, n int) ([]ipsource.Address, error) {
 	s.mu.Lock()
 	if s.closed {
@@ -73,19 +67,22 @@ func (s *Store) TakeFree(_ context.Context, group string, n int) ([]ipsource.Add
 	}
 	now := s.now()
 	var taken []ipsource.Address
-	for _, ip := range s.sortedPoolLocked() {
-		if len(taken) >= n {
-			break
+	kept := s.ranges[:0]
+	for _, p := range s.ranges {
+		if len(taken) < n && p.single() && p.r.Group == group {
+			e, ok := s.addrs[p.first]
+			if !ok || e.free(now, s.cooldown) {
+				taken = append(taken, p.address(p.first))
+				s.excluded -= len(p.exclude)
+				delete(s.addrs, p.first)
+				delete(s.marked, p.first)
+				continue
+			}
 		}
-		e := s.addrs[ip]
-		if e.addr.Group == group && e.allocatable(now, s.cooldown) {
-			taken = append(taken, e.addr)
-		}
+		kept = append(kept, p)
 	}
-	for _, a := range taken {
-		delete(s.addrs, a.IP)
-	}
-	s.order = nil
+	clear(s.ranges[len(kept):])
+	s.ranges = kept
 	s.mu.Unlock()
 	if len(taken) > 0 {
 		s.log.Info("addresses taken from the pool", slog.String("group", group), slog.Int("count", len(taken)))
@@ -94,33 +91,72 @@ func (s *Store) TakeFree(_ context.Context, group string, n int) ([]ipsource.Add
 }
 
 // Usage reports, per group, the pool's size, assigned and cooling
-// addresses, sorted by group.
+// addresses, sorted by group. Counts saturate at MaxInt.
 func (s *Store) Usage() []ipsource.GroupUsage {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	now := s.now()
 	byGroup := map[string]*ipsource.GroupUsage{}
-	for _, e := range s.addrs {
-		if !e.inPool {
-			continue
-		}
-		u, ok := byGroup[e.addr.Group]
+	for k, c := range s.countLocked() {
+		u, ok := byGroup[k[0]]
 		if !ok {
-			u = &ipsource.GroupUsage{Group: e.addr.Group}
-			byGroup[e.addr.Group] = u
+			u = &ipsource.GroupUsage{Group: k[0]}
+			byGroup[k[0]] = u
 		}
-		u.Total++
-		switch {
-		case e.held:
-			u.Assigned++
-		case e.cooling(now, s.cooldown):
-			u.Cooling++
-		}
+		u.Total = clampInt(satAdd(uint64(u.Total), c.total))
+		u.Assigned += clampInt(c.held)
+		u.Cooling += clampInt(c.cooling)
 	}
 	out := make([]ipsource.GroupUsage, 0, len(byGroup))
 	for _, u := range byGroup {
 		out = append(out, *u)
 	}
 	slices.SortFunc(out, func(a, b ipsource.GroupUsage) int { return cmp.Compare(a.Group, b.Group) })
+	return out
+}
+
+// RangeInfo is one block of the pool, for ipamctl and the metrics.
+type RangeInfo struct {
+	Range ipsource.Range
+	// Family is "ipv4" or "ipv6".
+	Family string
+	// Size counts the usable addresses, saturating at MaxUint64 (an
+	// IPv6 /64 holds 2^64).
+	Size uint64
+	// Assigned, Cooling and Quarantined count the block's taken
+	// addresses; while the store is unproven, Quarantined counts every
+	// address of the block nobody holds.
+	Assigned, Cooling, Quarantined uint64
+}
+
+// Ranges lists the pool's blocks in address order.
+func (s *Store) Ranges() []RangeInfo {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	now := s.now()
+	out := make([]RangeInfo, len(s.ranges))
+	for i, p := range s.ranges {
+		r := p.r
+		r.First, r.Last = p.first, p.last
+		out[i] = RangeInfo{Range: r, Family: p.family(), Size: p.size}
+	}
+	for ip, e := range s.addrs {
+		i := s.rangeIndexLocked(ip)
+		if i < 0 || !s.ranges[i].contains(ip) {
+			continue
+		}
+		switch {
+		case e.held:
+			out[i].Assigned++
+		case e.quarantined:
+			out[i].Quarantined++
+		case e.cooling(now, s.cooldown):
+			out[i].Cooling++
+		}
+	}
+	if s.unproven {
+		for i := range out {
+			out[i].Quarantined, out[i].Cooling = out[i].Size-out[i].Assigned, 0
+		}
+	}
 	return out
 }

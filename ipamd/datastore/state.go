@@ -2,6 +2,7 @@ package datastore
 
 import (
 	"cmp"
+	"math"
 	"net/netip"
 	"slices"
 	"time"
@@ -31,84 +32,60 @@ func (e *entry) cooling(now time.Time, cooldown time.Duration) bool {
 
 // allocatable reports whether the address may be handed to a pod now.
 func (e *entry) allocatable(now time.Time, cooldown time.Duration) bool {
-	return e.inPool && !e.quarantined && !e.held && !e.cooling(now, cooldown)
+	return e.inPool && e.free(now, cooldown)
 }
 
-// sortedPoolLocked returns the pool's addresses in order, rebuilding the
-// cached order after the pool changed.
-func (s *Store) sortedPoolLocked() []netip.Addr {
-	if s.order != nil {
-		return s.order
-	}
-	order := make([]netip.Addr, 0, len(s.addrs))
-	for ip, e := range s.addrs {
-		if e.inPool {
-			order = append(order, ip)
-		}
-	}
-	slices.SortFunc(order, netip.Addr.Compare)
-	s.order = order
-	return order
+// free reports whether nothing keeps the address from a pod but the pool.
+func (e *entry) free(now time.Time, cooldown time.Duration) bool {
+	return !e.quarantined && !e.held && !e.cooling(now, cooldown)
 }
 
-// pickLocked chooses the next address round-robin: the first allocatable
-// address after the one handed out last, wrapping around. Walking on from
-// the cursor rather than taking the lowest free address keeps a just-cooled
-// address from being reused first, and is deterministic given the state.
-func (s *Store) pickLocked(now time.Time) (*entry, bool) {
-	order := s.sortedPoolLocked()
-	if len(order) == 0 {
-		return nil, false
+// entryLocked returns ip's entry, making one (for a free pool address, or
+// one outside the pool) when there is none.
+func (s *Store) entryLocked(ip netip.Addr, addr ipsource.Address) *entry {
+	e, ok := s.addrs[ip]
+	if ok {
+		return e
 	}
-	start := 0
-	if s.cursor.IsValid() {
-		start, _ = slices.BinarySearchFunc(order, s.cursor, func(a, b netip.Addr) int {
-			if a.Compare(b) <= 0 {
-				return -1
-			}
-			return 1
-		})
+	e = &entry{addr: addr}
+	if p := s.rangeForLocked(ip); p != nil {
+		e.inPool, e.addr = true, p.address(ip)
 	}
-	for i := range order {
-		e := s.addrs[order[(start+i)%len(order)]]
-		if e.allocatable(now, s.cooldown) {
-			return e, true
-		}
-	}
-	return nil, false
+	s.addrs[ip] = e
+	return e
 }
 
-// holdLocked records a as the holder of its address.
+// holdLocked records a as the holder of its addresses.
 func (s *Store) holdLocked(a *Assignment) {
-	e, ok := s.addrs[a.Address.IP]
-	if !ok {
-		e = &entry{addr: a.Address}
-		s.addrs[a.Address.IP] = e
+	for _, addr := range a.All() {
+		e := s.entryLocked(addr.IP, addr)
+		e.held, e.holder, e.quarantined = true, a.Key, false
+		s.dirtyLocked(addr.IP, a.Key)
 	}
-	e.held, e.holder, e.quarantined = true, a.Key, false
 	s.assignments[a.Key] = a
-	s.dirtyLocked(a.Address.IP, a.Key)
 }
 
-// releaseLocked drops the assignment under key and starts its address's
-// cooldown.
+// releaseLocked drops the assignment under key and starts the cooldown of
+// its addresses (one per family), released together.
 func (s *Store) releaseLocked(key Key, now time.Time) (Assignment, bool) {
 	a, ok := s.assignments[key]
 	if !ok {
 		return Assignment{}, false
 	}
 	delete(s.assignments, key)
-	if e, ok := s.addrs[a.Address.IP]; ok && e.held && e.holder == key {
-		e.held, e.holder, e.releasedAt = false, Key{}, now
-		s.marked[a.Address.IP] = struct{}{}
+	for _, addr := range a.All() {
+		if e, ok := s.addrs[addr.IP]; ok && e.held && e.holder == key {
+			e.held, e.holder, e.releasedAt = false, Key{}, now
+			s.marked[addr.IP] = struct{}{}
+		}
+		s.dirtyLocked(addr.IP, key)
 	}
-	s.dirtyLocked(a.Address.IP, key)
 	return *a, true
 }
 
-// pruneLocked unmarks addresses whose cooldown is over, and forgets those
-// outside the pool that nobody holds: nothing is left to remember about
-// them. Every address outside the pool is held or marked.
+// pruneLocked unmarks addresses whose cooldown is over and forgets them:
+// a free pool address has no entry, and one outside the pool that nobody
+// holds leaves nothing to remember.
 func (s *Store) pruneLocked(now time.Time) {
 	for ip := range s.marked {
 		e, ok := s.addrs[ip]
@@ -118,30 +95,68 @@ func (s *Store) pruneLocked(now time.Time) {
 		case e.held || e.quarantined || e.cooling(now, s.cooldown):
 		default:
 			delete(s.marked, ip)
-			if !e.inPool {
-				delete(s.addrs, ip)
-			}
+			delete(s.addrs, ip)
 		}
 	}
 }
 
-func (s *Store) statsLocked() Stats {
+// count is one group and family's share of the pool, by state.
+type count struct{ total, held, cooling, quarantined uint64 }
+
+// countLocked counts the pool by group and family: sizes from the blocks,
+// taken addresses from the entries, so the cost grows with what is taken,
+// never with the size of a block. While the store is unproven every pool
+// address nobody holds counts as quarantined.
+func (s *Store) countLocked() map[[2]string]*count {
 	now := s.now()
-	st := Stats{Assigned: len(s.assignments)}
-	for _, e := range s.addrs {
+	out := map[[2]string]*count{}
+	get := func(group, family string) *count {
+		k := [2]string{group, family}
+		c, ok := out[k]
+		if !ok {
+			c = &count{}
+			out[k] = c
+		}
+		return c
+	}
+	for _, p := range s.ranges {
+		c := get(p.r.Group, p.family())
+		c.total = satAdd(c.total, p.size)
+	}
+	for ip, e := range s.addrs {
 		if !e.inPool {
 			continue
 		}
-		st.Total++
+		c := get(e.addr.Group, ipsource.Family(ip))
 		switch {
 		case e.held:
-		case e.quarantined:
-			st.Unproven++
+			c.held++
+		case e.quarantined || s.unproven:
+			c.quarantined++
 		case e.cooling(now, s.cooldown):
-			st.Cooling++
-		default:
-			st.Free++
+			c.cooling++
 		}
+	}
+	if s.unproven {
+		for _, c := range out {
+			c.quarantined = c.total - c.held
+		}
+	}
+	return out
+}
+
+func (s *Store) statsLocked() Stats {
+	st := Stats{Assigned: len(s.assignments)}
+	var total, held, cooling, quarantined uint64
+	for _, c := range s.countLocked() {
+		total, held = satAdd(total, c.total), satAdd(held, c.held)
+		cooling, quarantined = satAdd(cooling, c.cooling), satAdd(quarantined, c.quarantined)
+	}
+	st.Total, st.Cooling, st.Unproven = clampInt(total), clampInt(cooling), clampInt(quarantined)
+	if total != math.MaxUint64 {
+		st.Free = clampInt(total - held - cooling - quarantined)
+	} else {
+		st.Free = math.MaxInt
 	}
 	return st
 }

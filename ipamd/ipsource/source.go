@@ -8,7 +8,10 @@ package ipsource
 
 import (
 	"context"
+	"math"
+	"math/bits"
 	"net/netip"
+	"slices"
 )
 
 // Address is one address the pool may hand to a pod.
@@ -26,14 +29,139 @@ type Address struct {
 	Group string
 }
 
+// Range is a block of pool addresses: every address from First to Last
+// of Prefix except those in Exclude. The pool keeps a block as such, never
+// as a list of its addresses, so an IPv6 /64 costs what a /30 costs.
+type Range struct {
+	// Prefix is the block as the source knows it: a configured CIDR, a
+	// delegated prefix, or one address (a /32 or /128).
+	Prefix netip.Prefix
+	// First and Last bound the usable addresses; zero means the first and
+	// last address of Prefix. A source puts its rules here: the static
+	// source leaves out an IPv4 subnet's network and broadcast addresses.
+	First, Last netip.Addr
+	// Exclude lists addresses of the block never handed out: gateways
+	// and reserved addresses.
+	Exclude []netip.Addr
+	// Subnet, Gateway and Group are those of every Address of the block.
+	Subnet  netip.Prefix
+	Gateway netip.Addr
+	Group   string
+}
+
+// Bounds returns First and Last, defaulted from Prefix.
+func (r Range) Bounds() (first, last netip.Addr) {
+	first, last = r.First, r.Last
+	if !first.IsValid() {
+		first = r.Prefix.Masked().Addr()
+	}
+	if !last.IsValid() {
+		last = LastAddr(r.Prefix)
+	}
+	return first, last
+}
+
+// Contains reports whether ip is a usable address of the block.
+func (r Range) Contains(ip netip.Addr) bool {
+	first, last := r.Bounds()
+	if ip.BitLen() != first.BitLen() || ip.Compare(first) < 0 || ip.Compare(last) > 0 {
+		return false
+	}
+	return !slices.Contains(r.Exclude, ip)
+}
+
+// Size counts the block's usable addresses, saturating at MaxUint64 (an
+// IPv6 /64 holds 2^64).
+func (r Range) Size() uint64 {
+	first, last := r.Bounds()
+	seen := map[netip.Addr]bool{}
+	for _, ip := range r.Exclude {
+		if ip.BitLen() == first.BitLen() && ip.Compare(first) >= 0 && ip.Compare(last) <= 0 {
+			seen[ip] = true
+		}
+	}
+	return Count(first, last, len(seen))
+}
+
+// Count is the number of addresses from first to last (first <= last, one
+// family) less excluded of them, saturating at MaxUint64.
+func Count(first, last netip.Addr, excluded int) uint64 {
+	ah, al := halves(first)
+	bh, bl := halves(last)
+	lo, borrow := bits.Sub64(bl, al, 0)
+	hi, _ := bits.Sub64(bh, ah, borrow)
+	lo, carry := bits.Add64(lo, 1, 0)
+	hi += carry
+	lo, borrow = bits.Sub64(lo, uint64(excluded), 0)
+	hi -= borrow
+	if hi != 0 {
+		return math.MaxUint64
+	}
+	return lo
+}
+
+// Distance is b-a for addresses a <= b of one family, saturating at
+// MaxUint64.
+func Distance(a, b netip.Addr) uint64 {
+	ah, al := halves(a)
+	bh, bl := halves(b)
+	lo, borrow := bits.Sub64(bl, al, 0)
+	hi, _ := bits.Sub64(bh, ah, borrow)
+	if hi != 0 {
+		return math.MaxUint64
+	}
+	return lo
+}
+
+func halves(ip netip.Addr) (hi, lo uint64) {
+	b := ip.As16()
+	for i := range 8 {
+		hi = hi<<8 | uint64(b[i])
+		lo = lo<<8 | uint64(b[8+i])
+	}
+	return hi, lo
+}
+
+// SatAdd is a+b, saturating at MaxUint64.
+func SatAdd(a, b uint64) uint64 {
+	s, carry := bits.Add64(a, b, 0)
+	if carry != 0 {
+		return math.MaxUint64
+	}
+	return s
+}
+
+// LastAddr is the highest address of p.
+func LastAddr(p netip.Prefix) netip.Addr {
+	b := p.Masked().Addr().AsSlice()
+	for bit := p.Bits(); bit < len(b)*8; bit++ {
+		b[bit/8] |= 1 << (7 - bit%8)
+	}
+	ip, _ := netip.AddrFromSlice(b)
+	return ip
+}
+
+// Family is "ipv4" or "ipv6", as the metrics and ipamctl name them.
+func Family(ip netip.Addr) string {
+	if ip.Is4() || ip.Is4In6() {
+		return "ipv4"
+	}
+	return "ipv6"
+}
+
 // Pool is the datastore's side of a Source: the only way a Source changes
 // which addresses exist. Implementations are safe for concurrent use.
 type Pool interface {
 	// AddAddresses makes addresses available. Adding an address that is
 	// already in the pool updates its Subnet, Gateway and Group.
 	AddAddresses(ctx context.Context, addrs []Address) error
+	// AddRanges makes blocks of addresses available. Adding a block the
+	// pool has (same Prefix) updates it; a block overlapping another is
+	// refused.
+	AddRanges(ctx context.Context, ranges []Range) error
 	// TakeFree removes up to n addresses of group that are free and past
-	// their cooldown, durably, and returns them. An assigned or cooling
+	// their cooldown, durably, and returns them. It takes addresses added
+	// one by one (AddAddresses), never carves a block of AddRanges. An assigned or cooling
 	// address is never taken. A source that fails to give the addresses
 	// back to the provider returns them with AddAddresses.
 	TakeFree(ctx context.Context, group string, n int) ([]Address, error)

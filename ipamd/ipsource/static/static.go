@@ -4,9 +4,10 @@
 // Every address of each prefix goes into the pool except the network and
 // broadcast addresses of IPv4 prefixes shorter than /31 (RFC 3021 makes
 // both addresses of a /31 usable), the gateway and any reserved address.
-// IPv6 prefixes are enumerated too, up to MaxAddressesPerCIDR each: a /64
-// cannot be listed address by address, so a larger prefix is refused with
-// an error rather than silently truncated.
+// Each prefix goes to the pool as one block (ipsource.Range), never as a
+// list of addresses, so an IPv6 /64 costs what an IPv4 /30 costs. CIDRs of
+// both families make the pool dual-stack: each pod gets one address of
+// each.
 package static
 
 import (
@@ -19,9 +20,6 @@ import (
 
 // Group is the pool group of every static address.
 const Group = "static"
-
-// MaxAddressesPerCIDR caps how many addresses one prefix may hold.
-const MaxAddressesPerCIDR = 65536
 
 // Config is the static source's configuration.
 type Config struct {
@@ -36,36 +34,34 @@ type Config struct {
 	Gateways []netip.Addr
 }
 
-// Source hands the configured addresses to the pool.
+// Source hands the configured blocks to the pool.
 type Source struct {
-	addrs []ipsource.Address
+	ranges []ipsource.Range
 }
 
 var _ ipsource.Source = (*Source)(nil)
 
-// New validates cfg and enumerates its addresses.
+// New validates cfg and builds one block per CIDR.
 func New(cfg Config) (*Source, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
-	reserved := make(map[netip.Addr]bool, len(cfg.Reserved)+len(cfg.Gateways))
-	for _, ip := range cfg.Reserved {
-		reserved[ip] = true
-	}
+	var excluded []netip.Addr
+	excluded = append(excluded, cfg.Reserved...)
 	for _, gw := range cfg.Gateways {
 		if gw.IsValid() {
-			reserved[gw] = true
+			excluded = append(excluded, gw)
 		}
 	}
-	var addrs []ipsource.Address
+	ranges := make([]ipsource.Range, 0, len(cfg.CIDRs))
 	for i, p := range cfg.CIDRs {
 		var gw netip.Addr
 		if i < len(cfg.Gateways) {
 			gw = cfg.Gateways[i]
 		}
-		addrs = appendUsable(addrs, p.Masked(), gw, reserved)
+		ranges = append(ranges, usable(p.Masked(), gw, excluded))
 	}
-	return &Source{addrs: addrs}, nil
+	return &Source{ranges: ranges}, nil
 }
 
 // Validate checks cfg; errors name the field and the value.
@@ -109,9 +105,6 @@ func validatePrefix(i int, p netip.Prefix) error {
 	if p.Masked() != p {
 		return fmt.Errorf("static.cidrs[%d]: %q has host bits set; did you mean %q?", i, p, p.Masked())
 	}
-	if hostBits := p.Addr().BitLen() - p.Bits(); hostBits > 16 {
-		return fmt.Errorf("static.cidrs[%d]: %q holds more than %d addresses; split it or use a longer prefix", i, p, MaxAddressesPerCIDR)
-	}
 	return nil
 }
 
@@ -139,42 +132,50 @@ func addrText(ip netip.Addr) string {
 	return ip.String()
 }
 
-// appendUsable appends every usable address of p.
-func appendUsable(out []ipsource.Address, p netip.Prefix, gw netip.Addr, reserved map[netip.Addr]bool) []ipsource.Address {
-	first, last := p.Addr(), lastAddr(p)
+// usable is the block of p's usable addresses: all of them but an IPv4
+// subnet's network and broadcast addresses (below /31) and the excluded
+// addresses (gateways, reserved) inside p.
+func usable(p netip.Prefix, gw netip.Addr, excluded []netip.Addr) ipsource.Range {
+	r := ipsource.Range{Prefix: p, Subnet: p, Gateway: gw, Group: Group}
+	r.First, r.Last = r.Bounds()
 	if p.Addr().Is4() && p.Bits() < 31 {
-		first, last = first.Next(), last.Prev()
+		r.First, r.Last = r.First.Next(), r.Last.Prev()
 	}
-	for ip := first; ip.IsValid() && ip.Compare(last) <= 0; ip = ip.Next() {
-		if !reserved[ip] {
-			out = append(out, ipsource.Address{IP: ip, Subnet: p, Gateway: gw, Group: Group})
+	for _, ip := range excluded {
+		if p.Contains(ip) {
+			r.Exclude = append(r.Exclude, ip)
 		}
 	}
-	return out
-}
-
-// lastAddr is the highest address in p.
-func lastAddr(p netip.Prefix) netip.Addr {
-	b := p.Addr().AsSlice()
-	for bit := p.Bits(); bit < len(b)*8; bit++ {
-		b[bit/8] |= 1 << (7 - bit%8)
-	}
-	ip, _ := netip.AddrFromSlice(b)
-	return ip
+	return r
 }
 
 // Name is "static".
 func (s *Source) Name() string { return Group }
 
-// Addresses returns a copy of the addresses the source provides.
-func (s *Source) Addresses() []ipsource.Address {
-	return append([]ipsource.Address(nil), s.addrs...)
+// Ranges returns a copy of the blocks the source provides.
+func (s *Source) Ranges() []ipsource.Range {
+	out := make([]ipsource.Range, len(s.ranges))
+	for i, r := range s.ranges {
+		r.Exclude = append([]netip.Addr(nil), r.Exclude...)
+		out[i] = r
+	}
+	return out
 }
 
-// Run adds the configured addresses to pool and returns: a static pool
+// Size counts the addresses the source provides, saturating at
+// MaxUint64.
+func (s *Source) Size() uint64 {
+	var n uint64
+	for _, r := range s.ranges {
+		n = ipsource.SatAdd(n, r.Size())
+	}
+	return n
+}
+
+// Run adds the configured blocks to pool and returns: a static pool
 // never changes while ipamd runs.
 func (s *Source) Run(ctx context.Context, pool ipsource.Pool) error {
-	if err := pool.AddAddresses(ctx, s.Addresses()); err != nil {
+	if err := pool.AddRanges(ctx, s.Ranges()); err != nil {
 		return fmt.Errorf("static source: %w", err)
 	}
 	return nil

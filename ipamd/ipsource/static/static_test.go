@@ -20,6 +20,20 @@ func ips(addrs []ipsource.Address) []string {
 	return out
 }
 
+// addresses lists every usable address of the source's (small) blocks.
+func addresses(src *static.Source) []ipsource.Address {
+	var out []ipsource.Address
+	for _, r := range src.Ranges() {
+		first, last := r.Bounds()
+		for ip := first; ip.Compare(last) <= 0; ip = ip.Next() {
+			if r.Contains(ip) {
+				out = append(out, ipsource.Address{IP: ip, Subnet: r.Subnet, Gateway: r.Gateway, Group: r.Group})
+			}
+		}
+	}
+	return out
+}
+
 func mustNew(t *testing.T, cidrs, reserved, gateways []string) *static.Source {
 	t.Helper()
 	cfg, err := static.ParseConfig(cidrs, reserved, gateways)
@@ -35,29 +49,29 @@ func mustNew(t *testing.T, cidrs, reserved, gateways []string) *static.Source {
 
 func TestIPv4ExcludesNetworkBroadcastAndReserved(t *testing.T) {
 	src := mustNew(t, []string{"198.18.0.0/29"}, []string{"198.18.0.3"}, nil)
-	got := strings.Join(ips(src.Addresses()), " ")
+	got := strings.Join(ips(addresses(src)), " ")
 	want := "198.18.0.1 198.18.0.2 198.18.0.4 198.18.0.5 198.18.0.6"
 	if got != want {
 		t.Fatalf("addresses = %s, want %s", got, want)
 	}
-	a := src.Addresses()[0]
+	a := addresses(src)[0]
 	if a.Subnet != netip.MustParsePrefix("198.18.0.0/29") || a.Group != "static" || a.Gateway.IsValid() {
 		t.Fatalf("address = %+v", a)
 	}
 }
 
 func TestPointToPointPrefixesUseEveryAddress(t *testing.T) {
-	if got := strings.Join(ips(mustNew(t, []string{"198.18.0.0/31"}, nil, nil).Addresses()), " "); got != "198.18.0.0 198.18.0.1" {
+	if got := strings.Join(ips(addresses(mustNew(t, []string{"198.18.0.0/31"}, nil, nil))), " "); got != "198.18.0.0 198.18.0.1" {
 		t.Fatalf("/31 = %s", got)
 	}
-	if got := strings.Join(ips(mustNew(t, []string{"198.18.0.7/32"}, nil, nil).Addresses()), " "); got != "198.18.0.7" {
+	if got := strings.Join(ips(addresses(mustNew(t, []string{"198.18.0.7/32"}, nil, nil))), " "); got != "198.18.0.7" {
 		t.Fatalf("/32 = %s", got)
 	}
 }
 
 func TestGatewayPerCIDRIsReportedAndNeverHandedOut(t *testing.T) {
 	src := mustNew(t, []string{"198.18.0.0/30", "198.18.1.0/30"}, nil, []string{"198.18.0.1", ""})
-	got := src.Addresses()
+	got := addresses(src)
 	if strings.Join(ips(got), " ") != "198.18.0.2 198.18.1.1 198.18.1.2" {
 		t.Fatalf("addresses = %v", ips(got))
 	}
@@ -68,11 +82,47 @@ func TestGatewayPerCIDRIsReportedAndNeverHandedOut(t *testing.T) {
 
 func TestIPv6Prefix(t *testing.T) {
 	src := mustNew(t, []string{"2001:db8::/126"}, []string{"2001:db8::1"}, nil)
-	if got := strings.Join(ips(src.Addresses()), " "); got != "2001:db8:: 2001:db8::2 2001:db8::3" {
+	if got := strings.Join(ips(addresses(src)), " "); got != "2001:db8:: 2001:db8::2 2001:db8::3" {
 		t.Fatalf("addresses = %s", got)
 	}
-	if n := len(mustNew(t, []string{"2001:db8::/112"}, nil, nil).Addresses()); n != 65536 {
+	if n := mustNew(t, []string{"2001:db8::/112"}, nil, nil).Size(); n != 65536 {
 		t.Fatalf("/112 = %d addresses, want 65536", n)
+	}
+}
+
+// A /64 is one block, never a list: the source holds one Range whatever
+// its size, and the store hands out its exact addresses.
+func TestIPv6Slash64IsOneBlock(t *testing.T) {
+	src := mustNew(t, []string{"2001:db8:0:7::/64"}, []string{"2001:db8:0:7::1"}, []string{"2001:db8:0:7::2"})
+	rs := src.Ranges()
+	if len(rs) != 1 || rs[0].First != netip.MustParseAddr("2001:db8:0:7::") || rs[0].Last != netip.MustParseAddr("2001:db8:0:7:ffff:ffff:ffff:ffff") {
+		t.Fatalf("ranges = %+v", rs)
+	}
+	if n := src.Size(); n != 1<<64-1-1 {
+		t.Fatalf("Size = %d, want 2^64-2 (2^64 saturates to 2^64-1, less the gateway and the reserved address)", n)
+	}
+	ctx := context.Background()
+	store, err := datastore.Open(ctx, datastore.Options{Path: filepath.Join(t.TempDir(), "cp")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer store.Close()
+	if err := src.Run(ctx, store); err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, sb := range []string{"a", "b", "c"} {
+		a, err := store.Assign(ctx, datastore.Key{Network: "pods", SandboxID: sb, IfName: "eth0"}, datastore.Pod{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if a.Address.Gateway != netip.MustParseAddr("2001:db8:0:7::2") || a.Address.Subnet != netip.MustParsePrefix("2001:db8:0:7::/64") {
+			t.Fatalf("address = %+v", a.Address)
+		}
+		got = append(got, a.Address.IP.String())
+	}
+	if strings.Join(got, " ") != "2001:db8:0:7:: 2001:db8:0:7::3 2001:db8:0:7::4" {
+		t.Fatalf("assigned %v", got)
 	}
 }
 
@@ -85,7 +135,6 @@ func TestConfigErrorsNameFieldAndValue(t *testing.T) {
 		{nil, nil, nil, `static.cidrs: at least one CIDR is required`},
 		{[]string{"198.18.0.0/16", "198.18.4.0/24"}, nil, nil, `static.cidrs[1]: "198.18.4.0/24" overlaps static.cidrs[0] "198.18.0.0/16"`},
 		{[]string{"198.18.0.1/24"}, nil, nil, `static.cidrs[0]: "198.18.0.1/24" has host bits set; did you mean "198.18.0.0/24"?`},
-		{[]string{"2001:db8::/64"}, nil, nil, `static.cidrs[0]: "2001:db8::/64" holds more than 65536 addresses; split it or use a longer prefix`},
 		{[]string{"198.18.0.0/24"}, []string{"10.0.0.1"}, nil, `static.reserved[0]: "10.0.0.1" is not an address in any of static.cidrs`},
 		{[]string{"198.18.0.0/24"}, []string{"nope"}, nil, `static.reserved[0]: "nope" is not a valid IP address`},
 		{[]string{"198.18.0.0/24"}, nil, []string{"198.19.0.1"}, `static.gateways[0]: "198.19.0.1" is not in static.cidrs[0] "198.18.0.0/24"`},
