@@ -53,9 +53,21 @@
 //     sandbox ID and interface name, so DEL finds it without any state.
 //
 // ipamd's gateway, when it reports one, is returned in IPAM mode only: in
-// the main plugin the host veth is the pod's only neighbour. The plugin
-// sets no sysctl: forwarding pod traffic beyond the node
-// (net.ipv4.ip_forward) is the node's own set-up.
+// the main plugin the host veth is the pod's only neighbour.
+//
+// A dual-stack pool (ipamd's static CIDRs of both families) gives the pod
+// one address of each family; both go on the pod interface, each with its
+// default route and host route. IPv6 is usable the moment ADD returns: the
+// pod's address is added with IFA_F_NODAD (no duplicate address detection
+// for an address ipamd made unique), and the host veth gets a permanent
+// neighbour entry for the pod's IPv6 address, so the host never waits on
+// neighbour discovery, which the kernel sends only once the veth's own
+// link-local address has finished its DAD. The plugin therefore sets no
+// sysctl; it needs IPv6 enabled in the pod's namespace (a runtime that
+// creates namespaces with net.ipv6.conf.*.disable_ipv6=1 makes ADD fail
+// with a message saying so). Forwarding pod traffic beyond the node
+// (net.ipv4.ip_forward, net.ipv6.conf.all.forwarding) is the node's own
+// set-up.
 //
 // # Identity
 //

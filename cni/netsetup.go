@@ -165,12 +165,36 @@ func configurePair(h *handles, args *Args, hostLink *netlink.Veth, addrs []podAd
 			return nil, err
 		}
 	}
+	podMAC := podLink.Attrs().HardwareAddr
 	for _, a := range addrs {
 		if err := addHostRoute(h.host, hostLink.Index, a.Prefix.Addr()); err != nil {
 			return nil, err
 		}
+		if err := addHostNeighbour(h.host, hostLink.Index, a.Prefix.Addr(), podMAC); err != nil {
+			return nil, err
+		}
 	}
-	return &podLinks{HostName: hostLink.Name, HostMAC: hostVethHW, PodMAC: podLink.Attrs().HardwareAddr}, nil
+	return &podLinks{HostName: hostLink.Name, HostMAC: hostVethHW, PodMAC: podMAC}, nil
+}
+
+// addHostNeighbour maps a pod's IPv6 address to the pod's MAC on the host
+// veth, permanently. Without it the host's first packet to the pod waits
+// for neighbour discovery, which the kernel sends only from the veth's
+// link-local address, and that address is tentative for the second or so
+// of its own duplicate address detection after the veth comes up: a
+// dual-stack pod's IPv6 would work a moment after its IPv4. With it (and
+// the pod's address added without DAD, and the pod's permanent entry for
+// the gateway) no IPv6 packet between pod and host waits for anything, and
+// no sysctl needs changing. IPv4's ARP has no such wait.
+func addHostNeighbour(host *netlink.Handle, index int, ip netip.Addr, podMAC net.HardwareAddr) error {
+	if ip.Is4() {
+		return nil
+	}
+	neigh := &netlink.Neigh{LinkIndex: index, Family: netlink.FAMILY_V6, State: netlink.NUD_PERMANENT, IP: ip.AsSlice(), HardwareAddr: podMAC}
+	if err := host.NeighSet(neigh); err != nil {
+		return fmt.Errorf("add neighbour %s to the host veth: %w", ip, err)
+	}
+	return nil
 }
 
 // addPodAddress sets the address as a host route, the gateway's permanent
@@ -181,6 +205,9 @@ func addPodAddress(pod *netlink.Handle, link netlink.Link, ip netip.Addr) error 
 		addr.Flags = unix.IFA_F_NODAD
 	}
 	if err := pod.AddrAdd(link, addr); err != nil {
+		if !ip.Is4() && (errors.Is(err, unix.EACCES) || errors.Is(err, unix.EPERM)) {
+			return fmt.Errorf("add %s to the pod: %w (is IPv6 disabled in the pod's network namespace? net.ipv6.conf.%s.disable_ipv6 must be 0 for a dual-stack or IPv6 pool)", ip, err, link.Attrs().Name)
+		}
 		return fmt.Errorf("add %s to the pod: %w", ip, err)
 	}
 	gw := gatewayFor(ip)

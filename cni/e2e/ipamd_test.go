@@ -31,6 +31,13 @@ func startIPAMD(tb testing.TB, cidr string, cooldown time.Duration) *realIPAMD {
 // parent.
 func startIPAMDIn(tb testing.TB, parent, cidr string, cooldown time.Duration) *realIPAMD {
 	tb.Helper()
+	return startIPAMDWith(tb, parent, cooldown, cidr)
+}
+
+// startIPAMDWith starts ipamd over the static cidrs (both families make a
+// dual-stack pool).
+func startIPAMDWith(tb testing.TB, parent string, cooldown time.Duration, cidrs ...string) *realIPAMD {
+	tb.Helper()
 	dir, err := os.MkdirTemp(parent, "sbxipamd")
 	if err != nil {
 		tb.Fatalf("temp dir: %v", err)
@@ -41,7 +48,7 @@ func startIPAMDIn(tb testing.TB, parent, cidr string, cooldown time.Duration) *r
 	cfg.StateDir = filepath.Join(dir, "state")
 	cfg.Network = "podnet"
 	cfg.Cooldown = cooldown
-	cfg.IPSource.Static.CIDRs = []string{cidr}
+	cfg.IPSource.Static.CIDRs = cidrs
 	cfg.Introspection.Address = "127.0.0.1:0"
 	cfg.Metrics.Address = ""
 	if err := cfg.Validate(); err != nil {

@@ -168,10 +168,12 @@ func (c *comparison) hold(ip netip.Addr, who, source string) {
 func (c *comparison) indexAssignments() {
 	c.byIP, c.bySandbox, c.linkOwner = map[netip.Addr][]datastore.Assignment{}, map[string][]datastore.Assignment{}, map[string]string{}
 	for _, a := range c.in.Assignments {
-		ip := a.Address.IP
-		c.byIP[ip] = append(c.byIP[ip], a)
+		// A dual-stack assignment holds one address per family.
+		for _, ip := range a.IPs() {
+			c.byIP[ip] = append(c.byIP[ip], a)
+			c.hold(ip, "sandbox "+a.SandboxID, "ipamd")
+		}
 		c.bySandbox[a.SandboxID] = append(c.bySandbox[a.SandboxID], a)
 		c.linkOwner[hostveth.Name(c.in.VethPrefix, a.SandboxID, a.IfName)] = a.SandboxID
-		c.hold(ip, "sandbox "+a.SandboxID, "ipamd")
 	}
 }

@@ -52,7 +52,7 @@ func (c *comparison) compareRuntime() {
 func (c *comparison) compareSandboxIPs(sb runtime.Sandbox, held []datastore.Assignment) {
 	var addrs []netip.Addr
 	for _, a := range held {
-		addrs = append(addrs, a.Address.IP)
+		addrs = append(addrs, a.IPs()...)
 	}
 	if len(sb.IPs) > 0 {
 		for _, ip := range sb.IPs {
@@ -71,9 +71,11 @@ func (c *comparison) compareSandboxIPs(sb runtime.Sandbox, held []datastore.Assi
 		return
 	}
 	for _, a := range held {
-		if !slices.Contains(inside, a.Address.IP) && !c.settling(a.AssignedAt) {
-			c.add(Disagreement{Kind: NotInNetNS, Address: a.Address.IP.String(), SandboxID: sb.ID,
-				Words: fmt.Sprintf("%s is assigned to sandbox %s, and its network namespace %s has %s instead", a.Address.IP, sb.ID, sb.NetNS, joinAddrs(inside))})
+		for _, ip := range a.IPs() {
+			if !slices.Contains(inside, ip) && !c.settling(a.AssignedAt) {
+				c.add(Disagreement{Kind: NotInNetNS, Address: ip.String(), SandboxID: sb.ID,
+					Words: fmt.Sprintf("%s is assigned to sandbox %s, and its network namespace %s has %s instead", ip, sb.ID, sb.NetNS, joinAddrs(inside))})
+			}
 		}
 	}
 }
@@ -84,18 +86,20 @@ func (c *comparison) compareNode() {
 	for _, a := range c.in.Assignments {
 		link := hostveth.Name(c.in.VethPrefix, a.SandboxID, a.IfName)
 		routed, ok := links[link]
-		if ok && slices.Contains(routed, a.Address.IP) {
-			continue
+		for _, ip := range a.IPs() {
+			if ok && slices.Contains(routed, ip) {
+				continue
+			}
+			if c.settling(a.AssignedAt) {
+				continue
+			}
+			why := "the node has no host veth " + link + " for it"
+			if ok {
+				why = "its host veth " + link + " routes " + joinAddrs(routed) + " and not it"
+			}
+			c.add(Disagreement{Kind: NoRoute, Address: ip.String(), SandboxID: a.SandboxID, Link: link,
+				Words: fmt.Sprintf("%s is assigned to sandbox %s, and %s", ip, a.SandboxID, why)})
 		}
-		if c.settling(a.AssignedAt) {
-			continue
-		}
-		why := "the node has no host veth " + link + " for it"
-		if ok {
-			why = "its host veth " + link + " routes " + joinAddrs(routed) + " and not it"
-		}
-		c.add(Disagreement{Kind: NoRoute, Address: a.Address.IP.String(), SandboxID: a.SandboxID, Link: link,
-			Words: fmt.Sprintf("%s is assigned to sandbox %s, and %s", a.Address.IP, a.SandboxID, why)})
 	}
 	names := make([]string, 0, len(links))
 	for name := range links {

@@ -97,7 +97,7 @@ func snapshot(ctx context.Context, src Sources) (Input, bool) {
 
 func sameAssignments(a, b []datastore.Assignment) bool {
 	return slices.EqualFunc(a, b, func(x, y datastore.Assignment) bool {
-		return x.Key == y.Key && x.Address.IP == y.Address.IP && x.AssignedAt.Equal(y.AssignedAt)
+		return x.Key == y.Key && slices.Equal(x.IPs(), y.IPs()) && x.AssignedAt.Equal(y.AssignedAt)
 	})
 }
 

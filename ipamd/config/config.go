@@ -165,7 +165,7 @@ type IPSource struct {
 type Static struct {
 	// CIDRs are the pod address ranges. Default 198.18.0.0/24 (a
 	// benchmarking range that never routes off the node).
-	CIDRs []string `yaml:"cidrs" desc:"pod address ranges (env: comma-separated)"`
+	CIDRs []string `yaml:"cidrs" desc:"pod address ranges, IPv4 and/or IPv6 of any size (both families: each pod gets one address of each) (env: comma-separated)"`
 	// Reserved addresses are never handed out (gateways, the host).
 	// Default none.
 	Reserved []string `yaml:"reserved" desc:"addresses never handed out (env: comma-separated)"`

@@ -210,3 +210,24 @@ func TestDualStackAssignReleaseAndCheckpoint(t *testing.T) {
 		t.Fatalf("new = %v", n.IPs())
 	}
 }
+
+// GC and the reconciler's release free a dual-stack attachment as one:
+// both addresses, one event, both cooling.
+func TestDualStackGCAndReconcilerReleaseBothAddresses(t *testing.T) {
+	f := newFixture(t, "198.18.0.0/29", "2001:db8::/125")
+	s := f.open()
+	ctx := context.Background()
+	a := mustAssign(t, s, key("a"), pod("a"), "198.18.0.1")
+	b := mustAssign(t, s, key("b"), pod("b"), "198.18.0.2")
+	gone, err := s.GC(ctx, "pods", []datastore.Key{key("b")})
+	if err != nil || len(gone) != 1 || !reflect.DeepEqual(gone[0].IPs(), a.IPs()) {
+		t.Fatalf("GC = %+v, %v: want a's two addresses", gone, err)
+	}
+	stale, err := s.ReleaseAssignments(ctx, []datastore.Assignment{b})
+	if err != nil || len(stale) != 1 || !reflect.DeepEqual(stale[0].IPs(), b.IPs()) {
+		t.Fatalf("ReleaseAssignments = %+v, %v: want b's two addresses", stale, err)
+	}
+	if st := s.Stats(); st.Assigned != 0 || st.Cooling != 4 {
+		t.Fatalf("Stats = %+v, want all four addresses cooling", st)
+	}
+}

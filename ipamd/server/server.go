@@ -72,8 +72,8 @@ func (s *Server) Add(ctx context.Context, req *ipamdv1.AddRequest) (resp *ipamdv
 		s.log.Warn("ADD failed", slog.Any("key", key), slog.Any("pod", pod), slog.Any("error", err))
 		return nil, toStatus(err)
 	}
-	s.log.Debug("ADD", slog.Any("key", key), slog.Any("pod", pod), slog.String("ip", a.Address.IP.String()))
-	return &ipamdv1.AddResponse{Ips: []*ipamdv1.IPConfig{ipConfig(a)}}, nil
+	s.log.Debug("ADD", slog.Any("key", key), slog.Any("pod", pod), slog.Any("ips", a.IPs()))
+	return &ipamdv1.AddResponse{Ips: ipConfigs(a)}, nil
 }
 
 // Del releases the attachment's address. An attachment ipamd holds nothing
@@ -93,7 +93,7 @@ func (s *Server) Del(ctx context.Context, req *ipamdv1.DelRequest) (resp *ipamdv
 		s.log.Info("DEL of an attachment ipamd holds nothing for; nothing to release", slog.Any("key", key))
 		return &ipamdv1.DelResponse{Released: false}, nil
 	}
-	s.log.Debug("DEL", slog.Any("key", key), slog.String("ip", a.Address.IP.String()))
+	s.log.Debug("DEL", slog.Any("key", key), slog.Any("ips", a.IPs()))
 	return &ipamdv1.DelResponse{Released: true}, nil
 }
 
@@ -109,7 +109,7 @@ func (s *Server) Check(_ context.Context, req *ipamdv1.CheckRequest) (resp *ipam
 		return nil, status.Errorf(codes.NotFound, "no address held for network %q sandbox %q ifname %q",
 			key.Network, key.SandboxID, key.IfName)
 	}
-	return &ipamdv1.CheckResponse{Ips: []*ipamdv1.IPConfig{ipConfig(a)}}, nil
+	return &ipamdv1.CheckResponse{Ips: ipConfigs(a)}, nil
 }
 
 // GC releases every attachment of the network that is not listed valid.
@@ -151,17 +151,23 @@ func (s *Server) track(method string, start time.Time, err *error) {
 	s.observe(method, time.Since(start), *err)
 }
 
-// ipConfig renders an assignment as the API's CIDR-notation address.
-func ipConfig(a datastore.Assignment) *ipamdv1.IPConfig {
-	bits := a.Address.Subnet.Bits()
-	if bits < 0 {
-		bits = a.Address.IP.BitLen()
+// ipConfigs renders an assignment's addresses (one per family, IPv4
+// first: two for a dual-stack pod) as the API's CIDR-notation addresses.
+func ipConfigs(a datastore.Assignment) []*ipamdv1.IPConfig {
+	all := a.All()
+	out := make([]*ipamdv1.IPConfig, 0, len(all))
+	for _, addr := range all {
+		bits := addr.Subnet.Bits()
+		if bits < 0 {
+			bits = addr.IP.BitLen()
+		}
+		c := &ipamdv1.IPConfig{Address: netip.PrefixFrom(addr.IP, bits).String()}
+		if addr.Gateway.IsValid() {
+			c.Gateway = addr.Gateway.String()
+		}
+		out = append(out, c)
 	}
-	c := &ipamdv1.IPConfig{Address: netip.PrefixFrom(a.Address.IP, bits).String()}
-	if a.Address.Gateway.IsValid() {
-		c.Gateway = a.Address.Gateway.String()
-	}
-	return c
+	return out
 }
 
 // toStatus maps datastore errors onto the codes the CNI plugin branches
