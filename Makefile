@@ -99,17 +99,17 @@ bench:
 image:
 	$(GO) run ./cmd/mkimage --out dist
 
-# kubelet v1.37.2 from the k8s.io/kubernetes module, and crictl, cached by
-# version under ${XDG_CACHE_HOME:-$HOME/.cache}/sandboxipam/kubernetes
-# (kubelet alone is ~1,500 CPU-seconds cold). tools/kubernetes/build.sh
-# with no argument also builds kube-apiserver, kube-controller-manager and
-# kube-scheduler.
+# kubelet, kube-apiserver, kube-controller-manager and kube-scheduler v1.37.2
+# from the k8s.io/kubernetes module (one go build), crictl, and etcd unpacked
+# from Debian's etcd-server, cached by version under
+# ${XDG_CACHE_HOME:-$HOME/.cache}/sandboxipam/kubernetes (cold: see
+# BENCHMARKS.md, "Kubernetes end to end"; warm: nothing to do).
 kubernetes-tools:
-	tools/kubernetes/build.sh kubelet
+	tools/kubernetes/build.sh
 
-# The image run by ctr on a private containerd, then a standalone kubelet
-# running ipamd as a static pod from the DaemonSet in deploy/kubernetes.
-# Needs root.
+# The image run by ctr on a private containerd; a standalone kubelet running
+# ipamd as a static pod from the DaemonSet in deploy/kubernetes; and a
+# one-node cluster on 127.0.0.1 that applies the containerd overlay. Needs root.
 e2e-kubernetes: kubernetes-tools
 	SANDBOXIPAM_E2E_KUBERNETES=1 $(GO) test -count=1 -timeout 40m -v ./e2e/kubernetes/
 

@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"syscall"
 	"testing"
@@ -43,8 +44,11 @@ type kubeletOptions struct {
 	dir          string // everything of this kubelet lives here
 	criEndpoint  string // unix://...
 	netnsPath    string // the network namespace it runs in
-	staticPodDir string
+	staticPodDir string // "" for none
 	nodeName     string
+	// kubeconfig registers the kubelet with an API server; "" runs it
+	// standalone.
+	kubeconfig string
 }
 
 // kubelet is a running standalone kubelet.
@@ -64,9 +68,13 @@ func (k *kubelet) rootDir() string { return filepath.Join(k.opts.dir, "root") }
 // setting is here because kubelet failed without it (see RUNTIMES notes in
 // the package doc).
 func (k *kubelet) config() string {
+	staticPods := ""
+	if k.opts.staticPodDir != "" {
+		staticPods = "staticPodPath: " + k.opts.staticPodDir
+	}
 	return fmt.Sprintf(`apiVersion: kubelet.config.k8s.io/v1beta1
 kind: KubeletConfiguration
-staticPodPath: %[1]s
+%[1]s
 fileCheckFrequency: 1s
 syncFrequency: 5s
 containerRuntimeEndpoint: %[2]s
@@ -94,7 +102,7 @@ protectKernelDefaults: false
 resolvConf: ""
 volumePluginDir: %[4]s
 podLogsDir: %[5]s
-`, k.opts.staticPodDir, k.opts.criEndpoint, k.cgroupRoot,
+`, staticPods, k.opts.criEndpoint, k.cgroupRoot,
 		filepath.Join(k.opts.dir, "volume-plugins"), filepath.Join(k.opts.dir, "pod-logs"))
 }
 
@@ -127,6 +135,13 @@ func startKubelet(t *testing.T, opts kubeletOptions) *kubelet {
 		t.Fatal(err)
 	}
 	script := []string{"set -e"}
+	// On a host whose / or /proc is a shared mount (systemd's default)
+	// the copies in this namespace would pass the stand-ins and tmpfs
+	// below back to the host: make the mounts they land on receive-only.
+	// The root dir is a mount of its own and stays shared.
+	for _, p := range append(slices.Clone(hostSysctls), "/var/lib/kubelet", "/var/log") {
+		script = append(script, fmt.Sprintf("mount --make-slave \"$(findmnt -n -o TARGET -T %q)\"", p))
+	}
 	for _, p := range hostSysctls {
 		standIn := filepath.Join(opts.dir, "sysctl", filepath.Base(p))
 		b, err := os.ReadFile(p)
@@ -138,11 +153,18 @@ func startKubelet(t *testing.T, opts kubeletOptions) *kubelet {
 		}
 		script = append(script, fmt.Sprintf("mount --bind %q %q", standIn, p))
 	}
+	// The node's only address in its namespace is loopback (where the
+	// API server listens too): without --node-ip kubelet looks for a
+	// default route and finds none.
+	command := fmt.Sprintf("exec nsenter --net=%q %q --config=%q --root-dir=%q --cert-dir=%q --hostname-override=%q --node-ip=127.0.0.1 --v=2",
+		opts.netnsPath, opts.binary, config, k.rootDir(), filepath.Join(opts.dir, "certs"), opts.nodeName)
+	if opts.kubeconfig != "" {
+		command += fmt.Sprintf(" --kubeconfig=%q", opts.kubeconfig)
+	}
 	script = append(script,
 		"mount -t tmpfs tmpfs /var/lib/kubelet",
 		"mount -t tmpfs tmpfs /var/log",
-		fmt.Sprintf("exec nsenter --net=%q %q --config=%q --root-dir=%q --cert-dir=%q --hostname-override=%q --v=2",
-			opts.netnsPath, opts.binary, config, k.rootDir(), filepath.Join(opts.dir, "certs"), opts.nodeName))
+		command)
 	log, err := os.Create(filepath.Join(opts.dir, "kubelet.log"))
 	if err != nil {
 		t.Fatal(err)

@@ -7,6 +7,7 @@ import (
 	"net"
 	"net/http"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"runtime"
 	"sort"
@@ -29,13 +30,10 @@ type nodePaths struct {
 }
 
 // ipamdStaticPod turns the containerd overlay's DaemonSet pod template
-// into a static pod. Only what a node without an API server or with
-// private host paths needs changes: the ConfigMap volume becomes a host
-// directory holding the same ipamd.yaml, the hostPath volumes point at the
-// test's directories (the socket directory at the same path inside, as
-// the CNI plugin on the host dials what ipamd writes in the conflist), and
-// the reconciler runs often enough for a test. Containers, probes, hooks,
-// security contexts and resources are the rendered ones.
+// into a static pod. Only what a node without an API server needs changes
+// beyond nodePodSpec: the ConfigMap volume becomes a host directory holding
+// the same ipamd.yaml, and the service account goes. Containers, probes, hooks, security contexts and
+// resources are the rendered ones.
 func ipamdStaticPod(t *testing.T, paths nodePaths) (*corev1.Pod, string) {
 	t.Helper()
 	r, err := deploy.Render("containerd")
@@ -54,24 +52,46 @@ func ipamdStaticPod(t *testing.T, paths nodePaths) (*corev1.Pod, string) {
 		ObjectMeta: metav1.ObjectMeta{Name: "sandboxipam", Namespace: r.DaemonSet.Namespace, Labels: tmpl.Labels},
 		Spec:       *tmpl.Spec.DeepCopy(),
 	}
+	// kubelet refuses a static pod that names a service account ("static
+	// pods may not reference serviceaccounts"); ipamd mounts no token.
+	pod.Spec.ServiceAccountName, pod.Spec.DeprecatedServiceAccount = "", ""
+	for i, v := range pod.Spec.Volumes {
+		if v.ConfigMap != nil {
+			dir := corev1.HostPathDirectory
+			pod.Spec.Volumes[i].VolumeSource = corev1.VolumeSource{HostPath: &corev1.HostPathVolumeSource{Path: paths.config, Type: &dir}}
+		}
+	}
+	confList := nodePodSpec(t, &pod.Spec, paths)
+	return pod, confList
+}
+
+// nodePodSpec points the DaemonSet pod spec's host paths at the test's
+// directories, so that nothing under /run, /var/lib, /opt or /etc of the
+// host is touched: the socket directory at the same path inside, as the
+// CNI plugin on the host dials what ipamd writes in the conflist. The
+// reconciler runs often enough for a test. It returns the conflist's path
+// on the node.
+func nodePodSpec(t *testing.T, spec *corev1.PodSpec, paths nodePaths) string {
+	t.Helper()
 	hostPaths := map[string]string{
 		"run": paths.run, "state": paths.state, "cni-bin": paths.cniBin,
 		"cni-conf": paths.cniConf, "runtime-socket": paths.runtimeSocket,
 	}
-	for i, v := range pod.Spec.Volumes {
-		switch {
-		case v.ConfigMap != nil:
-			dir := corev1.HostPathDirectory
-			pod.Spec.Volumes[i].VolumeSource = corev1.VolumeSource{HostPath: &corev1.HostPathVolumeSource{Path: paths.config, Type: &dir}}
-		case v.HostPath != nil:
-			p, ok := hostPaths[v.Name]
-			if !ok {
-				t.Fatalf("the DaemonSet mounts host path %q (volume %s) the test does not know", v.HostPath.Path, v.Name)
-			}
-			pod.Spec.Volumes[i].HostPath.Path = p
-		}
+	if paths.config != "" {
+		// ipamdStaticPod made the ConfigMap volume a host directory.
+		hostPaths["config"] = paths.config
 	}
-	c := &pod.Spec.Containers[0]
+	for i, v := range spec.Volumes {
+		if v.HostPath == nil {
+			continue
+		}
+		p, ok := hostPaths[v.Name]
+		if !ok {
+			t.Fatalf("the DaemonSet mounts host path %q (volume %s) the test does not know", v.HostPath.Path, v.Name)
+		}
+		spec.Volumes[i].HostPath.Path = p
+	}
+	c := &spec.Containers[0]
 	for i, m := range c.VolumeMounts {
 		if m.Name == "run" {
 			c.VolumeMounts[i].MountPath = paths.run
@@ -91,7 +111,7 @@ func ipamdStaticPod(t *testing.T, paths nodePaths) (*corev1.Pod, string) {
 	if confList == "" {
 		confList = "/host/etc/cni/net.d/10-sandboxipam.conflist"
 	}
-	return pod, filepath.Join(paths.cniConf, filepath.Base(confList))
+	return filepath.Join(paths.cniConf, filepath.Base(confList))
 }
 
 // appPod is a plain pod on the pod network: the pause image as its app.
@@ -236,34 +256,7 @@ func ipamctlPods(ctx context.Context, cri crictl, ipamdID string) ([]ipamPod, er
 // httpInNetNS GETs url from inside the network namespace at nsPath (ipamd
 // listens on that namespace's loopback).
 func httpInNetNS(ctx context.Context, nsPath, url string) (int, string, error) {
-	dial := func(ctx context.Context, network, addr string) (net.Conn, error) {
-		type result struct {
-			c   net.Conn
-			err error
-		}
-		ch := make(chan result, 1)
-		go func() {
-			// The thread is never unlocked: it leaves the namespace
-			// by exiting with the goroutine.
-			runtime.LockOSThread()
-			ns, err := netns.GetFromPath(nsPath)
-			if err != nil {
-				ch <- result{nil, err}
-				return
-			}
-			defer ns.Close()
-			if err := netns.Set(ns); err != nil {
-				ch <- result{nil, err}
-				return
-			}
-			var d net.Dialer
-			c, err := d.DialContext(ctx, network, addr)
-			ch <- result{c, err}
-		}()
-		r := <-ch
-		return r.c, r.err
-	}
-	client := &http.Client{Transport: &http.Transport{DialContext: dial, DisableKeepAlives: true}, Timeout: 5 * time.Second}
+	client := &http.Client{Transport: &http.Transport{DialContext: netnsDialer(nsPath), DisableKeepAlives: true}, Timeout: 5 * time.Second}
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
 	if err != nil {
 		return 0, "", err
@@ -280,6 +273,53 @@ func httpInNetNS(ctx context.Context, nsPath, url string) (int, string, error) {
 	return resp.StatusCode, body.String(), nil
 }
 
+// netnsDialer dials from inside the network namespace at nsPath, where
+// ipamd (hostNetwork) and the test cluster's control plane listen on
+// loopback.
+func netnsDialer(nsPath string) func(ctx context.Context, network, addr string) (net.Conn, error) {
+	return func(ctx context.Context, network, addr string) (net.Conn, error) {
+		type result struct {
+			c   net.Conn
+			err error
+		}
+		ch := make(chan result, 1)
+		go func() {
+			// The thread goes back to its own namespace and is unlocked.
+			// Were it left to exit with the goroutine instead, a child
+			// this process had started from that thread would get its
+			// Pdeathsig (SIGKILL): the kubelet and the control plane
+			// are started with one.
+			runtime.LockOSThread()
+			own, err := netns.Get()
+			if err != nil {
+				ch <- result{nil, err}
+				return
+			}
+			defer own.Close()
+			ns, err := netns.GetFromPath(nsPath)
+			if err != nil {
+				runtime.UnlockOSThread()
+				ch <- result{nil, err}
+				return
+			}
+			defer ns.Close()
+			if err := netns.Set(ns); err != nil {
+				runtime.UnlockOSThread()
+				ch <- result{nil, err}
+				return
+			}
+			var d net.Dialer
+			c, err := d.DialContext(ctx, network, addr)
+			if netns.Set(own) == nil {
+				runtime.UnlockOSThread()
+			}
+			ch <- result{c, err}
+		}()
+		r := <-ch
+		return r.c, r.err
+	}
+}
+
 // eventually polls cond every 200 ms until it returns nil or timeout
 // passes; the last error says what was still missing.
 func eventually(t *testing.T, timeout time.Duration, what string, cond func(ctx context.Context) error) {
@@ -288,8 +328,14 @@ func eventually(t *testing.T, timeout time.Duration, what string, cond func(ctx 
 	defer cancel()
 	var last error
 	for {
-		if last = cond(ctx); last == nil {
+		err := cond(ctx)
+		if err == nil {
 			return
+		}
+		// A call cut short by the deadline says nothing about the
+		// condition: report the attempt before it.
+		if last == nil || ctx.Err() == nil {
+			last = err
 		}
 		select {
 		case <-ctx.Done():
@@ -297,4 +343,71 @@ func eventually(t *testing.T, timeout time.Duration, what string, cond func(ctx 
 		case <-time.After(200 * time.Millisecond):
 		}
 	}
+}
+
+// followLogs copies a container's log (crictl logs -f) to a file in dir
+// until the container ends, and prints its tail if the test fails: kubelet
+// deletes a removed pod's logs, and ipamd's last words are the ones that
+// explain a failure at its stop.
+func followLogs(t *testing.T, cri crictl, id, dir string) {
+	t.Helper()
+	path := filepath.Join(dir, "container-"+id[:12]+".log")
+	f, err := os.Create(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command(cri.binary, "--runtime-endpoint", cri.endpoint, "logs", "-f", id)
+	cmd.Stdout, cmd.Stderr = f, f
+	if err := cmd.Start(); err != nil {
+		f.Close()
+		t.Fatal(err)
+	}
+	done := make(chan struct{})
+	go func() { _ = cmd.Wait(); f.Close(); close(done) }()
+	t.Cleanup(func() {
+		_ = cmd.Process.Kill()
+		<-done
+		if t.Failed() {
+			if b, err := os.ReadFile(path); err == nil {
+				t.Logf("container %s log (last 4 KiB):\n%s", id[:12], tail(b, 4096))
+			}
+		}
+	})
+}
+
+// removeSandboxes removes every sandbox the runtime still has once kubelet
+// is gone. containerd 1.6 tears a pod's network down again on every stop
+// and remove, even of a sandbox kubelet already stopped, and fails with
+// "cni plugin not initialized" when no conflist is left: so once ipamd's
+// is gone (its DELs were checked by then), a loopback-only conflist stands
+// in while the stopped sandboxes go.
+func removeSandboxes(t *testing.T, cri crictl, confDir string) {
+	t.Helper()
+	standIn := filepath.Join(confDir, "99-e2e-teardown.conflist")
+	noop := `{"cniVersion": "1.0.0", "name": "e2e-teardown", "plugins": [{"type": "loopback"}]}`
+	if err := os.WriteFile(standIn, []byte(noop), 0o644); err != nil {
+		t.Error(err)
+		return
+	}
+	defer os.Remove(standIn)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	var last error
+	for ctx.Err() == nil {
+		pods, err := cri.pods(ctx)
+		if err == nil && len(pods) == 0 {
+			return
+		}
+		last = err
+		for _, p := range pods {
+			if _, err := cri.cmd(ctx, "rmp", "--force", p.ID); err != nil {
+				last = err
+			}
+		}
+		select {
+		case <-ctx.Done():
+		case <-time.After(500 * time.Millisecond): // containerd picks the stand-in up asynchronously
+		}
+	}
+	t.Errorf("sandboxes left after kubelet: %v", last)
 }

@@ -22,17 +22,21 @@ import (
 
 const nodeName = "sbxipam-node"
 
+// cacheDir is where tools/kubernetes/build.sh caches the components.
+func cacheDir() string {
+	if cache := os.Getenv("KUBE_CACHE_DIR"); cache != "" {
+		return cache
+	}
+	base := os.Getenv("XDG_CACHE_HOME")
+	if base == "" {
+		base = filepath.Join(os.Getenv("HOME"), ".cache")
+	}
+	return filepath.Join(base, "sandboxipam", "kubernetes", "v1.37.2")
+}
+
 // cachePaths are the kubelet and crictl tools/kubernetes/build.sh caches.
 func cachePaths() (kubelet, crictl string) {
-	cache := os.Getenv("KUBE_CACHE_DIR")
-	if cache == "" {
-		base := os.Getenv("XDG_CACHE_HOME")
-		if base == "" {
-			base = filepath.Join(os.Getenv("HOME"), ".cache")
-		}
-		cache = filepath.Join(base, "sandboxipam", "kubernetes", "v1.37.2")
-	}
-	return filepath.Join(cache, "kubelet"), filepath.Join(cache, "crictl")
+	return filepath.Join(cacheDir(), "kubelet"), filepath.Join(cacheDir(), "crictl")
 }
 
 // requireE2E skips unless the suite was asked for, then requires a node
@@ -58,24 +62,7 @@ func requireE2E(t *testing.T) (kubeletBin, crictlBin string) {
 // removes pods with and without ipamd, and checks nothing leaks.
 func TestStandaloneKubelet(t *testing.T) {
 	kubeletBin, crictlBin := requireE2E(t)
-	sysctlsBefore := readSysctls(t)
-	var varBefore []bool
-	for _, d := range hardCodedDirs {
-		_, err := os.Stat(d)
-		varBefore = append(varBefore, err == nil)
-	}
-	t.Cleanup(func() {
-		// Registered first, so it runs last: after kubelet and
-		// containerd are gone.
-		if after := readSysctls(t); fmt.Sprint(after) != fmt.Sprint(sysctlsBefore) {
-			t.Errorf("host sysctls changed: before %v, after %v", sysctlsBefore, after)
-		}
-		for i, d := range hardCodedDirs {
-			if _, err := os.Stat(d); (err == nil) != varBefore[i] {
-				t.Errorf("%s: existed before %v, now %v", d, varBefore[i], err == nil)
-			}
-		}
-	})
+	guardHost(t, hardCodedDirs)
 
 	ctx := context.Background()
 	dir, err := os.MkdirTemp("/tmp", "sbxk8s-")
@@ -97,19 +84,11 @@ func TestStandaloneKubelet(t *testing.T) {
 	})
 	emptyConfDir(t, ctrd.CNIConfDir)
 	cri := crictl{binary: crictlBin, endpoint: ctrd.Endpoint}
+	// After kubelet, before containerd (cleanups run last-in first-out).
+	t.Cleanup(func() { removeSandboxes(t, cri, ctrd.CNIConfDir) })
 
 	// The image, built and imported as an operator would.
-	began := time.Now()
-	root, err := scenario.ModuleRoot()
-	if err != nil {
-		t.Fatal(err)
-	}
-	archives, err := image.BuildProjectArchives(ctx, root, filepath.Join(dir, "bin"), image.DefaultCABundle, image.DefaultRef, dir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	run(t, "ctr", "--address", ctrd.Address, "--namespace", ctrd.Namespace, "images", "import", archives.OCI)
-	t.Logf("image %s built and imported in %s", archives.Digest, time.Since(began).Round(time.Millisecond))
+	built := importImage(t, ctrd, dir)
 
 	paths := nodePaths{
 		config: filepath.Join(dir, "config"), run: filepath.Join(dir, "run"), state: filepath.Join(dir, "state"),
@@ -133,7 +112,6 @@ func TestStandaloneKubelet(t *testing.T) {
 	if err != nil {
 		t.Fatalf("init container did not install the plugin: %v", err)
 	}
-	built, _ := os.ReadFile(filepath.Join(dir, "bin", filepath.FromSlash(image.CNIPluginPath)))
 	if !bytes.Equal(installed, built) {
 		t.Fatalf("installed plugin (%d bytes) differs from the image's (%d bytes)", len(installed), len(built))
 	}
@@ -167,6 +145,7 @@ func TestStandaloneKubelet(t *testing.T) {
 		return readyz(ctx, ctrd.NetNSPath)
 	})
 	ipamdID = restarted
+	followLogs(t, cri, ipamdID, dir)
 	checkAssignments(t, cri, ipamdID, want)
 
 	// A pod whose manifest goes is released by its DEL.
@@ -219,6 +198,55 @@ func TestStandaloneKubelet(t *testing.T) {
 		return nil
 	})
 	k.stop()
+}
+
+// guardHost registers a check, run after everything else the test
+// started is gone, that the host's sysctls kubelet would change are as
+// they were and that each of dirs exists exactly if it did before.
+func guardHost(t *testing.T, dirs []string) {
+	t.Helper()
+	sysctlsBefore := readSysctls(t)
+	var existed []bool
+	for _, d := range dirs {
+		_, err := os.Stat(d)
+		existed = append(existed, err == nil)
+	}
+	t.Cleanup(func() {
+		// Registered first, so it runs last: after kubelet and
+		// containerd are gone.
+		if after := readSysctls(t); fmt.Sprint(after) != fmt.Sprint(sysctlsBefore) {
+			t.Errorf("host sysctls changed: before %v, after %v", sysctlsBefore, after)
+		}
+		for i, d := range dirs {
+			if _, err := os.Stat(d); (err == nil) != existed[i] {
+				t.Errorf("%s: existed before %v, now %v", d, existed[i], err == nil)
+			}
+		}
+	})
+}
+
+// importImage builds the project's image as make image does and imports
+// it into the runtime as an operator would; it returns the CNI plugin
+// binary the image holds.
+func importImage(t *testing.T, ctrd *testenv.Containerd, dir string) []byte {
+	t.Helper()
+	began := time.Now()
+	root, err := scenario.ModuleRoot()
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	archives, err := image.BuildProjectArchives(ctx, root, filepath.Join(dir, "bin"), image.DefaultCABundle, image.DefaultRef, dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	run(t, "ctr", "--address", ctrd.Address, "--namespace", ctrd.Namespace, "images", "import", archives.OCI)
+	t.Logf("image %s built and imported in %s", archives.Digest, time.Since(began).Round(time.Millisecond))
+	plugin, err := os.ReadFile(filepath.Join(dir, "bin", filepath.FromSlash(image.CNIPluginPath)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return plugin
 }
 
 // emptyConfDir removes the default conflist testenv wrote: on this node
@@ -277,6 +305,7 @@ func waitIPAMDReady(t *testing.T, cri crictl, ctrd *testenv.Containerd, paths no
 		}
 		return readyz(ctx, ctrd.NetNSPath)
 	})
+	followLogs(t, cri, id, filepath.Dir(paths.run))
 	return id
 }
 
