@@ -3,6 +3,8 @@ package ctl
 import (
 	"fmt"
 	"io"
+	"math"
+	"strconv"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -25,10 +27,22 @@ func RenderPods(w io.Writer, p api.Pods) error {
 	fmt.Fprintln(tw, "SANDBOX ID\tNETWORK\tIFNAME\tPOD\tUID\tIP\tAGE")
 	for _, pod := range p.Pods {
 		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\n", pod.SandboxID, pod.Network, pod.IfName,
-			orDash(podName(pod)), orDash(pod.UID), orDash(pod.Prefix), pod.AgeFormatted)
+			orDash(podName(pod)), orDash(pod.UID), orDash(podAddresses(pod)), pod.AgeFormatted)
 	}
 	fmt.Fprintf(tw, "%d assignment(s)\n", len(p.Pods))
 	return tw.Flush()
+}
+
+// podAddresses is every address of the attachment (both of a dual-stack
+// pod), in CIDR notation where ipamd knows the subnet.
+func podAddresses(p api.Pod) string {
+	if len(p.Prefixes) > 0 {
+		return strings.Join(p.Prefixes, ",")
+	}
+	if p.Prefix != "" {
+		return p.Prefix
+	}
+	return p.IP
 }
 
 func podName(p api.Pod) string {
@@ -46,9 +60,24 @@ func RenderPool(w io.Writer, p api.Pool) error {
 	fmt.Fprintln(tw)
 	fmt.Fprintln(tw, "GROUP\tTOTAL\tASSIGNED\tCOOLING\tFREE")
 	for _, g := range p.Groups {
-		fmt.Fprintf(tw, "%s\t%d\t%d\t%d\t%d\n", g.Group, g.Total, g.Assigned, g.Cooling, g.Free)
+		fmt.Fprintf(tw, "%s\t%s\t%d\t%d\t%s\n", g.Group, intCount(g.Total), g.Assigned, g.Cooling, intCount(g.Free))
 	}
-	fmt.Fprintf(tw, "all\t%d\t%d\t%d\t%d\n", p.Total, p.Assigned, p.Cooling, p.Free)
+	fmt.Fprintf(tw, "all\t%s\t%d\t%d\t%s\n", intCount(p.Total), p.Assigned, p.Cooling, intCount(p.Free))
+	if len(p.Families) > 0 {
+		fmt.Fprintln(tw)
+		fmt.Fprintln(tw, "FAMILY\tTOTAL\tASSIGNED\tCOOLING\tQUARANTINED\tFREE")
+		for _, f := range p.Families {
+			fmt.Fprintf(tw, "%s\t%s\t%d\t%d\t%d\t%s\n", f.Family, count(f.Total), f.Assigned, f.Cooling, f.Quarantined, count(f.Free))
+		}
+	}
+	if len(p.Ranges) > 0 {
+		fmt.Fprintln(tw)
+		fmt.Fprintln(tw, "RANGE\tFAMILY\tGROUP\tFIRST\tLAST\tSIZE\tASSIGNED\tCOOLING\tFREE")
+		for _, r := range p.Ranges {
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%d\t%d\t%s\n", r.Prefix, r.Family, r.Group, r.First, r.Last,
+				count(r.Size), r.Assigned, r.Cooling, count(r.Free))
+		}
+	}
 	if p.Proof.Unproven {
 		fmt.Fprintf(tw, "\nUNPROVEN: no address is handed out (%d quarantined) until the runtime and the node account for every pod's address; waiting for:\n", p.Unproven)
 		for _, w := range p.Proof.Waiting {
@@ -58,6 +87,23 @@ func RenderPool(w io.Writer, p api.Pool) error {
 		fmt.Fprintf(tw, "\n%d address(es) are quarantined: a pod holds them while ipamd records them free or under another sandbox\n", p.Unproven)
 	}
 	return tw.Flush()
+}
+
+// count prints an address count; 2^64-1 is where counts saturate (an
+// IPv6 /64 holds 2^64 addresses).
+func count(n uint64) string {
+	if n == math.MaxUint64 {
+		return ">=2^64-1"
+	}
+	return strconv.FormatUint(n, 10)
+}
+
+// intCount prints a count that saturates at MaxInt.
+func intCount(n int) string {
+	if n == math.MaxInt {
+		return ">=2^63-1"
+	}
+	return strconv.Itoa(n)
 }
 
 // RenderAdapter prints the adapter, its health and the last pass.

@@ -138,7 +138,7 @@ func (d *Daemon) Start(ctx context.Context) (err error) {
 	}
 	d.adapter = newAdapterHandle(d.cfg, d.opts, d.log)
 	d.metrics = metrics.New(metrics.Sources{Stats: d.store.Stats, Adapter: d.adapter.healthMetric, Unproven: d.store.Unproven,
-		Census: d.store.Census, AdapterState: d.adapterState, ReconcileGrace: d.cfg.Reconcile.Grace})
+		Census: d.store.Census, Ranges: d.store.Ranges, AdapterState: d.adapterState, ReconcileGrace: d.cfg.Reconcile.Grace})
 	if err := d.serveSocket(ctx); err != nil {
 		return err
 	}

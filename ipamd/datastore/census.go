@@ -26,7 +26,8 @@ type CensusKey struct {
 // Census counts the pool's addresses by group, family and state. Every
 // state of every (group, family) pair in the pool is present, zero
 // included, so a gauge per key never vanishes from a scrape. Counts
-// saturate at MaxInt (an IPv6 /64 holds 2^64 addresses).
+// saturate at MaxInt (an IPv6 /64 holds 2^64 addresses; Ranges has the
+// exact size of each block).
 func (s *Store) Census() map[CensusKey]int {
 	s.mu.Lock()
 	defer s.mu.Unlock()

@@ -14,6 +14,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"math"
 	"net/http"
 	"slices"
 	"strconv"
@@ -24,6 +25,7 @@ import (
 	"github.com/sandboxipam/sandboxipam/ipamd/datastore"
 	"github.com/sandboxipam/sandboxipam/ipamd/history"
 	"github.com/sandboxipam/sandboxipam/ipamd/introspect/api"
+	"github.com/sandboxipam/sandboxipam/ipamd/ipsource"
 	"github.com/sandboxipam/sandboxipam/ipamd/reconcile"
 	"github.com/sandboxipam/sandboxipam/runtime"
 )
@@ -117,9 +119,13 @@ func (h *handlers) pool(w http.ResponseWriter, _ *http.Request) {
 	pr := h.Store.Proof()
 	out.Proof = api.Proof{Unproven: pr.Unproven, Quarantined: pr.Quarantined, Waiting: pr.Waiting}
 	for _, g := range h.Store.Usage() {
-		out.Groups = append(out.Groups, api.Group{Group: g.Group, Total: g.Total, Assigned: g.Assigned, Cooling: g.Cooling,
-			Free: max(g.Total-g.Assigned-g.Cooling, 0)})
+		free := max(g.Total-g.Assigned-g.Cooling, 0)
+		if g.Total == math.MaxInt {
+			free = math.MaxInt // saturated: an IPv6 /64 holds 2^64 addresses
+		}
+		out.Groups = append(out.Groups, api.Group{Group: g.Group, Total: g.Total, Assigned: g.Assigned, Cooling: g.Cooling, Free: free})
 	}
+	out.Families, out.Ranges = RangesView(h.Store.Ranges())
 	writeJSON(w, http.StatusOK, out)
 }
 
@@ -174,6 +180,39 @@ func (h *handlers) reconcile(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, view)
 }
 
+// RangesView sums the pool's blocks per family and lists those of more
+// than one address (a static CIDR, a delegated prefix; the aws source's
+// secondary IPs are blocks of one, counted in the families only).
+func RangesView(rs []datastore.RangeInfo) ([]api.Family, []api.Range) {
+	families := []api.Family{}
+	ranges := []api.Range{}
+	index := map[string]int{}
+	for _, r := range rs {
+		free := r.Size - min(r.Size, r.Assigned+r.Cooling+r.Quarantined)
+		i, ok := index[r.Family]
+		if !ok {
+			i = len(families)
+			index[r.Family] = i
+			families = append(families, api.Family{Family: r.Family})
+		}
+		f := &families[i]
+		f.Total, f.Assigned = ipsource.SatAdd(f.Total, r.Size), f.Assigned+r.Assigned
+		f.Cooling, f.Quarantined, f.Free = f.Cooling+r.Cooling, f.Quarantined+r.Quarantined, ipsource.SatAdd(f.Free, free)
+		if r.Size <= 1 {
+			continue
+		}
+		v := api.Range{Prefix: r.Range.Prefix.String(), Family: r.Family, Group: r.Range.Group,
+			First: r.Range.First.String(), Last: r.Range.Last.String(),
+			Size: r.Size, Assigned: r.Assigned, Cooling: r.Cooling, Quarantined: r.Quarantined, Free: free}
+		if r.Range.Gateway.IsValid() {
+			v.Gateway = r.Range.Gateway.String()
+		}
+		ranges = append(ranges, v)
+	}
+	slices.SortFunc(families, func(a, b api.Family) int { return strings.Compare(a.Family, b.Family) })
+	return families, ranges
+}
+
 // PodView renders one assignment.
 func PodView(a datastore.Assignment, now time.Time) api.Pod {
 	age := now.Sub(a.AssignedAt)
@@ -188,6 +227,14 @@ func PodView(a datastore.Assignment, now time.Time) api.Pod {
 	}
 	if a.Address.Gateway.IsValid() {
 		p.Gateway = a.Address.Gateway.String()
+	}
+	for _, addr := range a.All() {
+		p.IPs = append(p.IPs, addr.IP.String())
+		prefix := addr.IP.String()
+		if addr.Subnet.IsValid() {
+			prefix += "/" + strconv.Itoa(addr.Subnet.Bits())
+		}
+		p.Prefixes = append(p.Prefixes, prefix)
 	}
 	return p
 }

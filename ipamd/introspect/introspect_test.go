@@ -8,6 +8,7 @@ import (
 	"net/http/httptest"
 	"net/netip"
 	"path/filepath"
+	"reflect"
 	"strings"
 	"testing"
 	"time"
@@ -73,8 +74,9 @@ func TestPodsAndPool(t *testing.T) {
 	}
 	want := api.Pod{SandboxID: key.SandboxID, Network: "net", IfName: "eth0", Name: "coredns", Namespace: "kube-system",
 		UID: "83f10b53", IP: "198.18.0.2", Prefix: "198.18.0.2/29", Gateway: "198.18.0.1", Group: "static",
+		IPs: []string{"198.18.0.2"}, Prefixes: []string{"198.18.0.2/29"},
 		AssignedAt: t0, AgeSeconds: 90, AgeFormatted: "1m30s"}
-	if len(pods.Pods) != 1 || pods.Pods[0] != want {
+	if len(pods.Pods) != 1 || !reflect.DeepEqual(pods.Pods[0], want) {
 		t.Fatalf("pods = %+v\nwant %+v", pods.Pods, want)
 	}
 

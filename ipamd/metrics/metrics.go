@@ -34,6 +34,9 @@ type Sources struct {
 	// Census counts the pool's addresses by group, family and state
 	// (ipamd_addresses).
 	Census func() map[datastore.CensusKey]int
+	// Ranges lists the pool's blocks; nil leaves ipamd_pool_range_addresses
+	// out.
+	Ranges func() []datastore.RangeInfo
 	// AdapterState is the adapter's supervision state: one of
 	// AdapterStates; nil when ipamd runs without one.
 	AdapterState func() string
@@ -148,6 +151,9 @@ func New(src Sources) *Metrics {
 		}))
 	}
 	m.registerPool(src.Stats)
+	if src.Ranges != nil {
+		m.registry.MustRegister(rangeCollector{ranges: src.Ranges})
+	}
 	if src.Census != nil {
 		m.registry.MustRegister(censusCollector{census: src.Census})
 	}
@@ -184,6 +190,32 @@ func (c censusCollector) Describe(ch chan<- *prometheus.Desc) { ch <- censusDesc
 func (c censusCollector) Collect(ch chan<- prometheus.Metric) {
 	for k, n := range c.census() {
 		ch <- prometheus.MustNewConstMetric(censusDesc, prometheus.GaugeValue, float64(n), k.Group, k.Family, string(k.State))
+	}
+}
+
+// rangeDesc is ipamd_pool_range_addresses: each block of the pool (a
+// static CIDR, a delegated prefix; blocks of one address, as the aws
+// source adds secondary IPs, are left to ipamd_addresses) by state.
+var rangeDesc = prometheus.NewDesc(namespace+"_pool_range_addresses",
+	"Addresses of each block of the pool (a static CIDR or a delegated prefix) by family, group and state: size (usable addresses; an IPv6 /64 is 1.8e19), assigned, cooling, quarantined (unproven included).",
+	[]string{"range", "family", "group", "state"}, nil)
+
+// rangeCollector reads the blocks at scrape time.
+type rangeCollector struct {
+	ranges func() []datastore.RangeInfo
+}
+
+func (c rangeCollector) Describe(ch chan<- *prometheus.Desc) { ch <- rangeDesc }
+
+func (c rangeCollector) Collect(ch chan<- prometheus.Metric) {
+	for _, r := range c.ranges() {
+		if r.Size <= 1 {
+			continue
+		}
+		p := r.Range.Prefix.String()
+		for state, n := range map[string]uint64{"size": r.Size, "assigned": r.Assigned, "cooling": r.Cooling, "quarantined": r.Quarantined} {
+			ch <- prometheus.MustNewConstMetric(rangeDesc, prometheus.GaugeValue, float64(n), p, r.Family, r.Range.Group, state)
+		}
 	}
 }
 

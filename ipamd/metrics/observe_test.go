@@ -103,3 +103,34 @@ func TestScrapePassesPromlint(t *testing.T) {
 		t.Errorf("promlint: %s: %s", p.Metric, p.Text)
 	}
 }
+
+// TestRangeMetric: each block of more than one address, by state, with an
+// IPv6 /64's size as large as it is; blocks of one (aws secondary IPs)
+// are left to ipamd_addresses.
+func TestRangeMetric(t *testing.T) {
+	m := metrics.New(metrics.Sources{
+		Ranges: func() []datastore.RangeInfo {
+			return []datastore.RangeInfo{
+				{Range: ipsource.Range{Prefix: netip.MustParsePrefix("198.18.0.0/24"), Group: "static"}, Family: "ipv4", Size: 254, Assigned: 3, Cooling: 1},
+				{Range: ipsource.Range{Prefix: netip.MustParsePrefix("2001:db8::/64"), Group: "static"}, Family: "ipv6", Size: 1<<64 - 1, Assigned: 3},
+				{Range: ipsource.Range{Prefix: netip.MustParsePrefix("10.0.0.9/32"), Group: "eni-1"}, Family: "ipv4", Size: 1},
+			}
+		},
+		AdapterState: func() string { return "healthy" },
+	})
+	body := scrape(t, m)
+	for _, line := range []string{
+		`ipamd_pool_range_addresses{family="ipv4",group="static",range="198.18.0.0/24",state="size"} 254`,
+		`ipamd_pool_range_addresses{family="ipv4",group="static",range="198.18.0.0/24",state="assigned"} 3`,
+		`ipamd_pool_range_addresses{family="ipv4",group="static",range="198.18.0.0/24",state="cooling"} 1`,
+		`ipamd_pool_range_addresses{family="ipv6",group="static",range="2001:db8::/64",state="size"} 1.8446744073709552e+19`,
+		`ipamd_pool_range_addresses{family="ipv6",group="static",range="2001:db8::/64",state="quarantined"} 0`,
+	} {
+		if !strings.Contains(body, line+"\n") {
+			t.Errorf("scrape lacks %s", line)
+		}
+	}
+	if strings.Contains(body, "10.0.0.9/32") {
+		t.Errorf("a block of one address is in the range metric:\n%s", body)
+	}
+}

@@ -21,14 +21,18 @@ const (
 // Pod is one assignment: the pod interface identified by its infra
 // sandbox ID, and its address.
 type Pod struct {
-	SandboxID    string    `json:"sandboxID"`
-	Network      string    `json:"network"`
-	IfName       string    `json:"ifName"`
-	Name         string    `json:"name"`
-	Namespace    string    `json:"namespace"`
-	UID          string    `json:"uid"`
-	IP           string    `json:"ip"`
-	Prefix       string    `json:"prefix"` // the address in CIDR notation
+	SandboxID string `json:"sandboxID"`
+	Network   string `json:"network"`
+	IfName    string `json:"ifName"`
+	Name      string `json:"name"`
+	Namespace string `json:"namespace"`
+	UID       string `json:"uid"`
+	IP        string `json:"ip"`
+	Prefix    string `json:"prefix"` // the address in CIDR notation
+	// IPs and Prefixes list every address of the attachment, one per
+	// family (a dual-stack pod has two), IP and Prefix first.
+	IPs          []string  `json:"ips"`
+	Prefixes     []string  `json:"prefixes"`
 	Gateway      string    `json:"gateway,omitempty"`
 	Group        string    `json:"group"` // "static" or an ENI ID
 	AssignedAt   time.Time `json:"assignedAt"`
@@ -50,6 +54,32 @@ type Group struct {
 	Free     int    `json:"free"`
 }
 
+// Family is one address family's share of the pool. Counts saturate at
+// 2^64-1 (an IPv6 /64 holds 2^64 addresses).
+type Family struct {
+	Family      string `json:"family"` // ipv4 or ipv6
+	Total       uint64 `json:"total"`
+	Assigned    uint64 `json:"assigned"`
+	Cooling     uint64 `json:"cooling"`
+	Quarantined uint64 `json:"quarantined"`
+	Free        uint64 `json:"free"`
+}
+
+// Range is one block of the pool: a static CIDR or a delegated prefix.
+type Range struct {
+	Prefix      string `json:"prefix"`
+	Family      string `json:"family"`
+	Group       string `json:"group"`
+	First       string `json:"first"`
+	Last        string `json:"last"`
+	Gateway     string `json:"gateway,omitempty"`
+	Size        uint64 `json:"size"`
+	Assigned    uint64 `json:"assigned"`
+	Cooling     uint64 `json:"cooling"`
+	Quarantined uint64 `json:"quarantined"`
+	Free        uint64 `json:"free"`
+}
+
 // Recovery says how the datastore found its checkpoint at start.
 type Recovery struct {
 	Checkpoint  string `json:"checkpoint"` // loaded, missing or corrupt
@@ -60,13 +90,17 @@ type Recovery struct {
 
 // Pool is GET /v1/pool.
 type Pool struct {
-	Source   string   `json:"source"` // static or aws
-	Total    int      `json:"total"`
-	Assigned int      `json:"assigned"`
-	Free     int      `json:"free"`
-	Cooling  int      `json:"cooling"`
-	Unproven int      `json:"unproven"`
-	Groups   []Group  `json:"groups"`
+	Source   string  `json:"source"` // static or aws
+	Total    int     `json:"total"`
+	Assigned int     `json:"assigned"`
+	Free     int     `json:"free"`
+	Cooling  int     `json:"cooling"`
+	Unproven int     `json:"unproven"`
+	Groups   []Group `json:"groups"`
+	// Families sums the pool per address family; Ranges lists its blocks
+	// of more than one address (static CIDRs, delegated prefixes).
+	Families []Family `json:"families"`
+	Ranges   []Range  `json:"ranges"`
 	Recovery Recovery `json:"recovery"`
 	Proof    Proof    `json:"proof"`
 }
