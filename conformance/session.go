@@ -118,7 +118,7 @@ func (s *session) createPod(ctx context.Context, spec fixture.PodSpec) (fixture.
 	if err != nil {
 		return fixture.Pod{}, nil, fmt.Errorf("fixture %s: create pod %s: %w", s.fixture.Name(), spec.Name, err)
 	}
-	item := s.res.add("pod "+spec.Name, func(ctx context.Context) error {
+	item := s.res.addPod("pod "+spec.Name, func(ctx context.Context) error {
 		return s.fixture.RemovePod(ctx, pod)
 	})
 	return pod, item, nil

@@ -7,7 +7,6 @@ package e2e
 import (
 	"context"
 	"fmt"
-	"os"
 	"sync"
 	"testing"
 	"time"
@@ -21,14 +20,6 @@ var binaries struct {
 	once sync.Once
 	dir  string
 	err  error
-}
-
-func TestMain(m *testing.M) {
-	code := m.Run()
-	if binaries.dir != "" {
-		os.RemoveAll(binaries.dir)
-	}
-	os.Exit(code)
 }
 
 // requireNode skips (or fails under CI=true) where real runtimes cannot
@@ -45,7 +36,8 @@ func requireNode(t *testing.T) string {
 			binaries.err = err
 			return
 		}
-		binaries.dir, binaries.err = os.MkdirTemp("", "sbxipam-e2e-bin-")
+		// Kept across runs, so a warm run links nothing (testsupport.LinkDir).
+		binaries.dir, binaries.err = testsupport.LinkDir("e2e-node")
 		if binaries.err == nil {
 			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
 			defer cancel()

@@ -2,9 +2,11 @@ package e2e_test
 
 import (
 	"context"
+	"flag"
 	"fmt"
 	"os"
 	"path/filepath"
+	"strconv"
 	"sync"
 	"testing"
 
@@ -50,11 +52,21 @@ var packagesToBuild = []string{
 }
 
 func TestMain(m *testing.M) {
-	code := testenv.Run(m, docker, containerd, restartDocker, restartContainerd)
-	if binaries.dir != "" {
-		_ = os.RemoveAll(binaries.dir)
+	flag.Parse()
+	allowParallel(4)
+	os.Exit(testenv.Run(m, docker, containerd, restartDocker, restartContainerd))
+}
+
+// allowParallel lets n of this package's tests run at once unless
+// -parallel was given. The default, GOMAXPROCS, is 2 on a 2-core machine,
+// and these tests spend most of their time waiting on a runtime that
+// creates or removes containers, not computing.
+func allowParallel(n int) {
+	given := false
+	flag.Visit(func(f *flag.Flag) { given = given || f.Name == "test.parallel" })
+	if !given {
+		_ = flag.Set("test.parallel", strconv.Itoa(n))
 	}
-	os.Exit(code)
 }
 
 // binary returns the path of a built main, named after its package
@@ -68,10 +80,11 @@ func binary(t testing.TB, name string) string {
 	return filepath.Join(binaries.dir, name)
 }
 
-// buildAll builds every package under test into a fresh directory, with
-// the Makefile's flags so that make build's cache serves it.
+// buildAll builds every package under test, with the Makefile's flags so
+// that make build's cache serves it, into a directory kept across runs so
+// that a warm run links nothing (testsupport.LinkDir).
 func buildAll() (string, error) {
-	dir, err := os.MkdirTemp("", "conf-bin-")
+	dir, err := testsupport.LinkDir("conformance-e2e")
 	if err != nil {
 		return "", fmt.Errorf("build dir: %w", err)
 	}

@@ -51,29 +51,47 @@ func Build(ctx context.Context, dir string, static bool, pkgs ...string) error {
 	return nil
 }
 
-// builds caches the binaries this test process built, by package and
-// linkage: compiling takes seconds even with a warm cache.
+// LinkDir returns a directory for binaries built by tests, kept across test
+// runs under os.TempDir() and named after the module root and name.
+//
+// go build -o into a directory leaves a binary alone when it is already up
+// to date (it compares the build ID), so a warm run links nothing: linking
+// is most of what building a main costs once the build cache is warm, and
+// the suite links some 40 binaries. When go build does link, it renames the
+// new file into place, so a test process running the previous file at the
+// same path, or building it at the same time, never sees a half-written
+// one. The directory is a cache, as the build cache is: nothing removes it.
+func LinkDir(name string) (string, error) {
+	root, err := ModuleRoot()
+	if err != nil {
+		return "", err
+	}
+	sum := sha256.Sum256([]byte(root))
+	dir := filepath.Join(os.TempDir(), "sandboxipam-bin-"+hex.EncodeToString(sum[:6]), name)
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return "", fmt.Errorf("test binary directory: %w", err)
+	}
+	return dir, nil
+}
+
+// builds caches the paths this test process built, by package and linkage:
+// even an up-to-date go build takes a second.
 var builds struct {
 	mu    sync.Mutex
 	paths map[string]string
 }
 
 // Binary builds the main package pkg (module-relative, as "./cmd/ipamd")
-// once per test process and returns the binary's path. It skips t when no
-// go command is installed, except in CI, where it fails.
-//
-// The binary lands in a directory under os.TempDir() named after the
-// module root and is replaced atomically by each build, so that test
-// processes running at once never see a half-written file and repeated
-// runs reuse one file instead of leaving one behind each. A test that
-// changes or pins the binary copies it first.
+// once per test process into LinkDir("dynamic") and returns the binary's
+// path. It skips t when no go command is installed, except in CI, where
+// it fails. A test that changes or pins the binary copies it first.
 func Binary(t testing.TB, pkg string) string {
 	t.Helper()
 	return binary(t, pkg, false)
 }
 
-// StaticBinary is Binary built with CGO_ENABLED=0, as the Makefile builds
-// the CNI plugin.
+// StaticBinary is Binary built with CGO_ENABLED=0 into LinkDir("static"),
+// as the Makefile builds the CNI plugin.
 func StaticBinary(t testing.TB, pkg string) string {
 	t.Helper()
 	return binary(t, pkg, true)
@@ -102,33 +120,16 @@ func binary(t testing.TB, pkg string, static bool) string {
 }
 
 func buildOne(ctx context.Context, pkg string, static bool) (string, error) {
-	root, err := ModuleRoot()
-	if err != nil {
-		return "", err
-	}
-	sum := sha256.Sum256([]byte(root))
 	kind := "dynamic"
 	if static {
 		kind = "static"
 	}
-	dir := filepath.Join(os.TempDir(), "sandboxipam-bin-"+hex.EncodeToString(sum[:6]), kind)
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return "", fmt.Errorf("build %s: %w", pkg, err)
-	}
-	// Build into a private directory, then rename: another test process
-	// may be executing the previous file at this path.
-	tmp, err := os.MkdirTemp(dir, ".build-")
+	dir, err := LinkDir(kind)
 	if err != nil {
 		return "", fmt.Errorf("build %s: %w", pkg, err)
 	}
-	defer os.RemoveAll(tmp)
-	if err := Build(ctx, tmp, static, pkg); err != nil {
+	if err := Build(ctx, dir, static, pkg); err != nil {
 		return "", err
 	}
-	name := path.Base(pkg)
-	final := filepath.Join(dir, name)
-	if err := os.Rename(filepath.Join(tmp, name), final); err != nil {
-		return "", fmt.Errorf("build %s: %w", pkg, err)
-	}
-	return final, nil
+	return filepath.Join(dir, path.Base(pkg)), nil
 }

@@ -8,12 +8,12 @@ import (
 	"net"
 	"os"
 	"os/exec"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus/testutil/promlint"
+	"github.com/sandboxipam/sandboxipam/internal/testsupport"
 	"github.com/sandboxipam/sandboxipam/ipamd/api/hostveth"
 	"github.com/sandboxipam/sandboxipam/ipamd/ctl"
 	"github.com/sandboxipam/sandboxipam/ipamd/introspect/api"
@@ -32,26 +32,16 @@ func requireRootAndIP(t *testing.T) {
 	} else if _, err := exec.LookPath("ip"); err != nil {
 		reason = "needs iproute2's ip to create network namespaces"
 	}
-	if reason == "" {
-		return
+	if reason != "" {
+		testsupport.SkipOrFail(t, "%s", reason)
 	}
-	if os.Getenv("CI") == "true" {
-		t.Fatalf("CI=true: %s", reason)
-	}
-	t.Skip(reason)
 }
 
-// buildPlugin builds cmd/sandboxipam as it ships (static, grpcnotrace)
-// into the test's directory.
+// buildPlugin builds cmd/sandboxipam as it ships (static, with make
+// build's flags).
 func buildPlugin(t *testing.T) string {
 	t.Helper()
-	path := filepath.Join(t.TempDir(), "sandboxipam")
-	cmd := exec.Command("go", "build", "-trimpath", "-tags", "grpcnotrace", "-o", path, "github.com/sandboxipam/sandboxipam/cmd/sandboxipam")
-	cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
-	if out, err := cmd.CombinedOutput(); err != nil {
-		t.Fatalf("go build: %v\n%s", err, out)
-	}
-	return path
+	return testsupport.StaticBinary(t, "./cmd/sandboxipam")
 }
 
 // newNetns makes a named namespace for the test and deletes it after.
