@@ -22,7 +22,7 @@ import (
 func TestBenchmarkReport(t *testing.T) {
 	t.Parallel()
 	d := docker.Get(t)
-	args := append([]string{"--adapter", binary(t, "docker"), "--benchmark", "--scale", "3", "--namespace", "conformance-benchmark"},
+	args := append([]string{"--adapter", binary(t, "docker"), dockerAdapterTimeout, "--benchmark", "--scale", "3", "--namespace", "conformance-benchmark"},
 		dockerFixtureArgs(d)...)
 	run := runCLI(t, args...)
 	b := run.report.Benchmark

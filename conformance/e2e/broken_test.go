@@ -70,12 +70,9 @@ func TestBrokenAdaptersFailTheirRule(t *testing.T) {
 		},
 		{
 			// The shipped docker adapter with the pods' IPs handed round
-			// (to another pod of this run or of a run alongside). Its
-			// first listing inspects every sandbox of the shared dockerd:
-			// on a loaded machine that takes longer than its default
-			// bound, hence the adapter's own longer timeout.
+			// (to another pod of this run or of a run alongside).
 			adapter:   "swappedips",
-			args:      []string{"--adapter-arg=--timeout=25s"},
+			args:      []string{dockerAdapterTimeout},
 			failing:   []string{"pod-ips-match"},
 			mainCheck: "pod-ips-match", message: "other IPs than the runtime recorded",
 		},

@@ -170,6 +170,14 @@ const podCIDR = "198.18.128.0/17"
 
 // dockerFixtureArgs are the flags that point the runner's docker fixture
 // and the adapter at the private dockerd.
+// dockerAdapterTimeout gives the shipped docker adapter the runner's own
+// bound on a call (conformance.DefaultTimeout) instead of its default 10 s:
+// its listing inspects every sandbox of the one dockerd all the package's
+// runs share, and on a loaded 2-core machine that dockerd answered a
+// listing of some 30 sandboxes in more than 10 s. The checks that need a
+// short bound (the deadline checks) set their own.
+const dockerAdapterTimeout = "--adapter-arg=--timeout=30s"
+
 func dockerFixtureArgs(d *testenv.Docker) []string {
 	return []string{"--fixture", "docker", "--endpoint", d.Host, "--pause-image", d.PauseImage, "--cgroup-parent", d.CgroupParent,
 		"--pod-cidr", podCIDR}

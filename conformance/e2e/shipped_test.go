@@ -23,7 +23,7 @@ func TestDockerAdapterConforms(t *testing.T) {
 	t.Parallel()
 	d := docker.Get(t)
 	c := containerd.Get(t)
-	args := append([]string{"--adapter", binary(t, "docker"), "--scale", dockerScale,
+	args := append([]string{"--adapter", binary(t, "docker"), dockerAdapterTimeout, "--scale", dockerScale,
 		"--wrong-runtime-arg=--endpoint=" + c.Endpoint, "--no-cri-endpoint=" + d.ContainerdEndpoint}, dockerFixtureArgs(d)...)
 	run := runCLI(t, args...)
 	expectOutcome(t, run, 0, nil, []string{"runtime-restart"})
