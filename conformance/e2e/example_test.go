@@ -4,6 +4,7 @@ import (
 	"context"
 	"net/netip"
 	"testing"
+	"time"
 
 	"github.com/sandboxipam/sandboxipam/conformance"
 	"github.com/sandboxipam/sandboxipam/conformance/conformancetest"
@@ -33,5 +34,7 @@ func TestExampleAdapterConforms(t *testing.T) {
 		Fixture:      fix,
 		EndpointArgs: func(endpoint string) []string { return []string{"--endpoint=" + endpoint} },
 		Scale:        3,
+		// The shared dockerd's bound, as sharedDockerCallTimeout says.
+		Timeout: 2 * time.Minute,
 	})
 }

@@ -168,19 +168,24 @@ func expectOutcome(t *testing.T, run cliRun, exitCode int, failing, skipped []st
 // pod-ips-match; they live only in the pods' own network namespaces.
 const podCIDR = "198.18.128.0/17"
 
+// The runs against the one dockerd the package's tests share bound each
+// adapter call by two minutes, the runner's --timeout and the shipped docker
+// adapter's own (defaults 30 s and 10 s). A docker adapter's listing
+// inspects every sandbox on the node, and an inspect waits for the lock of
+// a container that another run is starting or removing: with the machine
+// at load average 30-40, one listing took more than 30 s. The checks whose
+// point is a short bound (deadline-short, deadline-hung-runtime) set their
+// own; these bounds only stop a hung run.
+const (
+	sharedDockerCallTimeout = "--timeout=2m"
+	dockerAdapterTimeout    = "--adapter-arg=--timeout=2m"
+)
+
 // dockerFixtureArgs are the flags that point the runner's docker fixture
 // and the adapter at the private dockerd.
-// dockerAdapterTimeout gives the shipped docker adapter the runner's own
-// bound on a call (conformance.DefaultTimeout) instead of its default 10 s:
-// its listing inspects every sandbox of the one dockerd all the package's
-// runs share, and on a loaded 2-core machine that dockerd answered a
-// listing of some 30 sandboxes in more than 10 s. The checks that need a
-// short bound (the deadline checks) set their own.
-const dockerAdapterTimeout = "--adapter-arg=--timeout=30s"
-
 func dockerFixtureArgs(d *testenv.Docker) []string {
 	return []string{"--fixture", "docker", "--endpoint", d.Host, "--pause-image", d.PauseImage, "--cgroup-parent", d.CgroupParent,
-		"--pod-cidr", podCIDR}
+		"--pod-cidr", podCIDR, sharedDockerCallTimeout}
 }
 
 // criFixtureArgs point the runner's CRI fixture and the adapter at the
