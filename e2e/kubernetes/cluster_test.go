@@ -225,7 +225,7 @@ func TestOneNodeCluster(t *testing.T) {
 	// Uninstall: the preStop hook takes the conflist away.
 	removeWorkloads(t, api, cri)
 	if _, err := os.Stat(confList); !errors.Is(err, os.ErrNotExist) {
-		t.Fatalf("the conflist outlived the DaemonSet: %v", err)
+		t.Fatalf("the conflist outlived the DaemonSet (%s): %v", conflistRace, err)
 	}
 }
 

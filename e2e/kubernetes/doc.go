@@ -3,7 +3,10 @@
 // standalone mode with static pods, against the private containerd that
 // internal/testenv starts, with the project's image (internal/image)
 // imported and ipamd run as a static pod made from the DaemonSet's own pod
-// template (deploy/kubernetes).
+// template (deploy/kubernetes); and a one-node cluster (etcd,
+// kube-apiserver, kube-controller-manager, kube-scheduler and a kubelet
+// registered to them, all on 127.0.0.1) to which the containerd overlay is
+// applied, as kubectl apply -k would.
 //
 // The tests run only when SANDBOXIPAM_E2E_KUBERNETES=1, so that a plain
 // "go test ./..." never builds or starts a kubelet; then they need root,
@@ -17,5 +20,6 @@
 // its root directory is a shared mount, so the volumes it mounts reach
 // containerd. It also runs in the private containerd's network namespace,
 // where hostNetwork pods (ipamd) live, so its probes reach ipamd on
-// 127.0.0.1 exactly as on a node.
+// 127.0.0.1 exactly as on a node; the cluster's control plane listens on
+// that namespace's loopback too, so its ports never meet the host's.
 package kubernetes

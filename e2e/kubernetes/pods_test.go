@@ -378,13 +378,19 @@ func followLogs(t *testing.T, cri crictl, id, dir string) {
 // removeSandboxes removes every sandbox the runtime still has once kubelet
 // is gone. containerd 1.6 tears a pod's network down again on every stop
 // and remove, even of a sandbox kubelet already stopped, and fails with
-// "cni plugin not initialized" when no conflist is left: so once ipamd's
-// is gone (its DELs were checked by then), a loopback-only conflist stands
-// in while the stopped sandboxes go.
+// "cni plugin not initialized" when no conflist is left, or fails the DEL
+// when a conflist outlived ipamd. So whatever the conflist directory holds
+// is replaced by a loopback-only stand-in of the same network: the DELs
+// succeed and libcni drops the results it cached on the host
+// (/var/lib/cni/results). Whether ipamd saw its DELs was checked before.
 func removeSandboxes(t *testing.T, cri crictl, confDir string) {
 	t.Helper()
-	standIn := filepath.Join(confDir, "99-e2e-teardown.conflist")
-	noop := `{"cniVersion": "1.0.0", "name": "e2e-teardown", "plugins": [{"type": "loopback"}]}`
+	entries, _ := os.ReadDir(confDir)
+	for _, e := range entries {
+		_ = os.Remove(filepath.Join(confDir, e.Name()))
+	}
+	standIn := filepath.Join(confDir, "10-sandboxipam.conflist")
+	noop := `{"cniVersion": "1.0.0", "name": "sandboxipam", "plugins": [{"type": "loopback"}]}`
 	if err := os.WriteFile(standIn, []byte(noop), 0o644); err != nil {
 		t.Error(err)
 		return

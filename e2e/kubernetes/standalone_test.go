@@ -160,7 +160,7 @@ func TestStandaloneKubelet(t *testing.T) {
 			return errors.New("ipamd still runs")
 		}
 		if _, err := os.Stat(confList); err == nil {
-			return fmt.Errorf("%s still there", confList)
+			return fmt.Errorf("%s still there (%s)", confList, conflistRace)
 		}
 		return nil
 	})
@@ -193,7 +193,7 @@ func TestStandaloneKubelet(t *testing.T) {
 			return fmt.Errorf("still ready: %v", ready)
 		}
 		if _, err := os.Stat(confList); err == nil {
-			return errors.New("the conflist outlived ipamd")
+			return fmt.Errorf("the conflist outlived ipamd (%s)", conflistRace)
 		}
 		return nil
 	})
@@ -248,6 +248,13 @@ func importImage(t *testing.T, ctrd *testenv.Containerd, dir string) []byte {
 	}
 	return plugin
 }
+
+// conflistRace names the known way the conflist outlives ipamd, so that a
+// failure says where to look: ipamd writes its conflist again when it finds
+// it gone after a reconcile pass, and nothing stops that between the
+// preStop hook's removal and ipamd's handling of SIGTERM. ipamd's log then
+// shows "writing it again" just before "shutting down".
+const conflistRace = "did ipamd write it again after the preStop hook removed it? see its log"
 
 // emptyConfDir removes the default conflist testenv wrote: on this node
 // the network exists only while ipamd says so.
