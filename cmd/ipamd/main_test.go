@@ -67,6 +67,7 @@ func TestConfigReferenceListsAWSVariables(t *testing.T) {
 	}
 	defaults := map[string]string{
 		"warmIPTarget": "0", "minimumIPTarget": "0", "warmENITarget": "1", "maxENIs": "0",
+		"enablePrefixDelegation": "false", "warmPrefixTarget": "0", "enableIPv6": "false",
 		"poolCheckInterval": "1s", "shrinkInterval": "30s", "resyncInterval": "1m0s", "leakedENICleanupInterval": "30m0s",
 		"maxAttempts": "10", "maxBackoff": "20s", "region": `""`, "ec2Endpoint": `""`, "imdsEndpoint": `""`,
 	}
@@ -83,9 +84,12 @@ func TestConfigReferenceListsAWSVariables(t *testing.T) {
 		}
 	}
 	for alias, want := range map[string]string{
-		"WARM_IP_TARGET":    "IPAMD_IPSOURCE_AWS_WARMIPTARGET ipSource.aws.warmIPTarget",
-		"MINIMUM_IP_TARGET": "IPAMD_IPSOURCE_AWS_MINIMUMIPTARGET ipSource.aws.minimumIPTarget",
-		"WARM_ENI_TARGET":   "IPAMD_IPSOURCE_AWS_WARMENITARGET ipSource.aws.warmENITarget",
+		"WARM_IP_TARGET":           "IPAMD_IPSOURCE_AWS_WARMIPTARGET ipSource.aws.warmIPTarget",
+		"MINIMUM_IP_TARGET":        "IPAMD_IPSOURCE_AWS_MINIMUMIPTARGET ipSource.aws.minimumIPTarget",
+		"WARM_ENI_TARGET":          "IPAMD_IPSOURCE_AWS_WARMENITARGET ipSource.aws.warmENITarget",
+		"ENABLE_PREFIX_DELEGATION": "IPAMD_IPSOURCE_AWS_ENABLEPREFIXDELEGATION ipSource.aws.enablePrefixDelegation",
+		"WARM_PREFIX_TARGET":       "IPAMD_IPSOURCE_AWS_WARMPREFIXTARGET ipSource.aws.warmPrefixTarget",
+		"ENABLE_IPv6":              "IPAMD_IPSOURCE_AWS_ENABLEIPV6 ipSource.aws.enableIPv6",
 	} {
 		if got := rows[alias]; got != want {
 			t.Errorf("config-reference alias row %s = %q, want %q", alias, got, want)

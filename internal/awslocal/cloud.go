@@ -72,6 +72,9 @@ type Options struct {
 	InstanceType string
 	// InstanceTypes replaces DefaultInstanceTypes when set.
 	InstanceTypes map[string]Limits
+	// SubnetIPv6CIDR is the subnet's IPv6 block, from which
+	// AssignIpv6Addresses delegates /80 prefixes; default 2001:db8:1::/64.
+	SubnetIPv6CIDR netip.Prefix
 }
 
 func (o *Options) applyDefaults() {
@@ -98,6 +101,9 @@ func (o *Options) applyDefaults() {
 	}
 	if o.InstanceTypes == nil {
 		o.InstanceTypes = DefaultInstanceTypes()
+	}
+	if !o.SubnetIPv6CIDR.IsValid() {
+		o.SubnetIPv6CIDR = netip.MustParsePrefix("2001:db8:1::/64")
 	}
 }
 
@@ -283,7 +289,11 @@ type ENI struct {
 	Status         string // "available" or "in-use"
 	PrimaryIP      netip.Addr
 	SecondaryIPs   []netip.Addr
-	Tags           map[string]string
+	// IPv4Prefixes are delegated /28s (each takes one address slot of
+	// the ENI); IPv6Prefixes delegated /80s.
+	IPv4Prefixes []netip.Prefix
+	IPv6Prefixes []netip.Prefix
+	Tags         map[string]string
 	// Attachment fields are zero when Status is "available".
 	AttachmentID        string
 	InstanceID          string

@@ -42,6 +42,7 @@ var ec2Actions = map[string]ec2Action{
 	"DeleteNetworkInterface":          (*Cloud).deleteNetworkInterface,
 	"ModifyNetworkInterfaceAttribute": (*Cloud).modifyNetworkInterfaceAttribute,
 	"AssignPrivateIpAddresses":        (*Cloud).assignPrivateIPAddresses,
+	"AssignIpv6Addresses":             (*Cloud).assignIPv6Addresses,
 	"UnassignPrivateIpAddresses":      (*Cloud).unassignPrivateIPAddresses,
 }
 

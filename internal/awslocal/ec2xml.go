@@ -22,6 +22,16 @@ type networkInterfaceXML struct {
 	Attachment         *attachmentXML     `xml:"attachment,omitempty"`
 	TagSet             []tagXML           `xml:"tagSet>item"`
 	PrivateIPAddresses []privateIPAddrXML `xml:"privateIpAddressesSet>item"`
+	IPv4Prefixes       []ipv4PrefixXML    `xml:"ipv4PrefixSet>item"`
+	IPv6Prefixes       []ipv6PrefixXML    `xml:"ipv6PrefixSet>item"`
+}
+
+type ipv4PrefixXML struct {
+	IPv4Prefix string `xml:"ipv4Prefix"`
+}
+
+type ipv6PrefixXML struct {
+	IPv6Prefix string `xml:"ipv6Prefix"`
 }
 
 type groupXML struct {
@@ -89,6 +99,12 @@ func (c *Cloud) eniXML(n *networkInterface) networkInterfaceXML {
 	out.PrivateIPAddresses = append(out.PrivateIPAddresses, privateIPAddrXML{PrivateIPAddress: n.primaryIP.String(), Primary: true})
 	for _, ip := range n.secondaryIPs {
 		out.PrivateIPAddresses = append(out.PrivateIPAddresses, privateIPAddrXML{PrivateIPAddress: ip.String()})
+	}
+	for _, p := range n.ipv4Prefixes {
+		out.IPv4Prefixes = append(out.IPv4Prefixes, ipv4PrefixXML{IPv4Prefix: p.String()})
+	}
+	for _, p := range n.ipv6Prefixes {
+		out.IPv6Prefixes = append(out.IPv6Prefixes, ipv6PrefixXML{IPv6Prefix: p.String()})
 	}
 	if a := n.attachment; a != nil {
 		out.Attachment = &attachmentXML{

@@ -17,6 +17,8 @@ type networkInterface struct {
 	status         string // "available" | "in-use"
 	primaryIP      netip.Addr
 	secondaryIPs   []netip.Addr
+	ipv4Prefixes   []netip.Prefix
+	ipv6Prefixes   []netip.Prefix
 	tags           map[string]string
 	attachment     *attachment
 }
@@ -38,6 +40,8 @@ func (n *networkInterface) snapshot() ENI {
 		Status:         n.status,
 		PrimaryIP:      n.primaryIP,
 		SecondaryIPs:   slices.Clone(n.secondaryIPs),
+		IPv4Prefixes:   slices.Clone(n.ipv4Prefixes),
+		IPv6Prefixes:   slices.Clone(n.ipv6Prefixes),
 		Tags:           maps.Clone(n.tags),
 	}
 	if a := n.attachment; a != nil {
@@ -49,8 +53,9 @@ func (n *networkInterface) snapshot() ENI {
 	return e
 }
 
-// ipCount is how many private IPv4 addresses the ENI holds, primary included.
-func (n *networkInterface) ipCount() int { return 1 + len(n.secondaryIPs) }
+// ipCount is how many IPv4 address slots the ENI uses, primary included:
+// each delegated /28 prefix takes one slot, as in EC2.
+func (n *networkInterface) ipCount() int { return 1 + len(n.secondaryIPs) + len(n.ipv4Prefixes) }
 
 // newID returns prefix followed by 17 hex digits, like real EC2 IDs.
 // Called with c.mu held (or before the servers start).
@@ -108,6 +113,97 @@ func (c *Cloud) allocate(n int) ([]netip.Addr, *APIError) {
 		c.used[a] = true
 	}
 	return out, nil
+}
+
+// allocatePrefixes takes the n lowest /28 blocks of the subnet none of
+// whose addresses is in use (nor among the five a VPC reserves), as EC2
+// delegates IPv4 prefixes; a subnet too fragmented for them answers
+// InsufficientCidrBlocks even with free addresses left.
+func (c *Cloud) allocatePrefixes(n int) ([]netip.Prefix, *APIError) {
+	subnet := c.opts.SubnetCIDR.Masked()
+	first, last := subnet.Addr(), lastOf(subnet)
+	reserved := map[netip.Addr]bool{last: true}
+	a := first
+	for range 4 {
+		reserved[a] = true
+		a = a.Next()
+	}
+	var out []netip.Prefix
+	for p := netip.PrefixFrom(first, 28); len(out) < n && subnet.Contains(p.Addr()); {
+		free := true
+		ip := p.Addr()
+		for range 16 {
+			if c.used[ip] || reserved[ip] {
+				free = false
+				break
+			}
+			ip = ip.Next()
+		}
+		if free {
+			out = append(out, p)
+		}
+		next := lastOf(p).Next()
+		if !next.IsValid() {
+			break
+		}
+		p = netip.PrefixFrom(next, 28)
+	}
+	if len(out) < n {
+		return nil, apiErrorf("InsufficientCidrBlocks", "The specified subnet does not have enough free cidr blocks to satisfy the request.")
+	}
+	for _, p := range out {
+		ip := p.Addr()
+		for range 16 {
+			c.used[ip] = true
+			ip = ip.Next()
+		}
+	}
+	return out, nil
+}
+
+func (c *Cloud) releasePrefixes(prefixes ...netip.Prefix) {
+	for _, p := range prefixes {
+		ip := p.Addr()
+		for range 16 {
+			delete(c.used, ip)
+			ip = ip.Next()
+		}
+	}
+}
+
+// allocateIPv6Prefixes takes the n lowest /80s of the subnet's IPv6 block
+// no ENI holds.
+func (c *Cloud) allocateIPv6Prefixes(n int) ([]netip.Prefix, *APIError) {
+	held := map[netip.Prefix]bool{}
+	for _, eni := range c.enis {
+		for _, p := range eni.ipv6Prefixes {
+			held[p] = true
+		}
+	}
+	base := c.opts.SubnetIPv6CIDR.Masked().Addr().As16()
+	var out []netip.Prefix
+	for i := 0; len(out) < n && i < 1<<16; i++ {
+		b := base
+		b[8], b[9] = byte(i>>8), byte(i)
+		p := netip.PrefixFrom(netip.AddrFrom16(b), 80)
+		if !held[p] {
+			out = append(out, p)
+		}
+	}
+	if len(out) < n {
+		return nil, apiErrorf("InsufficientCidrBlocks", "The specified subnet does not have enough free cidr blocks to satisfy the request.")
+	}
+	return out, nil
+}
+
+// lastOf is the highest address of p.
+func lastOf(p netip.Prefix) netip.Addr {
+	b := p.Masked().Addr().AsSlice()
+	for bit := p.Bits(); bit < len(b)*8; bit++ {
+		b[bit/8] |= 1 << (7 - bit%8)
+	}
+	ip, _ := netip.AddrFromSlice(b)
+	return ip
 }
 
 func (c *Cloud) release(addrs ...netip.Addr) {

@@ -36,8 +36,8 @@ func TestAWSEnvTagsAreTheDerivedVariables(t *testing.T) {
 		ref[f.Path] = f
 	}
 	tags := awsFieldEnv(t)
-	if len(tags) != 13 {
-		t.Fatalf("aws.Config has %d fields, this test knows 13: %v", len(tags), tags)
+	if len(tags) != 16 {
+		t.Fatalf("aws.Config has %d fields, this test knows 16: %v", len(tags), tags)
 	}
 	for yamlName, env := range tags {
 		path := "ipSource.aws." + yamlName
@@ -58,7 +58,8 @@ func TestAWSDocCommentsNameTheDerivedVariables(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	aliases := map[string]string{"warmIPTarget": "WARM_IP_TARGET", "minimumIPTarget": "MINIMUM_IP_TARGET", "warmENITarget": "WARM_ENI_TARGET"}
+	aliases := map[string]string{"warmIPTarget": "WARM_IP_TARGET", "minimumIPTarget": "MINIMUM_IP_TARGET", "warmENITarget": "WARM_ENI_TARGET",
+		"enablePrefixDelegation": "ENABLE_PREFIX_DELEGATION", "warmPrefixTarget": "WARM_PREFIX_TARGET", "enableIPv6": "ENABLE_IPv6"}
 	tags := awsFieldEnv(t)
 	checked := 0
 	ast.Inspect(file, func(n ast.Node) bool {
@@ -103,6 +104,9 @@ func TestAWSEnvOverridesByDocumentedNames(t *testing.T) {
 		"warmIPTarget":             "7",
 		"minimumIPTarget":          "12",
 		"warmENITarget":            "3",
+		"enablePrefixDelegation":   "true",
+		"warmPrefixTarget":         "2",
+		"enableIPv6":               "true",
 		"maxENIs":                  "2",
 		"poolCheckInterval":        "250ms",
 		"shrinkInterval":           "0s",
@@ -126,7 +130,7 @@ func TestAWSEnvOverridesByDocumentedNames(t *testing.T) {
 	if err != nil {
 		t.Fatalf("Load: %v", err)
 	}
-	want := aws.Config{WarmIPTarget: 7, MinimumIPTarget: 12, WarmENITarget: 3, MaxENIs: 2,
+	want := aws.Config{WarmIPTarget: 7, MinimumIPTarget: 12, WarmENITarget: 3, EnablePrefixDelegation: true, WarmPrefixTarget: 2, EnableIPv6: true, MaxENIs: 2,
 		PoolCheckInterval: 250 * time.Millisecond, ShrinkInterval: 0, ResyncInterval: 90 * time.Second,
 		LeakedENICleanupInterval: 2 * time.Hour, MaxAttempts: 4, MaxBackoff: 3 * time.Second,
 		Region: "ap-south-2", EC2Endpoint: "http://127.0.0.1:9001", IMDSEndpoint: "http://127.0.0.1:9002"}
@@ -155,7 +159,7 @@ func TestAWSTargetAliases(t *testing.T) {
 		{"IPAMD_ wins whatever the order", []string{"IPAMD_IPSOURCE_AWS_MINIMUMIPTARGET=11", "MINIMUM_IP_TARGET=30"}, [3]int{5, 11, 2}},
 		{"an empty alias is unset, as in the VPC CNI", []string{"WARM_IP_TARGET=", "MINIMUM_IP_TARGET=", "WARM_ENI_TARGET="}, [3]int{5, 10, 2}},
 		{"a shadowed alias is not parsed", []string{"WARM_ENI_TARGET=lots", "IPAMD_IPSOURCE_AWS_WARMENITARGET=1"}, [3]int{5, 10, 1}},
-		{"other VPC CNI variables are ignored", []string{"MAX_ENI=1", "WARM_PREFIX_TARGET=1", "AWS_VPC_K8S_CNI_LOGLEVEL=DEBUG"}, [3]int{5, 10, 2}},
+		{"other VPC CNI variables are ignored", []string{"MAX_ENI=1", "AWS_VPC_K8S_CNI_LOGLEVEL=DEBUG"}, [3]int{5, 10, 2}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			cfg, err := Load(full, tc.env)
@@ -168,7 +172,13 @@ func TestAWSTargetAliases(t *testing.T) {
 		})
 	}
 
-	_, err := Load("", []string{"WARM_IP_TARGET=five"})
+	// The prefix-delegation and IPv6 aliases.
+	cfg, err := Load(full, []string{"ENABLE_PREFIX_DELEGATION=true", "WARM_PREFIX_TARGET=3", "ENABLE_IPv6=false"})
+	if err != nil || !cfg.IPSource.AWS.EnablePrefixDelegation || cfg.IPSource.AWS.WarmPrefixTarget != 3 || cfg.IPSource.AWS.EnableIPv6 {
+		t.Errorf("prefix delegation aliases: %+v, %v", cfg.IPSource.AWS, err)
+	}
+
+	_, err = Load("", []string{"WARM_IP_TARGET=five"})
 	want := `environment variable WARM_IP_TARGET (ipSource.aws.warmIPTarget, alias of IPAMD_IPSOURCE_AWS_WARMIPTARGET): want an integer, got "five"`
 	if !errors.Is(err, ErrInvalid) || !strings.Contains(err.Error(), want) {
 		t.Errorf("Load with a bad alias = %v\nwant ErrInvalid containing %q", err, want)
@@ -184,7 +194,8 @@ func TestAWSTargetAliases(t *testing.T) {
 			aliases = append(aliases, f.Alias+"="+f.Env)
 		}
 	}
-	wantAliases := "WARM_IP_TARGET=IPAMD_IPSOURCE_AWS_WARMIPTARGET MINIMUM_IP_TARGET=IPAMD_IPSOURCE_AWS_MINIMUMIPTARGET WARM_ENI_TARGET=IPAMD_IPSOURCE_AWS_WARMENITARGET"
+	wantAliases := "WARM_IP_TARGET=IPAMD_IPSOURCE_AWS_WARMIPTARGET MINIMUM_IP_TARGET=IPAMD_IPSOURCE_AWS_MINIMUMIPTARGET WARM_ENI_TARGET=IPAMD_IPSOURCE_AWS_WARMENITARGET " +
+		"ENABLE_PREFIX_DELEGATION=IPAMD_IPSOURCE_AWS_ENABLEPREFIXDELEGATION WARM_PREFIX_TARGET=IPAMD_IPSOURCE_AWS_WARMPREFIXTARGET ENABLE_IPv6=IPAMD_IPSOURCE_AWS_ENABLEIPV6"
 	if strings.Join(aliases, " ") != wantAliases {
 		t.Errorf("Reference aliases = %v, want %s", aliases, wantAliases)
 	}

@@ -189,6 +189,16 @@ type AWS struct {
 	// WarmENITarget is how many spare ENIs' worth of IPs to keep when
 	// neither IP target is set. Default 1.
 	WarmENITarget int `yaml:"warmENITarget" envAlias:"WARM_ENI_TARGET" desc:"spare ENIs' worth of free IPs when no IP target is set"`
+	// EnablePrefixDelegation assigns IPv4 /28 prefixes to ENI slots
+	// instead of single addresses. Default false.
+	EnablePrefixDelegation bool `yaml:"enablePrefixDelegation" envAlias:"ENABLE_PREFIX_DELEGATION" desc:"assign IPv4 /28 prefixes (16 addresses a slot) instead of single secondary IPs"`
+	// WarmPrefixTarget is how many prefixes' worth of free addresses to
+	// keep with prefix delegation when no IP target is set. Default 0
+	// (then 1).
+	WarmPrefixTarget int `yaml:"warmPrefixTarget" envAlias:"WARM_PREFIX_TARGET" desc:"prefixes' worth of free IPs to keep with prefix delegation when no IP target is set (0: 1)"`
+	// EnableIPv6 serves IPv6 pod addresses from one /80 prefix of the
+	// primary ENI. Default false.
+	EnableIPv6 bool `yaml:"enableIPv6" envAlias:"ENABLE_IPv6" desc:"IPv6 pods: one /80 prefix on the primary ENI"`
 	// MaxENIs caps the ENIs used, primary included. Default 0 (the
 	// instance type's limit).
 	MaxENIs int `yaml:"maxENIs" desc:"most ENIs to use, primary included (0: the instance type's limit)"`
@@ -218,6 +228,7 @@ type AWS struct {
 func (a AWS) SourceConfig() aws.Config {
 	return aws.Config{
 		WarmIPTarget: a.WarmIPTarget, MinimumIPTarget: a.MinimumIPTarget, WarmENITarget: a.WarmENITarget,
+		EnablePrefixDelegation: a.EnablePrefixDelegation, WarmPrefixTarget: a.WarmPrefixTarget, EnableIPv6: a.EnableIPv6,
 		MaxENIs: a.MaxENIs, PoolCheckInterval: a.PoolCheckInterval, ShrinkInterval: a.ShrinkInterval,
 		ResyncInterval: a.ResyncInterval, LeakedENICleanupInterval: a.LeakedENICleanupInterval,
 		MaxAttempts: a.MaxAttempts, MaxBackoff: a.MaxBackoff,

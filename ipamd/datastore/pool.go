@@ -65,6 +65,12 @@ func (s *Store) TakeFree(_ context.Context, group string, n int) ([]ipsource.Add
 		s.mu.Unlock()
 		return nil, fmt.Errorf("take free: %w", ErrClosed)
 	}
+	if s.unproven {
+		// Every address nobody holds is quarantined until proof: none
+		// is free to give back.
+		s.mu.Unlock()
+		return nil, nil
+	}
 	now := s.now()
 	var taken []ipsource.Address
 	kept := s.ranges[:0]
@@ -88,6 +94,38 @@ func (s *Store) TakeFree(_ context.Context, group string, n int) ([]ipsource.Add
 		s.log.Info("addresses taken from the pool", slog.String("group", group), slog.Int("count", len(taken)))
 	}
 	return taken, nil
+}
+
+// RemoveRange removes the block of prefix when no address in it is held,
+// cooling or quarantined (nor the store unproven), and reports whether it
+// did. Like TakeFree it needs no write: the pool is not in the
+// checkpoint.
+func (s *Store) RemoveRange(_ context.Context, prefix netip.Prefix) (bool, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed {
+		return false, fmt.Errorf("remove range %s: %w", prefix, ErrClosed)
+	}
+	if s.unproven {
+		return false, nil
+	}
+	prefix = prefix.Masked()
+	i := slices.IndexFunc(s.ranges, func(p *poolRange) bool { return p.r.Prefix == prefix })
+	if i < 0 {
+		return false, nil
+	}
+	p := s.ranges[i]
+	now := s.now()
+	for ip, e := range s.addrs {
+		if p.contains(ip) && !e.free(now, s.cooldown) {
+			return false, nil
+		}
+	}
+	s.excluded -= len(p.exclude)
+	s.ranges = slices.Delete(s.ranges, i, i+1)
+	s.refreshEntriesLocked(p.first, p.last)
+	s.log.Info("range taken from the pool", slog.String("range", prefix.String()), slog.String("group", p.r.Group))
+	return true, nil
 }
 
 // Usage reports, per group, the pool's size, assigned and cooling

@@ -231,3 +231,60 @@ func TestDualStackGCAndReconcilerReleaseBothAddresses(t *testing.T) {
 		t.Fatalf("Stats = %+v, want all four addresses cooling", st)
 	}
 }
+
+// RemoveRange takes a block out only when none of its addresses is held,
+// cooling or quarantined; a refused block stays whole.
+func TestRemoveRangeOnlyWhenNothingInItIsTaken(t *testing.T) {
+	f := newFixture(t)
+	s := f.open()
+	ctx := context.Background()
+	a, b := netip.MustParsePrefix("198.18.0.16/28"), netip.MustParsePrefix("198.18.0.32/28")
+	if err := s.AddRanges(ctx, []ipsource.Range{{Prefix: a, Group: "eni-1"}, {Prefix: b, Group: "eni-1"}}); err != nil {
+		t.Fatal(err)
+	}
+	mustAssign(t, s, key("x"), pod("x"), "198.18.0.16")
+	for _, p := range []netip.Prefix{a, b} {
+		removed, err := s.RemoveRange(ctx, p)
+		if err != nil || removed != (p == b) {
+			t.Fatalf("RemoveRange(%s) = %v, %v", p, removed, err)
+		}
+	}
+	mustRelease(t, s, key("x"), "198.18.0.16")
+	if removed, _ := s.RemoveRange(ctx, a); removed {
+		t.Fatal("a block with a cooling address was removed")
+	}
+	f.clock.Advance(time.Hour)
+	if removed, _ := s.RemoveRange(ctx, a); !removed {
+		t.Fatal("a free block was kept")
+	}
+	if st := s.Stats(); st.Total != 0 {
+		t.Fatalf("Stats = %+v, want an empty pool", st)
+	}
+	if removed, err := s.RemoveRange(ctx, a); removed || err != nil {
+		t.Fatalf("RemoveRange of an absent block = %v, %v", removed, err)
+	}
+}
+
+// While unproven, no address is free to give back: TakeFree and
+// RemoveRange take nothing (a live pod may hold any of them).
+func TestUnprovenStoreGivesNothingBack(t *testing.T) {
+	f := newFixture(t)
+	f.proveWhenMissing = true
+	s := f.open()
+	ctx := context.Background()
+	if err := s.AddAddresses(ctx, []ipsource.Address{{IP: netip.MustParseAddr("198.18.0.9"), Group: "eni-1"}}); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.AddRanges(ctx, []ipsource.Range{{Prefix: netip.MustParsePrefix("198.18.0.16/28"), Group: "eni-1"}}); err != nil {
+		t.Fatal(err)
+	}
+	if taken, err := s.TakeFree(ctx, "eni-1", 10); err != nil || len(taken) != 0 {
+		t.Fatalf("TakeFree while unproven = %v, %v", taken, err)
+	}
+	if removed, err := s.RemoveRange(ctx, netip.MustParsePrefix("198.18.0.16/28")); err != nil || removed {
+		t.Fatalf("RemoveRange while unproven = %v, %v", removed, err)
+	}
+	if st := s.Stats(); st.Total != 17 || st.Unproven != 17 {
+		t.Fatalf("Stats = %+v", st)
+	}
+}

@@ -165,6 +165,13 @@ type Pool interface {
 	// address is never taken. A source that fails to give the addresses
 	// back to the provider returns them with AddAddresses.
 	TakeFree(ctx context.Context, group string, n int) ([]Address, error)
+	// RemoveRange removes the block of prefix (AddRanges) when none of
+	// its addresses is assigned, cooling or quarantined, and reports
+	// whether it did. A source gives a delegated prefix back to the
+	// provider only after this: a prefix is released only when no
+	// address in it is held. A source that fails to give it back puts it
+	// in again with AddRanges.
+	RemoveRange(ctx context.Context, prefix netip.Prefix) (bool, error)
 	// Usage reports, per group, how many addresses exist and how many are
 	// assigned to pods.
 	Usage() []GroupUsage

@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"math"
 	"net/netip"
+	"slices"
 
 	awssdk "github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/ec2/types"
@@ -31,8 +32,24 @@ func (s *Source) resync(ctx context.Context) error {
 	s.mu.Unlock()
 	s.ensureDeleteOnTermination(ctx, attached)
 	var addrs []ipsource.Address
+	var ranges []ipsource.Range
 	for _, e := range managed {
+		if s.cfg.EnableIPv6 {
+			// IPv6 mode hands out IPv6 only, as the VPC CNI's.
+			ranges = append(ranges, (&eni{id: e.id, ipv6Prefixes: e.ipv6Prefixes}).ranges()...)
+			continue
+		}
 		addrs = append(addrs, e.addresses(e.ips)...)
+		ranges = append(ranges, e.ranges()...)
+	}
+	// Delegated prefixes are adopted as blocks: a restart finds the
+	// prefixes EC2 lists and keeps every address of them that a pod
+	// holds (the datastore's checkpoint has the assignments).
+	if len(ranges) > 0 {
+		if err := s.pool.AddRanges(ctx, ranges); err != nil {
+			s.setNeedResync()
+			return fmt.Errorf("put %d adopted prefixes in the pool: %w", len(ranges), err)
+		}
 	}
 	if len(addrs) == 0 {
 		return nil
@@ -117,6 +134,9 @@ func (s *Source) eniFromEC2(ni types.NetworkInterface) (*eni, error) {
 			e.ips = append(e.ips, ip)
 		}
 	}
+	if err := e.readPrefixes(ni); err != nil {
+		return nil, err
+	}
 	return e, nil
 }
 
@@ -124,9 +144,14 @@ func (s *Source) eniFromEC2(ni types.NetworkInterface) (*eni, error) {
 // managed here and are no longer attached; addresses pods hold stay (the
 // pool never gives those up) until the pods are deleted.
 func (s *Source) dropVanished(ctx context.Context, now map[string]*eni) {
-	for id := range s.enis {
+	for id, old := range s.enis {
 		if _, ok := now[id]; ok {
 			continue
+		}
+		for _, p := range append(slices.Clone(old.prefixes), old.ipv6Prefixes...) {
+			removed, err := s.pool.RemoveRange(ctx, p)
+			s.log.Warn("a managed ENI is no longer attached; its prefix leaves the pool if no address of it is held",
+				slog.String("eni", id), slog.String("prefix", p.String()), slog.Bool("removed", removed), slog.Any("error", err))
 		}
 		taken, err := s.pool.TakeFree(ctx, id, math.MaxInt32)
 		s.log.Warn("a managed ENI is no longer attached; its free addresses left the pool",

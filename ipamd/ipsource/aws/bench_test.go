@@ -27,6 +27,13 @@ func BenchmarkEC2CallsPer100Pods(b *testing.B) {
 		{"WarmIPTarget=5,MinimumIPTarget=30", func(c *Config) { c.WarmIPTarget = 5; c.MinimumIPTarget = 30 }, 0},
 		{"MinimumIPTarget=100", func(c *Config) { c.MinimumIPTarget = 100 }, 0},
 		{"WarmIPTarget=5,throttleEvery=3", func(c *Config) { c.WarmIPTarget = 5 }, 3},
+		{"PrefixDelegation,WarmPrefixTarget=1", func(c *Config) { c.EnablePrefixDelegation = true; c.WarmPrefixTarget = 1 }, 0},
+		{"PrefixDelegation,WarmIPTarget=5", func(c *Config) { c.EnablePrefixDelegation = true; c.WarmIPTarget = 5 }, 0},
+		{"PrefixDelegation,WarmIPTarget=5,MinimumIPTarget=30", func(c *Config) {
+			c.EnablePrefixDelegation = true
+			c.WarmIPTarget = 5
+			c.MinimumIPTarget = 30
+		}, 0},
 	} {
 		b.Run(tc.name, func(b *testing.B) { benchmarkCycle(b, tc.edit, tc.throttle) })
 	}

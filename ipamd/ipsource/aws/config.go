@@ -38,6 +38,25 @@ type Config struct {
 	// keeps when neither IP target is set. Default 1.
 	// Env IPAMD_IPSOURCE_AWS_WARMENITARGET (or WARM_ENI_TARGET).
 	WarmENITarget int `yaml:"warmENITarget" env:"IPAMD_IPSOURCE_AWS_WARMENITARGET"`
+	// EnablePrefixDelegation assigns IPv4 /28 prefixes to the ENIs' slots
+	// (AssignPrivateIpAddresses with Ipv4PrefixCount) instead of single
+	// secondary addresses, as the VPC CNI's ENABLE_PREFIX_DELEGATION: each
+	// slot then holds 16 pod addresses. The targets still count addresses;
+	// a prefix goes back to EC2 only when no address in it is held.
+	// Default false.
+	// Env IPAMD_IPSOURCE_AWS_ENABLEPREFIXDELEGATION (or ENABLE_PREFIX_DELEGATION).
+	EnablePrefixDelegation bool `yaml:"enablePrefixDelegation" env:"IPAMD_IPSOURCE_AWS_ENABLEPREFIXDELEGATION"`
+	// WarmPrefixTarget is how many prefixes' worth of free addresses (16
+	// each) the pool keeps with prefix delegation when neither IP target
+	// is set. Default 0, which then means 1, as in the VPC CNI.
+	// Env IPAMD_IPSOURCE_AWS_WARMPREFIXTARGET (or WARM_PREFIX_TARGET).
+	WarmPrefixTarget int `yaml:"warmPrefixTarget" env:"IPAMD_IPSOURCE_AWS_WARMPREFIXTARGET"`
+	// EnableIPv6 runs the pool on one IPv6 /80 prefix of the primary ENI
+	// (AssignIpv6Addresses with Ipv6PrefixCount), as the VPC CNI's
+	// ENABLE_IPv6: pods get IPv6 addresses only, and the prefix's 2^48
+	// addresses need no growth and no warm target. Default false.
+	// Env IPAMD_IPSOURCE_AWS_ENABLEIPV6 (or ENABLE_IPv6).
+	EnableIPv6 bool `yaml:"enableIPv6" env:"IPAMD_IPSOURCE_AWS_ENABLEIPV6"`
 	// MaxENIs caps the ENIs the node uses, primary included, below the
 	// instance type's limit. Default 0 (the instance type's limit).
 	// Env IPAMD_IPSOURCE_AWS_MAXENIS.
@@ -104,6 +123,7 @@ func (c Config) Validate() error {
 	nonNegative("minimumIPTarget", c.MinimumIPTarget)
 	nonNegative("warmENITarget", c.WarmENITarget)
 	nonNegative("maxENIs", c.MaxENIs)
+	nonNegative("warmPrefixTarget", c.WarmPrefixTarget)
 	if c.WarmIPTarget <= 0 && c.MinimumIPTarget <= 0 && c.WarmENITarget <= 0 {
 		errs = append(errs, errors.New("aws.warmIPTarget, aws.minimumIPTarget or aws.warmENITarget must be > 0, got all 0: the pool would never grow"))
 	}
@@ -135,6 +155,17 @@ func validEndpoint(name, endpoint string) error {
 		return fmt.Errorf("aws.%s must be an http or https URL, got %q", name, endpoint)
 	}
 	return nil
+}
+
+// prefixSize is how many addresses one delegated IPv4 prefix (/28) holds.
+const prefixSize = 16
+
+// warmPrefixes is WarmPrefixTarget, 1 when unset, as in the VPC CNI.
+func (c Config) warmPrefixes() int {
+	if c.WarmPrefixTarget > 0 {
+		return c.WarmPrefixTarget
+	}
+	return 1
 }
 
 // ipTargetsSet reports whether the IP targets decide, as in the VPC CNI.

@@ -73,7 +73,16 @@ func (s *Source) loadOptions() []func(*config.LoadOptions) error {
 }
 
 // perENI is how many pod addresses one ENI holds: all but its primary.
-func (s *Source) perENI() int { return s.limits.ipv4PerENI - 1 }
+func (s *Source) perENI() int {
+	if s.cfg.EnablePrefixDelegation {
+		return s.slotsPerENI() * prefixSize
+	}
+	return s.limits.ipv4PerENI - 1
+}
+
+// slotsPerENI is how many secondary slots (addresses or /28 prefixes) an
+// ENI has beside its primary address.
+func (s *Source) slotsPerENI() int { return s.limits.ipv4PerENI - 1 }
 
 // maxENIs is the instance type's ENI limit, or Config.MaxENIs below it.
 func (s *Source) maxENIs() int {

@@ -27,8 +27,11 @@ const (
 	codeAttachmentLimit = "AttachmentLimitExceeded"
 	codeAddressLimit    = "PrivateIpAddressLimitExceeded"
 	codeSubnetFull      = "InsufficientFreeAddressesInSubnet"
-	codeENINotFound     = "InvalidNetworkInterfaceID.NotFound"
-	codeENIInUse        = "InvalidNetworkInterface.InUse"
+	// codeNoCidrBlocks: the subnet has no free /28 (or /80) for a
+	// prefix, even with free addresses left (they are scattered).
+	codeNoCidrBlocks = "InsufficientCidrBlocks"
+	codeENINotFound  = "InvalidNetworkInterfaceID.NotFound"
+	codeENIInUse     = "InvalidNetworkInterface.InUse"
 )
 
 // ec2API is the handful of EC2 calls the source makes, with the answers
@@ -94,16 +97,16 @@ func (a ec2API) leakedENIs(ctx context.Context) ([]types.NetworkInterface, error
 	})
 }
 
-// createENI creates an ENI with count secondary addresses. The tags are
+// createENI creates an ENI with count secondary addresses, or with count
+// IPv4 /28 prefixes when prefixes is set. The tags are
 // part of the create call rather than a later CreateTags, so an ENI is
 // never without them: a crash between two calls would otherwise leave an
 // ENI that leaked-ENI clean-up cannot recognise.
-func (a ec2API) createENI(ctx context.Context, subnetID string, groups []string, count int) (types.NetworkInterface, error) {
-	out, err := a.client.CreateNetworkInterface(ctx, &ec2.CreateNetworkInterfaceInput{
-		SubnetId:                       awssdk.String(subnetID),
-		Groups:                         groups,
-		Description:                    awssdk.String(eniDescription),
-		SecondaryPrivateIpAddressCount: awssdk.Int32(int32(count)),
+func (a ec2API) createENI(ctx context.Context, subnetID string, groups []string, count int, prefixes bool) (types.NetworkInterface, error) {
+	in := &ec2.CreateNetworkInterfaceInput{
+		SubnetId:    awssdk.String(subnetID),
+		Groups:      groups,
+		Description: awssdk.String(eniDescription),
 		TagSpecifications: []types.TagSpecification{{
 			ResourceType: types.ResourceTypeNetworkInterface,
 			Tags: []types.Tag{
@@ -111,7 +114,13 @@ func (a ec2API) createENI(ctx context.Context, subnetID string, groups []string,
 				{Key: awssdk.String(TagCreatedBy), Value: awssdk.String(createdByValue)},
 			},
 		}},
-	})
+	}
+	if prefixes {
+		in.Ipv4PrefixCount = awssdk.Int32(int32(count))
+	} else {
+		in.SecondaryPrivateIpAddressCount = awssdk.Int32(int32(count))
+	}
+	out, err := a.client.CreateNetworkInterface(ctx, in)
 	if err != nil {
 		return types.NetworkInterface{}, fmt.Errorf("create network interface in %s: %w", subnetID, err)
 	}
@@ -180,6 +189,61 @@ func (a ec2API) unassignIPs(ctx context.Context, eniID string, ips []netip.Addr)
 		return fmt.Errorf("unassign %d private addresses from %s: %w", len(ips), eniID, err)
 	}
 	return nil
+}
+
+// assignPrefixes delegates count IPv4 /28 prefixes to the ENI.
+func (a ec2API) assignPrefixes(ctx context.Context, eniID string, count int) ([]netip.Prefix, error) {
+	out, err := a.client.AssignPrivateIpAddresses(ctx, &ec2.AssignPrivateIpAddressesInput{
+		NetworkInterfaceId: awssdk.String(eniID),
+		Ipv4PrefixCount:    awssdk.Int32(int32(count)),
+	})
+	if err != nil {
+		return nil, fmt.Errorf("assign %d IPv4 prefixes to %s: %w", count, eniID, err)
+	}
+	prefixes := make([]netip.Prefix, 0, len(out.AssignedIpv4Prefixes))
+	for _, p := range out.AssignedIpv4Prefixes {
+		prefix, err := netip.ParsePrefix(awssdk.ToString(p.Ipv4Prefix))
+		if err != nil {
+			return nil, fmt.Errorf("assign IPv4 prefixes to %s: bad prefix in the answer: %w", eniID, err)
+		}
+		prefixes = append(prefixes, prefix)
+	}
+	return prefixes, nil
+}
+
+func (a ec2API) unassignPrefixes(ctx context.Context, eniID string, prefixes []netip.Prefix) error {
+	strs := make([]string, len(prefixes))
+	for i, p := range prefixes {
+		strs[i] = p.String()
+	}
+	_, err := a.client.UnassignPrivateIpAddresses(ctx, &ec2.UnassignPrivateIpAddressesInput{
+		NetworkInterfaceId: awssdk.String(eniID),
+		Ipv4Prefixes:       strs,
+	})
+	if err != nil {
+		return fmt.Errorf("unassign IPv4 prefixes %v from %s: %w", strs, eniID, err)
+	}
+	return nil
+}
+
+// assignIPv6Prefix delegates one IPv6 /80 prefix to the ENI.
+func (a ec2API) assignIPv6Prefix(ctx context.Context, eniID string) ([]netip.Prefix, error) {
+	out, err := a.client.AssignIpv6Addresses(ctx, &ec2.AssignIpv6AddressesInput{
+		NetworkInterfaceId: awssdk.String(eniID),
+		Ipv6PrefixCount:    awssdk.Int32(1),
+	})
+	if err != nil {
+		return nil, fmt.Errorf("assign an IPv6 prefix to %s: %w", eniID, err)
+	}
+	var prefixes []netip.Prefix
+	for _, s := range out.AssignedIpv6Prefixes {
+		p, err := netip.ParsePrefix(s)
+		if err != nil {
+			return nil, fmt.Errorf("assign an IPv6 prefix to %s: bad prefix in the answer: %w", eniID, err)
+		}
+		prefixes = append(prefixes, p)
+	}
+	return prefixes, nil
 }
 
 func (a ec2API) detachENI(ctx context.Context, eniID, attachmentID string) error {

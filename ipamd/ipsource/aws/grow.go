@@ -20,6 +20,10 @@ func (s *Source) adjust(ctx context.Context) error {
 			return err
 		}
 	}
+	if s.cfg.EnableIPv6 {
+		// One /80 holds 2^48 addresses: nothing to grow or shrink.
+		return s.ensureIPv6Prefix(ctx)
+	}
 	if short := s.cfg.shortfall(s.counts(), s.perENI()); short > 0 {
 		err := s.grow(ctx, short)
 		s.recordGrowth(err)
@@ -48,6 +52,9 @@ func (s *Source) growStep(ctx context.Context, short int) (int, error) {
 			return room
 		}
 		return min(room, short)
+	}
+	if s.cfg.EnablePrefixDelegation {
+		return s.growPrefixes(ctx, short)
 	}
 	if e, room := s.eniWithRoom(); e != nil {
 		return s.assignTo(ctx, e, want(room))
@@ -86,7 +93,7 @@ func (s *Source) assignTo(ctx context.Context, e *eni, n int) (int, error) {
 // security groups, attaches it at the next free device index and puts its
 // addresses in the pool.
 func (s *Source) addENI(ctx context.Context, n int) (int, error) {
-	created, err := s.ec2.createENI(ctx, s.id.primary.subnetID, s.id.primary.securityGroups, n)
+	created, err := s.ec2.createENI(ctx, s.id.primary.subnetID, s.id.primary.securityGroups, n, false)
 	if err != nil {
 		return 0, s.classifyGrowthError(err)
 	}
@@ -124,6 +131,9 @@ func (s *Source) eniFromCreated(ni types.NetworkInterface) (*eni, error) {
 			e.ips = append(e.ips, ip)
 		}
 	}
+	if err := e.readPrefixes(ni); err != nil {
+		return nil, fmt.Errorf("created ENI %s: %w", e.id, err)
+	}
 	return e, nil
 }
 
@@ -153,7 +163,7 @@ func (s *Source) classifyGrowthError(err error) error {
 	switch errorCode(err) {
 	case codeAttachmentLimit:
 		return fmt.Errorf("%w: %w", ErrInstanceLimitReached, err)
-	case codeSubnetFull:
+	case codeSubnetFull, codeNoCidrBlocks:
 		return fmt.Errorf("%w: %w", ErrSubnetFull, err)
 	case codeAddressLimit:
 		// EC2 counts more addresses on the ENI than this source does.

@@ -12,6 +12,10 @@ func (c Config) shortfall(p poolCounts, perENI int) int {
 	if c.ipTargetsSet() {
 		return max(c.WarmIPTarget-p.free, c.MinimumIPTarget-p.total, 0)
 	}
+	if c.EnablePrefixDelegation {
+		// WARM_PREFIX_TARGET in addresses: whole prefixes' worth free.
+		return max(c.warmPrefixes()*prefixSize-p.free, 0)
+	}
 	return max(c.WarmENITarget*perENI-p.free, 0)
 }
 
@@ -38,4 +42,4 @@ func (c Config) canReleaseENI(p poolCounts, eniFree, perENI int) bool {
 
 // growsByENI reports whether growth fills whole ENIs (WarmENITarget alone)
 // rather than asking for exactly the shortfall.
-func (c Config) growsByENI() bool { return !c.ipTargetsSet() }
+func (c Config) growsByENI() bool { return !c.ipTargetsSet() && !c.EnablePrefixDelegation }

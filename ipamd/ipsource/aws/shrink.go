@@ -24,6 +24,21 @@ func (s *Source) shrink(ctx context.Context) error {
 	if s.cfg.ShrinkInterval > 0 && now.Sub(s.lastShrink) < s.cfg.ShrinkInterval {
 		return nil
 	}
+	if s.cfg.EnablePrefixDelegation {
+		// Prefixes first; an ENI left with none is then detached.
+		unassigned, err := s.releaseFreePrefixes(ctx)
+		if err != nil {
+			return err
+		}
+		released, err := s.releaseFreeENIs(ctx)
+		if err != nil {
+			return err
+		}
+		if released+unassigned > 0 {
+			s.lastShrink = now
+		}
+		return nil
+	}
 	released, err := s.releaseFreeENIs(ctx)
 	if err != nil {
 		return err
@@ -53,7 +68,7 @@ func (s *Source) releaseFreeENIs(ctx context.Context) (int, error) {
 	slices.Reverse(enis)
 	for _, e := range enis {
 		u := s.usage()[e.id]
-		if e.primary || u.Assigned > 0 || u.Cooling > 0 || u.Total != len(e.ips) ||
+		if e.primary || u.Assigned > 0 || u.Cooling > 0 || u.Total != len(e.ips) || len(e.prefixes) > 0 ||
 			!s.cfg.canReleaseENI(s.counts(), u.Total, s.perENI()) {
 			continue
 		}

@@ -113,6 +113,10 @@ type eni struct {
 	primary      bool       // device index 0: never detached
 	primaryIP    netip.Addr // never a pod address
 	ips          []netip.Addr
+	// prefixes are the delegated IPv4 /28s (prefix delegation), each in
+	// the pool as one block; ipv6Prefixes the /80s (IPv6 mode).
+	prefixes     []netip.Prefix
+	ipv6Prefixes []netip.Prefix
 }
 
 var _ ipsource.Source = (*Source)(nil)

@@ -77,7 +77,7 @@ func (s *Source) ENIs() []ENIStatus {
 		out = append(out, ENIStatus{
 			ID: e.id, DeviceIndex: e.deviceIndex, SubnetID: e.subnetID, SubnetCIDR: e.subnetCIDR,
 			Primary: e.primary, PrimaryIP: e.primaryIP,
-			IPsTotal: len(e.ips), IPsAssigned: u.Assigned, IPsCooling: u.Cooling,
+			IPsTotal: len(e.ips) + prefixSize*len(e.prefixes), IPsAssigned: u.Assigned, IPsCooling: u.Cooling,
 		})
 	}
 	return out
