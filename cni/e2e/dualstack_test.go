@@ -2,6 +2,7 @@ package e2e_test
 
 import (
 	"encoding/json"
+	"fmt"
 	"net"
 	"net/netip"
 	"os"
@@ -198,5 +199,38 @@ func inNetns(t *testing.T, name string, f func() error) {
 	defer target.Close()
 	if err := target.Do(func(ns.NetNS) error { return f() }); err != nil {
 		t.Fatalf("in netns %s: %v", name, err)
+	}
+}
+
+// TestDualStackIPAMModeAndGCAgainstRealIPAMD: in IPAM mode a dual-stack
+// ADD returns both addresses with ipamd's subnet lengths; GC releases an
+// attachment that is not valid as one, both of its addresses.
+func TestDualStackIPAMModeAndGCAgainstRealIPAMD(t *testing.T) {
+	cnitest.RequireRoot(t)
+	ipamd := startIPAMDWith(t, os.TempDir(), 30*time.Second, "198.18.0.0/24", "2001:db8:12::/64")
+	env := cnitest.NewPodEnv(t, ipamd.Socket)
+	ids := []string{cnitest.SandboxID("keep"), cnitest.SandboxID("drop")}
+	want := [][]string{{"198.18.0.1/24", "2001:db8:12::/64"}, {"198.18.0.2/24", "2001:db8:12::1/64"}}
+	for i, id := range ids {
+		o := cnitest.Run(t, cnitest.Call{Command: "ADD", HostNetns: env.HostNS, SandboxID: id, IfName: "eth0",
+			Netns: cnitest.NetnsPath(env.PodNS), Args: cnitest.PodArgs(id), Config: cnitest.IPAMConf(ipamd.Socket)})
+		cnitest.MustSucceed(t, o, "IPAM ADD")
+		var res current.Result
+		if err := json.Unmarshal(o.Stdout, &res); err != nil {
+			t.Fatalf("decode result: %v", err)
+		}
+		if len(res.IPs) != 2 || res.IPs[0].Address.String() != want[i][0] || res.IPs[1].Address.String() != want[i][1] {
+			t.Fatalf("IPAM result for %s: %s, want %v", id, o.Stdout, want[i])
+		}
+	}
+	gc := fmt.Appendf(nil, `{"cniVersion":"1.1.0","name":"podnet","type":"sandboxipam","ipamdSocket":%q,`+
+		`"cni.dev/valid-attachments":[{"containerID":%q,"ifname":"eth0"}]}`, ipamd.Socket, ids[0])
+	cnitest.MustSucceed(t, cnitest.Run(t, cnitest.Call{Command: "GC", HostNetns: env.HostNS, Config: gc}), "GC")
+	left := ipamd.Daemon.Store().Assignments()
+	if len(left) != 1 || left[0].SandboxID != ids[0] || len(left[0].IPs()) != 2 {
+		t.Fatalf("assignments after GC: %+v, want only the valid one with its two addresses", left)
+	}
+	if st := ipamd.Daemon.Store().Stats(); st.Cooling != 2 {
+		t.Fatalf("after GC: %+v, want the dropped attachment's two addresses cooling", st)
 	}
 }

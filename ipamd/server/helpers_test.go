@@ -40,6 +40,13 @@ func shortTempDir(t testing.TB) string {
 
 func newHarness(t testing.TB, cidr string) *harness {
 	t.Helper()
+	return newHarnessCIDRs(t, cidr)
+}
+
+// newHarnessCIDRs serves a static pool of cidrs (both families make it
+// dual-stack).
+func newHarnessCIDRs(t testing.TB, cidrs ...string) *harness {
+	t.Helper()
 	dir := shortTempDir(t)
 	h := &harness{t: t, dir: dir, socket: filepath.Join(dir, "run", "ipamd.sock")}
 	ctx := context.Background()
@@ -47,7 +54,11 @@ func newHarness(t testing.TB, cidr string) *harness {
 	if err != nil {
 		t.Fatalf("open datastore: %v", err)
 	}
-	src, err := static.New(static.Config{CIDRs: []netip.Prefix{netip.MustParsePrefix(cidr)}})
+	var prefixes []netip.Prefix
+	for _, c := range cidrs {
+		prefixes = append(prefixes, netip.MustParsePrefix(c))
+	}
+	src, err := static.New(static.Config{CIDRs: prefixes})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -18,6 +18,7 @@ import (
 	"context"
 	"errors"
 	"log/slog"
+	"math"
 	"net/netip"
 	"strings"
 	"syscall"
@@ -25,6 +26,7 @@ import (
 
 	ipamdv1 "github.com/sandboxipam/sandboxipam/ipamd/api/v1"
 	"github.com/sandboxipam/sandboxipam/ipamd/datastore"
+	"github.com/sandboxipam/sandboxipam/ipamd/ipsource"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 )
@@ -136,15 +138,43 @@ func (s *Server) GC(ctx context.Context, req *ipamdv1.GCRequest) (resp *ipamdv1.
 // Status says whether ipamd can hand out an address now.
 func (s *Server) Status(_ context.Context, _ *ipamdv1.StatusRequest) (resp *ipamdv1.StatusResponse, err error) {
 	defer s.track("Status", time.Now(), &err)
-	st := s.store.Stats()
-	resp = &ipamdv1.StatusResponse{Ready: true, Free: uint32(max(st.Free, 0))}
+	free, short := freeForAnADD(s.store.Ranges())
+	resp = &ipamdv1.StatusResponse{Ready: true, Free: uint32(min(free, math.MaxUint32))}
 	switch {
 	case s.store.Unproven():
 		resp.Ready, resp.Message = false, "datastore unproven (no trusted checkpoint): waiting for "+strings.Join(s.store.Proof().Waiting, "; ")
-	case st.Free == 0:
+	case free == 0 && short != "":
+		resp.Ready, resp.Message = false, "address pool exhausted: no free "+short+" address"
+	case free == 0:
 		resp.Ready, resp.Message = false, "address pool exhausted"
 	}
 	return resp, nil
+}
+
+// freeForAnADD is how many ADDs the pool can answer now: an ADD takes one
+// address of each family (two for a dual-stack pool), so the family with
+// the fewest free addresses decides; short names it when it has none in
+// a dual-stack pool.
+func freeForAnADD(ranges []datastore.RangeInfo) (free uint64, short string) {
+	byFamily := map[string]uint64{}
+	for _, r := range ranges {
+		taken := r.Assigned + r.Cooling + r.Quarantined
+		byFamily[r.Family] = ipsource.SatAdd(byFamily[r.Family], r.Size-min(taken, r.Size))
+	}
+	first := true
+	for _, family := range []string{"ipv4", "ipv6"} {
+		n, ok := byFamily[family]
+		if !ok {
+			continue
+		}
+		if first || n < free {
+			free, first = n, false
+		}
+		if n == 0 && len(byFamily) > 1 {
+			short = family
+		}
+	}
+	return free, short
 }
 
 func (s *Server) track(method string, start time.Time, err *error) {

@@ -222,3 +222,31 @@ func TestListenRemovesStaleSocketAndRefusesLiveOne(t *testing.T) {
 		t.Fatalf("Listen over a regular file = %v", err)
 	}
 }
+
+// A dual-stack pool answers ADD and CHECK with both addresses, IPv4
+// first, and STATUS counts the ADDs it can answer: the family with the
+// fewest free addresses decides.
+func TestDualStackAddCheckStatus(t *testing.T) {
+	h := newHarnessCIDRs(t, "198.18.0.0/30", "2001:db8::/64")
+	c := h.srv
+	ctx := t.Context()
+	a, err := c.Add(ctx, addReq("sandbox-a"))
+	if err != nil || len(a.Ips) != 2 || a.Ips[0].Address != "198.18.0.1/30" || a.Ips[1].Address != "2001:db8::/64" {
+		t.Fatalf("Add a = %v, %v; want 198.18.0.1/30 and 2001:db8::/64", a, err)
+	}
+	chk, err := c.Check(ctx, &ipamdv1.CheckRequest{Attachment: attachment("sandbox-a")})
+	if err != nil || len(chk.Ips) != 2 || chk.Ips[1].Address != "2001:db8::/64" {
+		t.Fatalf("Check a = %v, %v", chk, err)
+	}
+	st, err := c.Status(ctx, &ipamdv1.StatusRequest{})
+	if err != nil || !st.Ready || st.Free != 1 {
+		t.Fatalf("Status = %v, %v; want ready with 1 (IPv4 decides)", st, err)
+	}
+	if _, err := c.Add(ctx, addReq("sandbox-b")); err != nil {
+		t.Fatal(err)
+	}
+	st, err = c.Status(ctx, &ipamdv1.StatusRequest{})
+	if err != nil || st.Ready || st.Free != 0 || st.Message != "address pool exhausted: no free ipv4 address" {
+		t.Fatalf("Status = %v, %v; want not ready, no free ipv4 address", st, err)
+	}
+}
