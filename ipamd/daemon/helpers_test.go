@@ -144,7 +144,7 @@ func (c cniClient) add(ctx context.Context, id string) (string, error) {
 	if err := c.do(ctx, wire.MethodAdd, req, &resp); err != nil {
 		return "", err
 	}
-	if len(resp.Ips) != 1 {
+	if len(resp.Ips) == 0 { // one per family: a dual-stack pool answers two, IPv4 first
 		return "", errors.New("add answered no address")
 	}
 	return resp.Ips[0].Address, nil
