@@ -74,6 +74,10 @@ func TestPrefixDelegationGrowsByPrefixAndReleasesOnlyFreePrefixes(t *testing.T) 
 		t.Fatalf("prefixes in EC2 %v, want only 198.18.0.16/28 (pod 0 holds 198.18.0.16)", got)
 	}
 	n.wantPool(16, 15, 1)
+	if enis := n.src.ENIs(); len(enis) != 1 || !reflect.DeepEqual(enis[0].Prefixes, []netip.Prefix{netip.MustParsePrefix("198.18.0.16/28")}) ||
+		enis[0].IPsTotal != 16 || enis[0].IPsAssigned != 1 {
+		t.Fatalf("ENIs = %+v", enis)
+	}
 	if ip := n.add(20); ip == netip.MustParseAddr("198.18.0.16") || !netip.MustParsePrefix("198.18.0.16/28").Contains(ip) {
 		t.Fatalf("pod 20 got %s", ip)
 	}

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"log/slog"
 	"net/netip"
+	"slices"
 	"time"
 
 	"github.com/sandboxipam/sandboxipam/ipamd/ipsource"
@@ -17,6 +18,10 @@ type ENIStatus struct {
 	SubnetCIDR  netip.Prefix `json:"subnetCidr"`
 	Primary     bool         `json:"primary"`
 	PrimaryIP   netip.Addr   `json:"primaryIp"`
+	// Prefixes are the delegated IPv4 /28s (prefix delegation) and
+	// IPv6Prefixes the /80s (IPv6 mode).
+	Prefixes     []netip.Prefix `json:"prefixes,omitempty"`
+	IPv6Prefixes []netip.Prefix `json:"ipv6Prefixes,omitempty"`
 	// IPsTotal counts the ENI's pod addresses (its primary excluded).
 	IPsTotal    int `json:"ipsTotal"`
 	IPsAssigned int `json:"ipsAssigned"`
@@ -77,6 +82,7 @@ func (s *Source) ENIs() []ENIStatus {
 		out = append(out, ENIStatus{
 			ID: e.id, DeviceIndex: e.deviceIndex, SubnetID: e.subnetID, SubnetCIDR: e.subnetCIDR,
 			Primary: e.primary, PrimaryIP: e.primaryIP,
+			Prefixes: slices.Clone(e.prefixes), IPv6Prefixes: slices.Clone(e.ipv6Prefixes),
 			IPsTotal: len(e.ips) + prefixSize*len(e.prefixes), IPsAssigned: u.Assigned, IPsCooling: u.Cooling,
 		})
 	}
