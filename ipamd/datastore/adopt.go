@@ -5,6 +5,7 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"math"
 	"net/netip"
 	"slices"
 	"time"
@@ -113,7 +114,11 @@ func (s *Store) Observe(ctx context.Context, ev Evidence) (ObserveReport, error)
 	rep.Quarantined = s.quarantinedLocked()
 	// Every pool address is quarantined, or lifted, or neither: what left
 	// the count beyond the new conflicts was proven free.
-	rep.ProvenFree = max(0, quarantinedBefore+rep.Conflicts-rep.Quarantined)
+	if quarantinedBefore == math.MaxInt {
+		rep.ProvenFree = math.MaxInt // saturated: an IPv6 /64 was proven free
+	} else {
+		rep.ProvenFree = max(0, quarantinedBefore+rep.Conflicts-rep.Quarantined)
+	}
 	rep.Proven = !s.unproven
 	changed := rep.Adopted+rep.Confirmed+rep.Conflicts+rep.ProvenFree > 0 || wasUnproven != s.unproven
 	var b *batch

@@ -23,6 +23,18 @@ type CensusKey struct {
 	State  AddressState
 }
 
+// freeOf is total less taken; a saturated total (an IPv6 /64) stays
+// saturated, except while unproven, when nothing is free.
+func freeOf(total, taken uint64, unproven bool) uint64 {
+	switch {
+	case unproven:
+		return 0
+	case total == math.MaxUint64:
+		return total
+	}
+	return total - min(total, taken)
+}
+
 // Census counts the pool's addresses by group, family and state. Every
 // state of every (group, family) pair in the pool is present, zero
 // included, so a gauge per key never vanishes from a scrape. Counts
@@ -38,12 +50,7 @@ func (s *Store) Census() map[CensusKey]int {
 		if s.unproven {
 			quarantined = StateUnproven
 		}
-		free := uint64(0)
-		if c.total != math.MaxUint64 {
-			free = c.total - c.held - c.cooling - c.quarantined
-		} else {
-			free = math.MaxUint64
-		}
+		free := freeOf(c.total, c.held+c.cooling+c.quarantined, s.unproven)
 		for _, st := range []AddressState{StateFree, StateAssigned, StateCooling, StateQuarantined, StateUnproven} {
 			out[CensusKey{Group: group, Family: family, State: st}] = 0
 		}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"net/netip"
 	"os"
 	"path/filepath"
@@ -287,4 +288,26 @@ func TestUnprovenStoreGivesNothingBack(t *testing.T) {
 	if st := s.Stats(); st.Total != 17 || st.Unproven != 17 {
 		t.Fatalf("Stats = %+v", st)
 	}
+}
+
+// Proof on a /64 pool: the report saturates instead of overflowing, and
+// the pool hands out its exact first address.
+func TestProofOfASlash64Pool(t *testing.T) {
+	f := newFixture(t, "2001:db8:9::/64")
+	f.proveWhenMissing = true
+	s := f.open()
+	if st := s.Stats(); st.Unproven != math.MaxInt || st.Free != 0 {
+		t.Fatalf("Stats while unproven = %+v", st)
+	}
+	rep, err := s.Observe(context.Background(), datastore.Evidence{Network: "pods", IfName: "eth0", At: f.clock.Now(),
+		Listed: map[string]struct{}{"a": {}, "b": {}},
+		Holdings: []datastore.Holding{
+			{IP: netip.MustParseAddr("2001:db8:9::"), SandboxID: "a", Ready: true, Source: "runtime"},
+			{IP: netip.MustParseAddr("2001:db8:9::1"), SandboxID: "b", Ready: true, Source: "runtime"},
+			{IP: netip.MustParseAddr("2001:db8:9::1"), SandboxID: "c", Ready: true, Source: "runtime"},
+		}})
+	if err != nil || !rep.Proven || rep.Adopted != 2 || rep.ProvenFree != math.MaxInt || rep.Quarantined != 1 {
+		t.Fatalf("Observe = %+v, %v", rep, err)
+	}
+	mustAssign(t, s, key("new"), pod("new"), "2001:db8:9::2")
 }

@@ -2,7 +2,6 @@ package datastore
 
 import (
 	"cmp"
-	"math"
 	"net/netip"
 	"slices"
 	"time"
@@ -153,11 +152,7 @@ func (s *Store) statsLocked() Stats {
 		cooling, quarantined = satAdd(cooling, c.cooling), satAdd(quarantined, c.quarantined)
 	}
 	st.Total, st.Cooling, st.Unproven = clampInt(total), clampInt(cooling), clampInt(quarantined)
-	if total != math.MaxUint64 {
-		st.Free = clampInt(total - held - cooling - quarantined)
-	} else {
-		st.Free = math.MaxInt
-	}
+	st.Free = clampInt(freeOf(total, held+cooling+quarantined, s.unproven))
 	return st
 }
 
