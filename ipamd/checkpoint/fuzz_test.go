@@ -14,7 +14,8 @@ import (
 )
 
 // FuzzDecodeCheckpoint: Decode never panics; what it rejects wraps
-// ErrCorrupt (or ErrNewer, for a version above this build's); what it accepts encodes and decodes to the same state.
+// ErrCorrupt (or ErrNewer, for a version above this build's); what it
+// accepts encodes and decodes to the same state.
 func FuzzDecodeCheckpoint(f *testing.F) {
 	good, err := checkpoint.Encode(sample())
 	if err != nil {
@@ -46,7 +47,7 @@ func FuzzDecodeCheckpoint(f *testing.F) {
 }
 
 // FuzzDecodeJournal: DecodeJournal never panics; what it rejects wraps
-// ErrCorrupt; what it accepts covers the input exactly (valid records plus
+// ErrCorrupt (or ErrNewer, for a version above this build's); what it accepts covers the input exactly (valid records plus
 // a torn tail), and its records encode and decode to the same journal.
 func FuzzDecodeJournal(f *testing.F) {
 	base := checkpoint.Sum([]byte("snapshot"))
