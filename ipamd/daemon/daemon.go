@@ -25,7 +25,8 @@
 //     conflist is written where cni.confListPath says (when set), and
 //     /readyz answers 200.
 //
-// Stop reverses it: listeners close, calls in flight finish, the reconciler
+// Stop reverses it: the conflist ipamd wrote is withdrawn (and not written
+// again), listeners close, calls in flight finish, the reconciler
 // stops, the plugin process is killed, the checkpoint is flushed.
 package daemon
 
@@ -216,6 +217,9 @@ func (d *Daemon) Store() *datastore.Store { return d.store }
 func (d *Daemon) Stop(ctx context.Context) error {
 	var errs []error
 	d.stop.Do(func() {
+		// First, so the runtime stops sending ADDs before the socket
+		// closes.
+		d.withdraw()
 		if d.http != nil {
 			errs = append(errs, d.http.shutdown(ctx))
 		}

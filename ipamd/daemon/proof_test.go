@@ -3,6 +3,7 @@ package daemon_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"log/slog"
 	"os"
 	"os/exec"
@@ -228,5 +229,42 @@ func TestConfListIsWrittenOnceIpamdIsReady(t *testing.T) {
 		if !strings.Contains(string(data), want) {
 			t.Fatalf("conflist lacks %s:\n%s", want, data)
 		}
+	}
+}
+
+// A graceful stop withdraws the conflist ipamd wrote, even when a
+// reconcile pass wrote it again after the preStop hook removed it, and
+// leaves a conflist that is not ipamd's.
+func TestStopWithdrawsTheConfList(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		foreign bool
+	}{{"ours", false}, {"someone else's", true}} {
+		t.Run(tc.name, func(t *testing.T) {
+			n := newNode(t, "198.18.0.0/28")
+			n.cfg.CNI.ConfListPath = filepath.Join(n.dir, "net.d", "10-sandboxipam.conflist")
+			d, cni, _ := startInProcess(t, n)
+			waitReady(t, cni)
+			testsupport.Wait(t, "the conflist is written", func() (bool, string) {
+				_, err := os.Stat(n.cfg.CNI.ConfListPath)
+				return err == nil, fmt.Sprint(err)
+			})
+			const foreign = `{"cniVersion":"1.0.0","name":"other","plugins":[{"type":"bridge"}]}` + "\n"
+			if tc.foreign {
+				if err := os.WriteFile(n.cfg.CNI.ConfListPath, []byte(foreign), 0o644); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if err := d.Stop(t.Context()); err != nil {
+				t.Fatalf("Stop: %v", err)
+			}
+			data, err := os.ReadFile(n.cfg.CNI.ConfListPath)
+			switch {
+			case tc.foreign && string(data) != foreign:
+				t.Fatalf("someone else's conflist after Stop = %q, %v; want it untouched", data, err)
+			case !tc.foreign && !errors.Is(err, os.ErrNotExist):
+				t.Fatalf("ipamd's conflist after Stop: %q, %v; want it removed", data, err)
+			}
+		})
 	}
 }

@@ -1,6 +1,7 @@
 package daemon
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -19,6 +20,8 @@ type announcement struct {
 	mu      sync.Mutex
 	written bool
 	err     error
+	// withdrawn: ipamd is stopping and writes the conflist no more.
+	withdrawn bool
 }
 
 // ready reports whether ipamd can answer ADD, and when not, why: the
@@ -70,6 +73,9 @@ func (d *Daemon) announce() {
 	}
 	d.announced.mu.Lock()
 	defer d.announced.mu.Unlock()
+	if d.announced.withdrawn {
+		return
+	}
 	if d.announced.written {
 		if _, err := os.Stat(path); err == nil || !errors.Is(err, fs.ErrNotExist) {
 			return
@@ -90,6 +96,47 @@ func (d *Daemon) announce() {
 		return
 	}
 	d.log.Info("CNI conflist written: the runtime may now send ADD", slog.String("path", path))
+}
+
+// withdraw removes the conflist ipamd wrote, on a graceful stop, and keeps
+// announce from writing it again. The DaemonSet's preStop hook removes the
+// conflist before kubelet sends SIGTERM; a reconcile pass ending between the
+// two used to write it again ("removed while ipamd runs"), and the conflist
+// then outlived ipamd, so the runtime kept sending ADDs to a socket nobody
+// served. A file whose content is not ipamd's is left alone: another
+// installer owns it. A SIGKILL leaves the conflist, and the restarted ipamd
+// serves it again.
+func (d *Daemon) withdraw() {
+	path := d.cfg.CNI.ConfListPath
+	if path == "" {
+		return
+	}
+	d.announced.mu.Lock()
+	defer d.announced.mu.Unlock()
+	d.announced.withdrawn = true
+	ours, err := d.confList()
+	if err != nil {
+		return
+	}
+	current, err := os.ReadFile(path)
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		return
+	case err != nil:
+		d.log.Error("could not read the CNI conflist to withdraw it: the runtime may still send ADD to a stopped ipamd",
+			slog.String("path", path), slog.Any("error", err))
+		return
+	case !bytes.Equal(current, ours):
+		d.log.Warn("the CNI conflist is not the one ipamd wrote; leaving it", slog.String("path", path))
+		return
+	}
+	if err := os.Remove(path); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		d.log.Error("could not withdraw the CNI conflist: the runtime may still send ADD to a stopped ipamd",
+			slog.String("path", path), slog.Any("error", err))
+		return
+	}
+	d.announced.written = false
+	d.log.Info("CNI conflist withdrawn: ipamd is stopping", slog.String("path", path))
 }
 
 // confList is the conflist ipamd announces: the sandboxipam plugin on
