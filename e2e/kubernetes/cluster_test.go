@@ -57,6 +57,8 @@ func TestOneNodeCluster(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { os.RemoveAll(dir) })
+	// After containerd stopped (cleanups run last-in first-out).
+	t.Cleanup(func() { removeKubeletCgroups(t, dir) })
 	ctrd, err := testenv.StartContainerd(ctx, testenv.ContainerdOptions{Dir: filepath.Join(dir, "ctd")})
 	if err != nil {
 		t.Fatal(err)

@@ -112,7 +112,7 @@ func startKubelet(t *testing.T, opts kubeletOptions) *kubelet {
 	t.Helper()
 	// The cgroup root is named after the test's own directory, so two
 	// runs never share one and teardown removes only its own.
-	k := &kubelet{opts: opts, exited: make(chan struct{}), cgroupRoot: "/" + filepath.Base(filepath.Dir(opts.dir)) + "-kubelet"}
+	k := &kubelet{opts: opts, exited: make(chan struct{}), cgroupRoot: kubeletCgroupRoot(filepath.Dir(opts.dir))}
 	for _, d := range []string{k.rootDir(), filepath.Join(opts.dir, "certs"), filepath.Join(opts.dir, "sysctl"), filepath.Join(opts.dir, "pod-logs")} {
 		if err := os.MkdirAll(d, 0o755); err != nil {
 			t.Fatal(err)
@@ -240,7 +240,8 @@ func (k *kubelet) stop() {
 }
 
 // teardown stops kubelet and removes what it left on the host: its root
-// dir mounts, its cgroups, and /var/lib/kubelet if the test created it.
+// dir mounts and /var/lib/kubelet if the test created it. Its cgroups go
+// later (removeKubeletCgroups), once the runtime has no pod left in them.
 func (k *kubelet) teardown(t *testing.T) {
 	k.stop()
 	if k.log != nil {
@@ -252,12 +253,31 @@ func (k *kubelet) teardown(t *testing.T) {
 		}
 	}
 	_ = exec.Command("umount", "--recursive", "--lazy", k.rootDir()).Run()
-	for _, h := range cgroupHierarchies(t) {
-		removeCgroupTree(filepath.Join(h, k.cgroupRoot))
-	}
 	if k.createdVar {
 		if err := os.Remove("/var/lib/kubelet"); err != nil {
 			t.Errorf("remove /var/lib/kubelet: %v", err)
+		}
+	}
+}
+
+// kubeletCgroupRoot is the cgroup root of the kubelet a test started
+// under testDir: named after the test's own directory, so two runs never
+// share one and clean-up removes only its own.
+func kubeletCgroupRoot(testDir string) string {
+	return "/" + filepath.Base(testDir) + "-kubelet"
+}
+
+// removeKubeletCgroups removes the cgroup tree of the kubelet started
+// under testDir from every hierarchy; register it before the runtime
+// starts, so that it runs after the runtime stopped every pod in it.
+// kubelet also makes its root in the cgroup v2 hierarchy a hybrid host
+// mounts at unified, where the test made none.
+func removeKubeletCgroups(t *testing.T, testDir string) {
+	for _, h := range append(cgroupHierarchies(t), "/sys/fs/cgroup/unified") {
+		dir := filepath.Join(h, kubeletCgroupRoot(testDir))
+		removeCgroupTree(dir)
+		if _, err := os.Stat(dir); err == nil {
+			t.Errorf("cgroup %s left behind", dir)
 		}
 	}
 }

@@ -70,6 +70,8 @@ func TestStandaloneKubelet(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { os.RemoveAll(dir) })
+	// After containerd stopped (cleanups run last-in first-out).
+	t.Cleanup(func() { removeKubeletCgroups(t, dir) })
 
 	// The runtime: a private containerd whose CNI config directory ipamd
 	// alone fills.
