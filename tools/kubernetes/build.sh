@@ -80,7 +80,9 @@ for c in "$@"; do
 	fi
 	echo "kubernetes: unpacking etcd from Debian's etcd-server" >&2
 	tmp=$(mktemp -d)
-	(cd "$tmp" && apt-get download etcd-server >&2 &&
+	# A fresh machine may have no package lists yet.
+	(cd "$tmp" && { apt-get download etcd-server >&2 ||
+		{ apt-get update >&2 && apt-get download etcd-server >&2; }; } &&
 		dpkg-deb --fsys-tarfile etcd-server_*.deb | tar -x ./usr/bin/etcd)
 	mv "$tmp/usr/bin/etcd" "$cache/etcd"
 	rm -rf "$tmp"
