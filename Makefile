@@ -31,20 +31,8 @@ build:
 # -timeout only stops a hung package; it is no speed goal (see the README
 # for the measured wall time): the conformance suite against two real
 # runtimes takes minutes on a busy 2-core machine.
-#
-# The conformance end-to-end package sets the pace (some four minutes of
-# real runtimes): it runs in a go test of its own, started at once beside
-# the rest, rather than waiting for its turn among go test's -p slots. Its
-# output follows the rest's; the target fails if either fails.
-PACE_PKG := ./conformance/e2e/
 test: test-tools
-	@mkdir -p $(BIN)
-	@rc=0; \
-	$(GO) test -count=1 -timeout 20m $(PACE_PKG) > $(BIN)/test-pace.log 2>&1 & pace=$$!; \
-	$(GO) test -count=1 -timeout 20m $$($(GO) list $(PKGS) | grep -vx 'github.com/sandboxipam/sandboxipam/conformance/e2e') || rc=$$?; \
-	wait $$pace || rc=$$?; \
-	cat $(BIN)/test-pace.log; \
-	exit $$rc
+	$(GO) test -count=1 -timeout 20m $(PKGS)
 
 # Tools the tests run, built once from pinned modules under tools/ into
 # bin/tools, where internal/testsupport finds them: no test go installs.
