@@ -29,11 +29,6 @@ func (e *entry) cooling(now time.Time, cooldown time.Duration) bool {
 	return !e.held && !e.releasedAt.IsZero() && now.Before(e.releasedAt.Add(cooldown))
 }
 
-// allocatable reports whether the address may be handed to a pod now.
-func (e *entry) allocatable(now time.Time, cooldown time.Duration) bool {
-	return e.inPool && e.free(now, cooldown)
-}
-
 // free reports whether nothing keeps the address from a pod but the pool.
 func (e *entry) free(now time.Time, cooldown time.Duration) bool {
 	return !e.quarantined && !e.held && !e.cooling(now, cooldown)
