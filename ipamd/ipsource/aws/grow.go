@@ -93,18 +93,30 @@ func (s *Source) assignTo(ctx context.Context, e *eni, n int) (int, error) {
 // security groups, attaches it at the next free device index and puts its
 // addresses in the pool.
 func (s *Source) addENI(ctx context.Context, n int) (int, error) {
-	created, err := s.ec2.createENI(ctx, s.id.primary.subnetID, s.id.primary.securityGroups, n, false)
+	e, err := s.attachNewENI(ctx, n, false)
 	if err != nil {
-		return 0, s.classifyGrowthError(err)
+		return 0, err
+	}
+	s.log.Info("ENI attached", slog.String("eni", e.id), slog.Int("deviceIndex", e.deviceIndex), slog.Int("addresses", len(e.ips)))
+	return len(e.ips), s.addToPool(ctx, e, e.ips)
+}
+
+// attachNewENI creates an ENI with n addresses, or n IPv4 prefixes, in the
+// primary ENI's subnet and security groups, attaches it at the next free
+// device index and records it; the caller puts its addresses in the pool.
+func (s *Source) attachNewENI(ctx context.Context, n int, prefixes bool) (*eni, error) {
+	created, err := s.ec2.createENI(ctx, s.id.primary.subnetID, s.id.primary.securityGroups, n, prefixes)
+	if err != nil {
+		return nil, s.classifyGrowthError(err)
 	}
 	e, err := s.eniFromCreated(created)
 	if err != nil {
-		return 0, err
+		return nil, err
 	}
 	e.deviceIndex = s.nextDeviceIndex()
 	if e.attachmentID, err = s.ec2.attachENI(ctx, e.id, e.deviceIndex); err != nil {
 		s.discardUnattached(ctx, e.id, err)
-		return 0, s.classifyGrowthError(err)
+		return nil, s.classifyGrowthError(err)
 	}
 	if err := s.ec2.setDeleteOnTermination(ctx, e.id, e.attachmentID); err != nil {
 		// Keep the attached ENI; resync retries the attribute.
@@ -114,8 +126,7 @@ func (s *Source) addENI(ctx context.Context, n int) (int, error) {
 	s.mu.Lock()
 	s.enis[e.id] = e
 	s.mu.Unlock()
-	s.log.Info("ENI attached", slog.String("eni", e.id), slog.Int("deviceIndex", e.deviceIndex), slog.Int("addresses", len(e.ips)))
-	return len(e.ips), s.addToPool(ctx, e, e.ips)
+	return e, nil
 }
 
 func (s *Source) eniFromCreated(ni types.NetworkInterface) (*eni, error) {

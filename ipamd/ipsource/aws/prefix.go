@@ -93,26 +93,10 @@ func (s *Source) assignPrefixesTo(ctx context.Context, e *eni, n int) (int, erro
 }
 
 func (s *Source) addENIWithPrefixes(ctx context.Context, n int) (int, error) {
-	created, err := s.ec2.createENI(ctx, s.id.primary.subnetID, s.id.primary.securityGroups, n, true)
-	if err != nil {
-		return 0, s.classifyGrowthError(err)
-	}
-	e, err := s.eniFromCreated(created)
+	e, err := s.attachNewENI(ctx, n, true)
 	if err != nil {
 		return 0, err
 	}
-	e.deviceIndex = s.nextDeviceIndex()
-	if e.attachmentID, err = s.ec2.attachENI(ctx, e.id, e.deviceIndex); err != nil {
-		s.discardUnattached(ctx, e.id, err)
-		return 0, s.classifyGrowthError(err)
-	}
-	if err := s.ec2.setDeleteOnTermination(ctx, e.id, e.attachmentID); err != nil {
-		s.setNeedResync()
-		s.log.Warn("ENI attached without DeleteOnTermination; retried at the next resync", slog.String("eni", e.id), slog.Any("error", err))
-	}
-	s.mu.Lock()
-	s.enis[e.id] = e
-	s.mu.Unlock()
 	s.log.Info("ENI attached with IPv4 prefixes", slog.String("eni", e.id), slog.Int("deviceIndex", e.deviceIndex), slog.Any("prefixes", e.prefixes))
 	return len(e.prefixes) * prefixSize, s.addPrefixesToPool(ctx, e, e.prefixes)
 }
