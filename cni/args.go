@@ -5,7 +5,6 @@ import (
 	"strings"
 
 	"github.com/containernetworking/cni/pkg/types"
-	"github.com/containernetworking/cni/pkg/utils"
 )
 
 // The CNI_ARGS keys the plugin reads; others are ignored, as runtimes add
@@ -42,12 +41,12 @@ type Args struct {
 func ParseArgs(sandboxID, ifName, netnsPath, cniArgs string) (*Args, error) {
 	a := &Args{SandboxID: sandboxID, IfName: ifName, Netns: netnsPath}
 	if sandboxID != "" {
-		if err := utils.ValidateContainerID(sandboxID); err != nil {
+		if err := validateContainerID(sandboxID); err != nil {
 			return nil, err
 		}
 	}
 	if ifName != "" {
-		if err := utils.ValidateInterfaceName(ifName); err != nil {
+		if err := validateInterfaceName(ifName); err != nil {
 			return nil, err
 		}
 	}

@@ -6,8 +6,6 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/containernetworking/cni/pkg/ns"
-	"github.com/containernetworking/cni/pkg/skel"
 	"github.com/containernetworking/cni/pkg/types"
 	"github.com/containernetworking/cni/pkg/version"
 )
@@ -16,20 +14,8 @@ import (
 // needs 0.4.0; STATUS and GC need 1.1.0.
 var SupportedVersions = version.PluginSupports("0.4.0", "1.0.0", "1.1.0")
 
-// Main runs one CNI call from the environment and stdin, prints the result
-// or the CNI error object, and exits non-zero on error. about is printed
-// when CNI_COMMAND is unset.
-func Main(ctx context.Context, about string) {
-	skel.PluginMainFuncs(Funcs(ctx), SupportedVersions, about)
-}
-
-// Funcs are the verbs for skel. ctx bounds every call together with the
+// plugin holds the verbs; ctx bounds every call together with the
 // config's timeout.
-func Funcs(ctx context.Context) skel.CNIFuncs {
-	p := &plugin{ctx: ctx}
-	return skel.CNIFuncs{Add: p.add, Del: p.del, Check: p.check, GC: p.gc, Status: p.status}
-}
-
 type plugin struct {
 	ctx context.Context
 }
@@ -38,7 +24,7 @@ func (p *plugin) withTimeout(conf *NetConf) (context.Context, context.CancelFunc
 	return context.WithTimeout(p.ctx, time.Duration(conf.Timeout))
 }
 
-func load(cmd *skel.CmdArgs) (*NetConf, *Args, error) {
+func load(cmd *CmdArgs) (*NetConf, *Args, error) {
 	conf, err := ParseConfig(cmd.StdinData)
 	if err != nil {
 		return nil, nil, err
@@ -50,12 +36,12 @@ func load(cmd *skel.CmdArgs) (*NetConf, *Args, error) {
 	return conf, args, nil
 }
 
-func (p *plugin) add(cmd *skel.CmdArgs) error {
+func (p *plugin) add(cmd *CmdArgs) error {
 	conf, args, err := load(cmd)
 	if err != nil {
 		return err
 	}
-	if err := validateAdd(args); err != nil {
+	if err := args.ValidateForAdd(); err != nil {
 		return err
 	}
 	ctx, cancel := p.withTimeout(conf)
@@ -83,23 +69,6 @@ func (p *plugin) add(cmd *skel.CmdArgs) error {
 		return p.release(conf, args, err)
 	}
 	return p.printOrRelease(conf, args, podResult(args, links, addrs))
-}
-
-// validateAdd rejects, before ipamd is asked, what would make ADD fail
-// later, including the skel's own after-the-fact check that CNI_NETNS is
-// not the plugin's namespace.
-func validateAdd(args *Args) error {
-	if err := args.ValidateForAdd(); err != nil {
-		return err
-	}
-	isOwn, nsErr := ns.CheckNetNS(args.Netns)
-	if nsErr != nil {
-		return nsErr
-	}
-	if isOwn {
-		return types.NewError(types.ErrInvalidNetNS, "CNI_NETNS is the plugin's own network namespace", args.Netns)
-	}
-	return nil
 }
 
 func (p *plugin) printOrRelease(conf *NetConf, args *Args, res types.Result) error {
@@ -139,7 +108,7 @@ func (p *plugin) release(conf *NetConf, args *Args, cause error) error {
 	return cause
 }
 
-func (p *plugin) del(cmd *skel.CmdArgs) error {
+func (p *plugin) del(cmd *CmdArgs) error {
 	conf, args, err := load(cmd)
 	if err != nil {
 		return err
@@ -156,7 +125,7 @@ func (p *plugin) del(cmd *skel.CmdArgs) error {
 	return ipamdDel(ctx, conf, args)
 }
 
-func (p *plugin) check(cmd *skel.CmdArgs) error {
+func (p *plugin) check(cmd *CmdArgs) error {
 	conf, args, err := load(cmd)
 	if err != nil {
 		return err
@@ -182,7 +151,7 @@ func (p *plugin) check(cmd *skel.CmdArgs) error {
 	return checkHeld(args, want, held)
 }
 
-func (p *plugin) gc(cmd *skel.CmdArgs) error {
+func (p *plugin) gc(cmd *CmdArgs) error {
 	conf, err := ParseConfig(cmd.StdinData)
 	if err != nil {
 		return err
@@ -192,7 +161,7 @@ func (p *plugin) gc(cmd *skel.CmdArgs) error {
 	return ipamdGC(ctx, conf, conf.ValidAttachments)
 }
 
-func (p *plugin) status(cmd *skel.CmdArgs) error {
+func (p *plugin) status(cmd *CmdArgs) error {
 	conf, err := ParseConfig(cmd.StdinData)
 	if err != nil {
 		return err

@@ -84,30 +84,44 @@ func (e *benchEnv) preallocate(b *testing.B, p benchPlugin, n int) {
 	}
 }
 
-// measureAddDel runs b.N ADD+DEL pairs of fresh sandboxes and reports
-// their median and p99 in milliseconds.
-func (e *benchEnv) measureAddDel(b *testing.B, p benchPlugin) {
-	took := make([]time.Duration, 0, b.N)
+// measureAddDel runs b.N ADD+DEL pairs of fresh sandboxes on every side
+// in turn, so that each side sees the same moments of a noisy machine,
+// and reports each side's median and p99 in milliseconds and each side's
+// median as a ratio of the last side's (the reference plugin).
+func measureAddDel(b *testing.B, env *benchEnv, names []string, plugins []benchPlugin) {
+	took := make([][]time.Duration, len(plugins))
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {
-		id := cnitest.SandboxID(fmt.Sprintf("%s-%d", b.Name(), i))
-		start := time.Now()
-		exec1(b, e.hostNS, p.binary, cniEnv("ADD", id, e.podNS), p.config)
-		exec1(b, e.hostNS, p.binary, cniEnv("DEL", id, e.podNS), p.config)
-		took = append(took, time.Since(start))
+		for k, p := range plugins {
+			id := cnitest.SandboxID(fmt.Sprintf("%s-%s-%d", b.Name(), names[k], i))
+			start := time.Now()
+			exec1(b, env.hostNS, p.binary, cniEnv("ADD", id, env.podNS), p.config)
+			exec1(b, env.hostNS, p.binary, cniEnv("DEL", id, env.podNS), p.config)
+			took[k] = append(took[k], time.Since(start))
+		}
 	}
 	b.StopTimer()
-	reportPercentiles(b, took)
+	reference := median(took[len(took)-1])
+	for k, name := range names {
+		reportPercentiles(b, name+"-", took[k])
+		b.ReportMetric(median(took[k])/reference, name+"/ref")
+	}
 }
 
-func reportPercentiles(b *testing.B, took []time.Duration) {
+func median(took []time.Duration) float64 {
+	sorted := slices.Clone(took)
+	slices.Sort(sorted)
+	return float64(sorted[(len(sorted)-1)/2]) / float64(time.Millisecond)
+}
+
+func reportPercentiles(b *testing.B, prefix string, took []time.Duration) {
 	slices.Sort(took)
 	at := func(q float64) float64 {
 		i := int(q*float64(len(took))+0.999999) - 1
 		return float64(took[max(i, 0)]) / float64(time.Millisecond)
 	}
-	b.ReportMetric(at(0.5), "ms-median")
-	b.ReportMetric(at(0.99), "ms-p99")
+	b.ReportMetric(at(0.5), prefix+"ms-median")
+	b.ReportMetric(at(0.99), prefix+"ms-p99")
 }
 
 func hostLocalIPAM(dataDir string) []byte {
@@ -141,7 +155,7 @@ type side struct {
 var sides = []side{
 	{name: "sandboxipam", state: os.TempDir()},
 	{name: "sandboxipam-tmpfs", state: "/dev/shm"},
-	{name: "reference"},
+	{name: "reference"}, // last: the ratios are to it
 }
 
 func ipamOnly(b *testing.B, socket, dataDir string) benchPlugin {
@@ -162,20 +176,26 @@ func withNetns(b *testing.B, socket, dataDir string) benchPlugin {
 	return benchPlugin{binary: bin, config: sandboxipamMain(socket), ipamBinary: bin, ipam: sandboxipamIPAM(socket)}
 }
 
+// runComparison measures the sides side by side, interleaved, with an
+// empty pool and with 250 addresses already held on every side.
 func runComparison(b *testing.B, build func(b *testing.B, socket, dataDir string) benchPlugin) {
 	for _, allocated := range []int{0, 250} {
-		for _, s := range sides {
-			b.Run(fmt.Sprintf("allocated=%d/%s", allocated, s.name), func(b *testing.B) {
-				env := newBenchEnv(b)
+		b.Run(fmt.Sprintf("allocated=%d", allocated), func(b *testing.B) {
+			env := newBenchEnv(b)
+			var names []string
+			var plugins []benchPlugin
+			for _, s := range sides {
 				socket := ""
 				if s.state != "" {
 					socket = startIPAMDIn(b, s.state, benchCIDR, time.Millisecond).Socket
 				}
 				p := build(b, socket, b.TempDir())
 				env.preallocate(b, p, allocated)
-				env.measureAddDel(b, p)
-			})
-		}
+				names = append(names, s.name)
+				plugins = append(plugins, p)
+			}
+			measureAddDel(b, env, names, plugins)
+		})
 	}
 }
 
@@ -210,7 +230,7 @@ func BenchmarkStartup(b *testing.B) {
 				took = append(took, time.Since(start))
 			}
 			b.StopTimer()
-			reportPercentiles(b, took)
+			reportPercentiles(b, "", took)
 		})
 	}
 }
