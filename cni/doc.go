@@ -1,4 +1,5 @@
-// Package cni is sandboxipam's CNI plugin: the skel verbs, the client side of
+// Package cni is sandboxipam's CNI plugin: the CNI verbs and their dispatch
+// (dispatch.go, in place of the library's skel), the client side of
 // ipamd's lean wire API, and the veth, address and route set-up in the pod's
 // network namespace. cmd/sandboxipam only calls Main.
 //
@@ -99,6 +100,9 @@
 // # Start-up
 //
 // The plugin is exec'd once per call, so it links no grpc: it speaks the
-// wire framing (package wire) with protobuf alone, and opens one netlink
-// socket per namespace it touches.
+// wire framing (package wire) with messages encoded by hand in protobuf's
+// binary format (package msg), and opens one netlink socket per namespace
+// it touches. It does not link the CNI library's skel either: skel imports
+// pkg/utils, whose regexp is compiled at every exec (dispatch.go says what
+// that cost and what replaces it).
 package cni

@@ -2,6 +2,7 @@ package cni_test
 
 import (
 	"os/exec"
+	"slices"
 	"strings"
 	"testing"
 
@@ -18,6 +19,26 @@ func TestPluginLinksNoGRPC(t *testing.T) {
 	for _, banned := range []string{"google.golang.org/grpc", "google.golang.org/protobuf", "github.com/hashicorp/go-plugin", "golang.org/x/net"} {
 		if strings.Contains(string(out), banned) {
 			t.Errorf("the plugin binary links %s:\n%s", banned, out)
+		}
+	}
+}
+
+// TestPluginLinksNoSkel guards the plugin's start-up cost too: skel brings
+// the CNI library's utils package, whose regexp is compiled at every exec
+// (dispatch.go).
+func TestPluginLinksNoSkel(t *testing.T) {
+	const plugin = "github.com/sandboxipam/sandboxipam/cmd/sandboxipam"
+	out, err := exec.Command("go", "list", "-deps", plugin).CombinedOutput()
+	if err != nil {
+		t.Fatalf("go list -deps %s: %v\n%s", plugin, err, out)
+	}
+	deps := strings.Fields(string(out))
+	if !slices.Contains(deps, "github.com/sandboxipam/sandboxipam/cni") {
+		t.Fatalf("go list -deps %s does not list the cni package, want its whole dependency graph:\n%s", plugin, out)
+	}
+	for _, banned := range []string{"github.com/containernetworking/cni/pkg/skel", "github.com/containernetworking/cni/pkg/utils", "regexp"} {
+		if slices.Contains(deps, banned) {
+			t.Errorf("the plugin links %s", banned)
 		}
 	}
 }
