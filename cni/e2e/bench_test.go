@@ -187,7 +187,7 @@ func runComparison(b *testing.B, build func(b *testing.B, socket, dataDir string
 			for _, s := range sides {
 				socket := ""
 				if s.state != "" {
-					socket = startIPAMDIn(b, s.state, benchCIDR, time.Millisecond).Socket
+					socket = startIPAMDProcess(b, s.state, benchCIDR, time.Millisecond)
 				}
 				p := build(b, socket, b.TempDir())
 				env.preallocate(b, p, allocated)

@@ -38,6 +38,20 @@ func startIPAMDIn(tb testing.TB, parent, cidr string, cooldown time.Duration) *r
 // dual-stack pool).
 func startIPAMDWith(tb testing.TB, parent string, cooldown time.Duration, cidrs ...string) *realIPAMD {
 	tb.Helper()
+	cfg := ipamdConfig(tb, parent, cooldown, cidrs...)
+	d := daemon.New(cfg, daemon.Options{})
+	if err := d.Start(context.Background()); err != nil {
+		tb.Fatalf("start ipamd: %v", err)
+	}
+	tb.Cleanup(func() { stopIPAMD(tb, d) })
+	testsupport.Eventually(tb, "ipamd to prove the fresh node's pool", func() bool { return !d.Store().Unproven() })
+	return &realIPAMD{Socket: cfg.Socket, Daemon: d}
+}
+
+// ipamdConfig is a fresh node's config under a new directory in parent,
+// with the test adapter reporting a runtime that has no pod yet.
+func ipamdConfig(tb testing.TB, parent string, cooldown time.Duration, cidrs ...string) config.Config {
+	tb.Helper()
 	dir, err := os.MkdirTemp(parent, "sbxipamd")
 	if err != nil {
 		tb.Fatalf("temp dir: %v", err)
@@ -51,9 +65,6 @@ func startIPAMDWith(tb testing.TB, parent string, cooldown time.Duration, cidrs 
 	cfg.IPSource.Static.CIDRs = cidrs
 	cfg.Introspection.Address = "127.0.0.1:0"
 	cfg.Metrics.Address = ""
-	if err := cfg.Validate(); err != nil {
-		tb.Fatalf("ipamd config: %v", err)
-	}
 	// A runtime with no pod yet: its first listing proves the fresh node's
 	// pool (without a checkpoint ipamd hands out nothing before that).
 	state := filepath.Join(dir, "runtime.json")
@@ -67,13 +78,7 @@ func startIPAMDWith(tb testing.TB, parent string, cooldown time.Duration, cidrs 
 	if err := cfg.Validate(); err != nil {
 		tb.Fatalf("ipamd config: %v", err)
 	}
-	d := daemon.New(cfg, daemon.Options{})
-	if err := d.Start(context.Background()); err != nil {
-		tb.Fatalf("start ipamd: %v", err)
-	}
-	tb.Cleanup(func() { stopIPAMD(tb, d) })
-	testsupport.Eventually(tb, "ipamd to prove the fresh node's pool", func() bool { return !d.Store().Unproven() })
-	return &realIPAMD{Socket: cfg.Socket, Daemon: d}
+	return cfg
 }
 
 func stopIPAMD(tb testing.TB, d *daemon.Daemon) {
