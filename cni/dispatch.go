@@ -45,6 +45,22 @@ type verbs struct {
 	add, del, check, gc, status func(*CmdArgs) error
 }
 
+// of is the verb for a command other than VERSION.
+func (v verbs) of(cmd string) func(*CmdArgs) error {
+	switch cmd {
+	case "ADD":
+		return v.add
+	case "DEL":
+		return v.del
+	case "CHECK":
+		return v.check
+	case "GC":
+		return v.gc
+	default:
+		return v.status
+	}
+}
+
 // env is what one call reads from the process.
 type env struct {
 	getenv func(string) string
@@ -90,11 +106,11 @@ func dispatch(e env, v verbs, supported version.PluginInfo, about string) *types
 		}
 		return nil
 	}
-	args, cniErr := readCmdArgs(e, needs)
+	args, configVersion, cniErr := readCmdArgs(e, needs)
 	if cniErr != nil {
 		return cniErr
 	}
-	if cniErr := checkVersions(cmd, args.StdinData, supported); cniErr != nil {
+	if cniErr := checkVersions(cmd, configVersion, supported); cniErr != nil {
 		return cniErr
 	}
 	if cmd == "ADD" || cmd == "DEL" {
@@ -102,8 +118,7 @@ func dispatch(e env, v verbs, supported version.PluginInfo, about string) *types
 			return cniErr
 		}
 	}
-	call := map[string]func(*CmdArgs) error{"ADD": v.add, "DEL": v.del, "CHECK": v.check, "GC": v.gc, "STATUS": v.status}[cmd]
-	if err := call(args); err != nil {
+	if err := v.of(cmd)(args); err != nil {
 		var asCNI *types.Error
 		if errors.As(err, &asCNI) {
 			return asCNI
@@ -115,8 +130,10 @@ func dispatch(e env, v verbs, supported version.PluginInfo, about string) *types
 
 // readCmdArgs reads the CNI_* variables and stdin, and checks what skel
 // checks: the required variables, the container ID and interface name,
-// and a config with a valid network name.
-func readCmdArgs(e env, needs []string) (*CmdArgs, *types.Error) {
+// and a config with a valid network name. It returns the config's
+// cniVersion too ("0.1.0" when absent, as the library reads it), from the
+// same decode.
+func readCmdArgs(e env, needs []string) (*CmdArgs, string, *types.Error) {
 	args := &CmdArgs{
 		ContainerID:   e.getenv("CNI_CONTAINERID"),
 		Netns:         e.getenv("CNI_NETNS"),
@@ -133,45 +150,45 @@ func readCmdArgs(e env, needs []string) (*CmdArgs, *types.Error) {
 			missing = append(missing, name)
 		case name == "CNI_CONTAINERID":
 			if err := validateContainerID(value); err != nil {
-				return nil, err
+				return nil, "", err
 			}
 		case name == "CNI_IFNAME":
 			if err := validateInterfaceName(value); err != nil {
-				return nil, err
+				return nil, "", err
 			}
 		}
 	}
 	if len(missing) > 0 {
-		return nil, types.NewError(types.ErrInvalidEnvironmentVariables,
+		return nil, "", types.NewError(types.ErrInvalidEnvironmentVariables,
 			fmt.Sprintf("required env variables [%s] missing", strings.Join(missing, ",")), "")
 	}
 	stdin, err := io.ReadAll(e.stdin)
 	if err != nil {
-		return nil, types.NewError(types.ErrIOFailure, fmt.Sprintf("error reading from stdin: %v", err), "")
+		return nil, "", types.NewError(types.ErrIOFailure, fmt.Sprintf("error reading from stdin: %v", err), "")
 	}
 	args.StdinData = stdin
 	var conf struct {
-		Name string `json:"name"`
+		Name       string `json:"name"`
+		CNIVersion string `json:"cniVersion"`
 	}
 	if err := json.Unmarshal(stdin, &conf); err != nil {
-		return nil, types.NewError(types.ErrDecodingFailure, fmt.Sprintf("error unmarshall network config: %v", err), "")
+		return nil, "", types.NewError(types.ErrDecodingFailure, fmt.Sprintf("error unmarshall network config: %v", err), "")
 	}
 	if conf.Name == "" {
-		return nil, types.NewError(types.ErrInvalidNetworkConfig, "missing network name", "")
+		return nil, "", types.NewError(types.ErrInvalidNetworkConfig, "missing network name", "")
 	}
 	if !validName(conf.Name) {
-		return nil, types.NewError(types.ErrInvalidNetworkConfig, "invalid characters found in network name", conf.Name)
+		return nil, "", types.NewError(types.ErrInvalidNetworkConfig, "invalid characters found in network name", conf.Name)
 	}
-	return args, nil
+	if conf.CNIVersion == "" {
+		conf.CNIVersion = "0.1.0"
+	}
+	return args, conf.CNIVersion, nil
 }
 
 // checkVersions refuses a config whose cniVersion the plugin does not
 // speak, or that predates the command.
-func checkVersions(cmd string, config []byte, supported version.PluginInfo) *types.Error {
-	configVersion, err := (&version.ConfigDecoder{}).Decode(config)
-	if err != nil {
-		return types.NewError(types.ErrDecodingFailure, err.Error(), "")
-	}
+func checkVersions(cmd, configVersion string, supported version.PluginInfo) *types.Error {
 	if minimum, ok := minConfigVersion[cmd]; ok {
 		newEnough, err := version.GreaterThanOrEqualTo(configVersion, minimum)
 		if err != nil {

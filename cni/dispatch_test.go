@@ -78,6 +78,8 @@ func TestDispatchRefusesBeforeTheVerb(t *testing.T) {
 			"config version does not allow GC"},
 		{"unsupported version", map[string]string{"CNI_COMMAND": "DEL", "CNI_CONTAINERID": "abc", "CNI_IFNAME": "eth0", "CNI_PATH": "/x"},
 			`{"cniVersion":"0.3.1","name":"n"}`, types.ErrIncompatibleCNIVersion, "incompatible CNI versions"},
+		{"no cniVersion means 0.1.0", map[string]string{"CNI_COMMAND": "DEL", "CNI_CONTAINERID": "abc", "CNI_IFNAME": "eth0", "CNI_PATH": "/x"},
+			`{"name":"n"}`, types.ErrIncompatibleCNIVersion, "incompatible CNI versions"},
 		{"own netns", map[string]string{"CNI_COMMAND": "DEL", "CNI_CONTAINERID": "abc", "CNI_IFNAME": "eth0", "CNI_PATH": "/x", "CNI_NETNS": "/proc/self/ns/net"},
 			`{"cniVersion":"1.0.0","name":"n"}`, types.ErrInvalidNetNS, "plugin's netns and netns from CNI_NETNS should not be the same"},
 	} {

@@ -49,6 +49,8 @@ func startIPAMDProcess(tb testing.TB, parent, cidr string, cooldown time.Duratio
 		syscall.Kill(-cmd.Process.Pid, syscall.SIGTERM)
 		<-exited
 	})
+	// A hung listener must not outlast Wait's deadline.
+	client := &http.Client{Timeout: 10 * time.Second}
 	testsupport.Wait(tb, "ipamd to be ready", func() (bool, string) {
 		select {
 		case err := <-exited:
@@ -57,7 +59,7 @@ func startIPAMDProcess(tb testing.TB, parent, cidr string, cooldown time.Duratio
 			tb.Fatalf("ipamd exited: %v\n%s", err, log)
 		default:
 		}
-		resp, err := http.Get("http://" + port.Addr + "/readyz")
+		resp, err := client.Get("http://" + port.Addr + "/readyz")
 		if err != nil {
 			return false, err.Error()
 		}
