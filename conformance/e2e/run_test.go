@@ -164,6 +164,33 @@ func expectOutcome(t *testing.T, run cliRun, exitCode int, failing, skipped []st
 	}
 }
 
+// expectFocusedOutcome checks a run that selected only the checks in
+// focus: exit status 1, exactly those checks reported, failing among them
+// failed and the rest passed.
+func expectFocusedOutcome(t *testing.T, run cliRun, focus, failing []string) {
+	t.Helper()
+	focus, failing = slices.Sorted(slices.Values(focus)), slices.Sorted(slices.Values(failing))
+	if run.exitCode != 1 {
+		t.Errorf("exit code = %d, want 1", run.exitCode)
+	}
+	var reported []string
+	for _, result := range run.report.Results {
+		reported = append(reported, result.ID)
+	}
+	if slices.Sort(reported); !slices.Equal(reported, focus) {
+		t.Errorf("reported checks = %v, want the focused %v", reported, focus)
+	}
+	if got := run.idsWithStatus(conformance.StatusFail); !slices.Equal(got, failing) {
+		t.Errorf("failing checks = %v, want %v", got, failing)
+	}
+	if got := run.idsWithStatus(conformance.StatusSkip); len(got) != 0 {
+		t.Errorf("skipped checks = %v, want none", got)
+	}
+	if t.Failed() {
+		t.Logf("conformance output:\n%s", run.output)
+	}
+}
+
 // podCIDR is where the docker fixture takes its pods' addresses from, for
 // pod-ips-match; they live only in the pods' own network namespaces.
 const podCIDR = "198.18.128.0/17"
