@@ -4,12 +4,13 @@ import (
 	"testing"
 )
 
-// Scale check sizes. Each is above the dozen or so pods the other checks
-// of a run create, so an adapter that pages or truncates shows it, and
-// small enough that the package's four concurrent runs stay within a
-// two-core machine: a scale pod costs a shim, runc and three CNI plugin
-// execs to create and as many to remove, and at 110 containerd pods the
-// scale check was two thirds of its run. The node-sized listing, 200 pods
+// Scale check sizes. The scale pods join the dozen or so that a run's
+// other checks hold at that moment, so the listing holds some 20 (Docker)
+// or 60 (containerd) pods: an adapter that pages or truncates shows it.
+// They are few enough that the package's concurrent runs fit a two-core
+// machine: a scale pod costs a shim, runc and three CNI plugin execs to
+// create and as many to remove, and at 110 containerd pods the scale
+// check was two thirds of its run. The node-sized listing, 200 pods
 // through every shipped adapter, is BenchmarkConformanceMode's (make
 // bench). Docker's pods start several times slower than containerd's.
 const (
