@@ -49,9 +49,10 @@ func cniEnv(command, id, netnsPath string) []string {
 // benchPlugin is one side of a comparison.
 type benchPlugin struct {
 	binary     string
-	config     []byte // for the measured ADD and DEL
-	ipamBinary string // the IPAM plugin that pre-allocates addresses
-	ipam       []byte // its config
+	config     []byte   // for the measured ADD and DEL
+	env        []string // more environment for the measured binary
+	ipamBinary string   // the IPAM plugin that pre-allocates addresses
+	ipam       []byte   // its config
 }
 
 // benchEnv holds the namespaces a benchmark runs in.
@@ -95,8 +96,8 @@ func measureAddDel(b *testing.B, env *benchEnv, names []string, plugins []benchP
 		for k, p := range plugins {
 			id := cnitest.SandboxID(fmt.Sprintf("%s-%s-%d", b.Name(), names[k], i))
 			start := time.Now()
-			exec1(b, env.hostNS, p.binary, cniEnv("ADD", id, env.podNS), p.config)
-			exec1(b, env.hostNS, p.binary, cniEnv("DEL", id, env.podNS), p.config)
+			exec1(b, env.hostNS, p.binary, append(cniEnv("ADD", id, env.podNS), p.env...), p.config)
+			exec1(b, env.hostNS, p.binary, append(cniEnv("DEL", id, env.podNS), p.env...), p.config)
 			took[k] = append(took[k], time.Since(start))
 		}
 	}
@@ -148,26 +149,36 @@ func sandboxipamMain(socket string) []byte {
 type side struct {
 	name  string
 	state string // where ipamd's state directory goes; "" for the reference plugin
+	floor bool   // measure cni/internal/wirefloor instead of the plugin
 }
 
 // The state of ipamd lives on the root file system (durable, fsync'd) or,
 // to show the cost of the CNI path without the disk, on tmpfs.
-var sides = []side{
-	{name: "sandboxipam", state: os.TempDir()},
-	{name: "sandboxipam-tmpfs", state: "/dev/shm"},
-	{name: "reference"}, // last: the ratios are to it
-}
+var (
+	onDisk    = side{name: "sandboxipam", state: os.TempDir()}
+	onTmpfs   = side{name: "sandboxipam-tmpfs", state: "/dev/shm"}
+	reference = side{name: "reference"} // last: the ratios are to it
+)
 
-func ipamOnly(b *testing.B, socket, dataDir string) benchPlugin {
+// wireFloor is the least any Go client of ipamd's socket pays per call
+// (see cni/internal/wirefloor), with ipamd's state on disk like onDisk's.
+var wireFloor = side{name: "wire-floor", state: os.TempDir(), floor: true}
+
+func ipamOnly(b *testing.B, s side, socket, dataDir string) benchPlugin {
 	if socket == "" {
 		return benchPlugin{binary: refPluginDir + "/host-local", config: hostLocalIPAM(dataDir),
 			ipamBinary: refPluginDir + "/host-local", ipam: hostLocalIPAM(dataDir)}
 	}
 	bin := cnitest.PluginBinary(b)
-	return benchPlugin{binary: bin, config: sandboxipamIPAM(socket), ipamBinary: bin, ipam: sandboxipamIPAM(socket)}
+	p := benchPlugin{binary: bin, config: sandboxipamIPAM(socket), ipamBinary: bin, ipam: sandboxipamIPAM(socket)}
+	if s.floor {
+		p.binary = testsupport.StaticBinary(b, "./cni/internal/wirefloor")
+		p.env = []string{"WIREFLOOR_SOCKET=" + socket, "WIREFLOOR_NETWORK=" + benchNetwork}
+	}
+	return p
 }
 
-func withNetns(b *testing.B, socket, dataDir string) benchPlugin {
+func withNetns(b *testing.B, _ side, socket, dataDir string) benchPlugin {
 	if socket == "" {
 		return benchPlugin{binary: refPluginDir + "/ptp", config: ptpHostLocal(dataDir),
 			ipamBinary: refPluginDir + "/host-local", ipam: hostLocalIPAM(dataDir)}
@@ -177,8 +188,9 @@ func withNetns(b *testing.B, socket, dataDir string) benchPlugin {
 }
 
 // runComparison measures the sides side by side, interleaved, with an
-// empty pool and with 250 addresses already held on every side.
-func runComparison(b *testing.B, build func(b *testing.B, socket, dataDir string) benchPlugin) {
+// empty pool and with 250 addresses already held on every side; the last
+// side is the reference the ratios are to.
+func runComparison(b *testing.B, sides []side, build func(b *testing.B, s side, socket, dataDir string) benchPlugin) {
 	for _, allocated := range []int{0, 250} {
 		b.Run(fmt.Sprintf("allocated=%d", allocated), func(b *testing.B) {
 			env := newBenchEnv(b)
@@ -189,7 +201,7 @@ func runComparison(b *testing.B, build func(b *testing.B, socket, dataDir string
 				if s.state != "" {
 					socket = startIPAMDProcess(b, s.state, benchCIDR, time.Millisecond)
 				}
-				p := build(b, socket, b.TempDir())
+				p := build(b, s, socket, b.TempDir())
 				env.preallocate(b, p, allocated)
 				names = append(names, s.name)
 				plugins = append(plugins, p)
@@ -200,12 +212,17 @@ func runComparison(b *testing.B, build func(b *testing.B, socket, dataDir string
 }
 
 // BenchmarkIPAMAddDel: sandboxipam as an IPAM plugin (ipam type
-// sandboxipam, talking to ipamd) against host-local, ADD+DEL as processes.
-func BenchmarkIPAMAddDel(b *testing.B) { runComparison(b, ipamOnly) }
+// sandboxipam, talking to ipamd) against host-local, ADD+DEL as processes,
+// with the wire floor beside them.
+func BenchmarkIPAMAddDel(b *testing.B) {
+	runComparison(b, []side{onDisk, onTmpfs, wireFloor, reference}, ipamOnly)
+}
 
 // BenchmarkPodAddDel: the full plugin (veth, addresses, routes) against
 // ptp with host-local, in namespaces the benchmark creates.
-func BenchmarkPodAddDel(b *testing.B) { runComparison(b, withNetns) }
+func BenchmarkPodAddDel(b *testing.B) {
+	runComparison(b, []side{onDisk, onTmpfs, reference}, withNetns)
+}
 
 // BenchmarkStartup: exec+wait of CNI_COMMAND=VERSION, which does nothing
 // but start, print and exit: the plugin's start-up cost, next to
