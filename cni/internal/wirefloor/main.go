@@ -8,14 +8,15 @@
 // WIREFLOOR_SOCKET and WIREFLOOR_NETWORK), links neither encoding/json nor
 // the CNI library, checks nothing, and prints a fixed-shape result. What it
 // takes (the Go runtime's start, the connect, ipamd's fdatasync, the exit)
-// no Go plugin speaking ipamd's wire protocol can go below; what the
-// plugin takes beyond it is the plugin's own CNI work (decoding and
+// is about the least a Go plugin speaking ipamd's wire protocol can take;
+// what the plugin takes beyond it is the plugin's own CNI work (decoding and
 // validating the config and CNI_ARGS, the version and namespace checks,
 // the CNI result), the only part a faster plugin could cut.
 package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -39,7 +40,7 @@ func run(ctx context.Context) error {
 	}
 	socket, network := os.Getenv("WIREFLOOR_SOCKET"), os.Getenv("WIREFLOOR_NETWORK")
 	if socket == "" || network == "" {
-		return fmt.Errorf("WIREFLOOR_SOCKET and WIREFLOOR_NETWORK must name ipamd's socket and the network")
+		return errors.New("WIREFLOOR_SOCKET and WIREFLOOR_NETWORK must name ipamd's socket and the network")
 	}
 	att := msg.Attachment{Network: network, SandboxID: os.Getenv("CNI_CONTAINERID"), IfName: os.Getenv("CNI_IFNAME")}
 	conn, err := wire.Dial(ctx, socket)
@@ -59,7 +60,7 @@ func run(ctx context.Context) error {
 			return err
 		}
 		if len(resp.IPs) == 0 {
-			return fmt.Errorf("ipamd answered no address")
+			return errors.New("ipamd answered no address")
 		}
 		_, err = os.Stdout.WriteString(`{"cniVersion":"1.0.0","ips":[{"address":"` + resp.IPs[0].Address + `"}]}` + "\n")
 		return err
