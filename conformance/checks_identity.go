@@ -70,7 +70,7 @@ func checkNoAppContainerIDs(ctx context.Context, s *session) error {
 	}
 	for _, sb := range list {
 		if _, pod, ok := appContainerOf(sb.ID, pods); ok {
-			return mismatch(fmt.Sprintf("pod %s (%d app containers) is %s", pod.Spec.Name, len(pod.ContainerIDs),
+			return mismatch(fmt.Sprintf("pod %s (%s) is %s", pod.Spec.Name, appContainerCount(len(pod.ContainerIDs)),
 				diagnoseID(pod.SandboxID, sb.ID, pod)), pod.SandboxID, sb.ID)
 		}
 	}
@@ -118,8 +118,8 @@ func checkPodIdentity(ctx context.Context, s *session) error {
 			return err
 		}
 		if got, want := sandboxIdentity(sb), specIdentity(pod.Spec); got != want {
-			return mismatch(fmt.Sprintf("the listed sandbox of pod %s (%d app containers) does not carry its pod's identity",
-				pod.Spec.Name, len(pod.Spec.Containers)), want, got)
+			return mismatch(fmt.Sprintf("the listed sandbox of pod %s (attempt %d, %s) does not carry its pod's identity",
+				pod.Spec.Name, pod.Spec.Attempt, appContainerCount(len(pod.Spec.Containers))), want, got)
 		}
 	}
 	return nil

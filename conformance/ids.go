@@ -39,8 +39,8 @@ func findForPod(list []runtime.Sandbox, pod fixture.Pod, what string) (runtime.S
 
 // notListed explains why pod is not listed under its sandbox ID.
 func notListed(list []runtime.Sandbox, pod fixture.Pod, what string) *Failure {
-	label := strings.TrimSpace(fmt.Sprintf("%s pod %s (attempt %d, %d app containers)", what, pod.Spec.Name,
-		pod.Spec.Attempt, len(pod.Spec.Containers)))
+	label := strings.TrimSpace(fmt.Sprintf("%s pod %s (attempt %d, %s)", what, pod.Spec.Name,
+		pod.Spec.Attempt, appContainerCount(len(pod.Spec.Containers))))
 	if sb, ok := misfiled(list, pod); ok {
 		return mismatch(fmt.Sprintf("%s is not listed under its sandbox ID: %s", label, diagnoseID(pod.SandboxID, sb.ID, pod)),
 			pod.SandboxID, sb.ID)
@@ -76,6 +76,17 @@ func stillListed(list []runtime.Sandbox, pod fixture.Pod) (runtime.Sandbox, bool
 		return sb, true
 	}
 	return misfiled(list, pod)
+}
+
+// appContainerCount says how many app containers a pod has.
+func appContainerCount(n int) string {
+	switch n {
+	case 0:
+		return "no app containers"
+	case 1:
+		return "one app container"
+	}
+	return fmt.Sprintf("%d app containers", n)
 }
 
 // stripScheme removes a "docker://"-style prefix.

@@ -79,7 +79,7 @@ func TestFindForPodTakesOnlyTheExactID(t *testing.T) {
 	_, err := findForPod(list, pod, "running")
 	var f *Failure
 	if !errors.As(err, &f) || f.Actual != "docker://"+testAppID ||
-		!strings.Contains(f.Message, "running pod coredns (attempt 1, 1 app containers) is not listed under its sandbox ID: "+
+		!strings.Contains(f.Message, "running pod coredns (attempt 1, one app container) is not listed under its sandbox ID: "+
 			"listed under the ID of its app container "+testAppID) || !strings.Contains(f.Message, "the seed bug") {
 		t.Fatalf("findForPod = %v, want a failure naming the app container and the seed bug", err)
 	}

@@ -45,6 +45,8 @@ func TestRuntimeRestart(t *testing.T) {
 			{name: "docker", adapter: "docker", args: endpoint},
 			{name: "example", adapter: "adapter-docker-minimal", args: endpoint},
 			{name: "stuckafteroutage", adapter: "stuckafteroutage", args: endpoint, failure: "did not list again"},
+			{name: "emptyonshortdeadline", adapter: "emptyonshortdeadline", args: endpoint,
+				failure: "while the runtime was down with a 100ms deadline returned an empty list and no error"},
 		})
 	})
 	t.Run("containerd", func(t *testing.T) {
