@@ -78,7 +78,7 @@ func TestBrokenAdaptersFailTheirRule(t *testing.T) {
 				"stopped-listed-notready", "listing-fresh"},
 			passing:   []string{"get-sandbox-matches", "restarted-pod-ids", "removed-not-found"},
 			mainCheck: "sandbox-id-exact", message: "one app container) is not listed under its sandbox ID: listed under the ID of its app container",
-			actual:    "docker://",
+			actual: "docker://",
 		},
 		{
 			// Only the restarted pod's later attempts: restarted-pod-ids

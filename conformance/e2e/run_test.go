@@ -230,4 +230,3 @@ func dockerFixtureArgs(d *testenv.Docker) []string {
 func criFixtureArgs(c *testenv.Containerd) []string {
 	return []string{"--fixture", "cri", "--endpoint", c.Endpoint, "--pause-image", c.PauseImage, "--cgroup-parent", c.CgroupParent}
 }
-
