@@ -73,7 +73,7 @@ func checkWrongRuntime(ctx context.Context, s *session) error {
 		return mismatch("ListSandboxes against another runtime did not report runtime.ErrWrongRuntime",
 			"an error wrapping runtime.ErrWrongRuntime", actual)
 	}
-	return nil
+	return expectFailFast(ctx, s, client, "against another runtime")
 }
 
 func checkDeadlineShort(ctx context.Context, s *session) error {
