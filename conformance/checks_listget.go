@@ -18,7 +18,11 @@ const ruleListGet = ruleGet + "; GetSandbox and ListSandboxes agree on every san
 // checkListGetAgree gets every listed ID, Ready and NotReady, and requires
 // the same sandbox back: same ID, state and identity. A sandbox of another
 // run may change between the two calls; a disagreement counts only when a
-// second listing and a second GetSandbox repeat it.
+// second listing and a second GetSandbox repeat it, and its state is
+// compared only for the run's own pods, which nothing else touches: Docker
+// lists a running container that another run is force-removing as
+// "removing" while inspecting it says running, for as long as the removal
+// takes.
 func checkListGetAgree(ctx context.Context, s *session) error {
 	stopped, _, err := s.reservedPod(ctx, reservedListGet)
 	if err != nil {
@@ -34,8 +38,12 @@ func checkListGetAgree(ctx context.Context, s *session) error {
 	if _, err := findForPod(list, stopped, "stopped"); err != nil {
 		return err
 	}
+	own := map[string]bool{}
+	for _, pod := range s.created.all() {
+		own[pod.SandboxID] = true
+	}
 	// Side by side: the listing holds every pod on the node.
-	if err := forEachParallel(len(list), func(i int) error { return agreeListGet(ctx, s, list[i]) }); err != nil {
+	if err := forEachParallel(len(list), func(i int) error { return agreeListGet(ctx, s, list[i], own[list[i].ID]) }); err != nil {
 		return err
 	}
 	states := map[runtime.SandboxState]int{}
@@ -48,9 +56,13 @@ func checkListGetAgree(ctx context.Context, s *session) error {
 }
 
 // agreeListGet compares one listed sandbox with GetSandbox of its ID, and
-// asks both again before it calls a difference a failure.
-func agreeListGet(ctx context.Context, s *session, listed runtime.Sandbox) error {
+// asks both again before it calls a difference a failure. own says the
+// sandbox is one of the run's pods, whose state is compared too.
+func agreeListGet(ctx context.Context, s *session, listed runtime.Sandbox, own bool) error {
 	got, err := s.get(ctx, listed.ID)
+	if !own && err == nil {
+		got.State = listed.State // another run's pod may be on its way out
+	}
 	diff := listGetDiff(listed, got, err)
 	if diff == "" {
 		return nil
@@ -64,6 +76,9 @@ func agreeListGet(ctx context.Context, s *session, listed runtime.Sandbox) error
 		return nil // the sandbox changed in between: another run's pod
 	}
 	got, err = s.get(ctx, listed.ID)
+	if !own && err == nil {
+		got.State = listed.State
+	}
 	if diff = listGetDiff(listed, got, err); diff == "" {
 		return nil
 	}
