@@ -111,14 +111,14 @@ func (h *handlers) refuseChange(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusNotFound, fmt.Errorf("no such path %q", r.URL.Path))
 		return
 	}
-	where := h.AdminSocket
-	if where == "" {
-		where = "the admin socket"
+	where := ""
+	if h.AdminSocket != "" {
+		where = " " + h.AdminSocket
 	}
 	h.Logger.Warn("refused a call that changes state on the TCP listener", slog.String("method", r.Method),
 		slog.String("path", r.URL.Path), slog.String("remote", r.RemoteAddr))
 	writeError(w, http.StatusForbidden, fmt.Errorf(
-		"%s %s: this listener serves reads only; calls that change state are served on the admin socket %s (introspection.adminSocket), to root and ipamd's uid: run ipamctl there as root",
+		"%s %s: this listener serves reads only; calls that change state are served on the admin socket%s (introspection.adminSocket), to root and ipamd's uid only: run ipamctl as root on the node",
 		r.Method, r.URL.Path, where))
 }
 
