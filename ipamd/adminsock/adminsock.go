@@ -124,9 +124,12 @@ func (s *Server) guard(next http.Handler) http.Handler {
 		if res.err != nil {
 			msg = "the admin socket serves only identified callers: " + res.err.Error()
 		}
-		s.log.Warn("REFUSED a caller on the admin socket: it is neither root nor ipamd's uid",
-			slog.Uint64("uid", uint64(res.peer.UID)), slog.Uint64("gid", uint64(res.peer.GID)), slog.Int64("pid", int64(res.peer.PID)),
-			slog.String("method", r.Method), slog.String("path", r.URL.Path), slog.Any("error", res.err))
+		attrs := []any{slog.Uint64("uid", uint64(res.peer.UID)), slog.Uint64("gid", uint64(res.peer.GID)), slog.Int64("pid", int64(res.peer.PID)),
+			slog.String("method", r.Method), slog.String("path", r.URL.Path)}
+		if res.err != nil {
+			attrs = append(attrs, slog.Any("error", res.err))
+		}
+		s.log.Warn("REFUSED a caller on the admin socket: it is neither root nor ipamd's uid", attrs...)
 		w.Header().Set("Content-Type", "application/json")
 		w.Header().Set("Connection", "close")
 		w.WriteHeader(http.StatusForbidden)

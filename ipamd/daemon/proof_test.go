@@ -142,7 +142,7 @@ func TestAutoWithTwoRuntimesRefusesToReconcile(t *testing.T) {
 		t.Fatalf("Start: %v", err)
 	}
 	t.Cleanup(func() { _ = d.Stop(context.Background()) })
-	intro := ctl.New(d.IntrospectionAddr().String(), nil)
+	intro := ctl.NewAdmin(n.cfg.AdminSocketPath())
 	testsupport.Wait(t, "the adapter view to say auto refused", func() (bool, string) {
 		a, err := intro.Adapter(t.Context())
 		return err == nil && strings.Contains(a.Error, "/run/containerd/containerd.sock") && strings.Contains(a.Error, "/var/run/docker.sock"), a.Error
