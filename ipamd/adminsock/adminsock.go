@@ -115,7 +115,10 @@ func (s *Server) Allowed(p Peer) bool { return p.UID == 0 || p.UID == s.self }
 
 func (s *Server) guard(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		res, _ := r.Context().Value(peerKey{}).(peerResult)
+		res, ok := r.Context().Value(peerKey{}).(peerResult)
+		if !ok {
+			res.err = ErrNoPeer // never a zero Peer, which would read as root
+		}
 		if res.err == nil && s.Allowed(res.peer) {
 			next.ServeHTTP(w, r)
 			return
