@@ -135,6 +135,9 @@ func (d *Daemon) Start(ctx context.Context) (err error) {
 		}
 	}()
 	d.startedAt = time.Now()
+	if err := d.checkDirs(); err != nil {
+		return err
+	}
 	if err := d.openStore(ctx); err != nil {
 		return err
 	}

@@ -62,6 +62,10 @@ func (hs *httpServers) listen(addr, field string, h http.Handler, log *slog.Logg
 	if err != nil {
 		return nil, fmt.Errorf("%s %s: %w", field, addr, err)
 	}
+	if tcp, ok := l.Addr().(*net.TCPAddr); ok && !tcp.IP.IsLoopback() {
+		log.Warn("an HTTP listener binds beyond loopback: every host that reaches it reads what it serves (it changes nothing)",
+			slog.String("field", field), slog.String("address", l.Addr().String()))
+	}
 	srv := &http.Server{Handler: h, ReadHeaderTimeout: 5 * time.Second}
 	hs.servers = append(hs.servers, srv)
 	go func() {

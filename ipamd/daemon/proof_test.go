@@ -165,7 +165,7 @@ func TestFullStateDiskAnswersTryAgainLater(t *testing.T) {
 	if err := os.MkdirAll(n.cfg.StateDir, 0o700); err != nil {
 		t.Fatal(err)
 	}
-	if out, err := exec.Command("mount", "-t", "tmpfs", "-o", "size=64k", "tmpfs", n.cfg.StateDir).CombinedOutput(); err != nil {
+	if out, err := exec.Command("mount", "-t", "tmpfs", "-o", "size=64k,mode=0700", "tmpfs", n.cfg.StateDir).CombinedOutput(); err != nil {
 		testsupport.SkipOrFail(t, "mount a tmpfs: %v: %s", err, out)
 	}
 	t.Cleanup(func() { _ = exec.Command("umount", "-l", n.cfg.StateDir).Run() })
