@@ -94,7 +94,9 @@ func TestChangesUseTheAdminSocket(t *testing.T) {
 
 func TestUsage(t *testing.T) {
 	var stdout, stderr bytes.Buffer
-	if code := run([]string{"--help"}, &stdout, &stderr); code != 0 || !strings.Contains(stderr.String(), "reconcile --dry-run") {
+	if code := run([]string{"--help"}, &stdout, &stderr); code != 0 || !strings.Contains(stderr.String(), "reconcile --dry-run") ||
+		!strings.Contains(stderr.String(), "-admin-socket") || !strings.Contains(stderr.String(), "only root and ipamd's own uid") ||
+		!strings.Contains(stderr.String(), "--force") {
 		t.Errorf("--help exit %d:\n%s", code, stderr.String())
 	}
 	stderr.Reset()
