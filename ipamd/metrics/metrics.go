@@ -121,7 +121,7 @@ func New(src Sources) *Metrics {
 		}),
 		forcedReleases: prometheus.NewCounter(prometheus.CounterOpts{
 			Namespace: namespace, Name: "operator_forced_releases_total",
-			Help: "Releases an operator forced (ipamctl release --force) over the runtime's or the node's evidence that the attachment was in use.",
+			Help: "Releases an operator forced (ipamctl release --force), overriding whatever the runtime or the node showed of the attachment being in use; each is logged at WARN with the caller's uid.",
 		}),
 		now:           src.Now,
 		unlistedSince: map[datastore.Key]time.Time{},
