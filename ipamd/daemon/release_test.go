@@ -110,9 +110,14 @@ func TestReleaseOfALiveSandboxNeedsForce(t *testing.T) {
 	if got := logs.lines("level=WARN", "FORCED RELEASE", uid, "198.18.0.1"); len(got) != 1 {
 		t.Errorf("forced release WARN lines with %s: %q", uid, logs.lines("FORCED"))
 	}
+	quarantineLastsWhileReported(t, n, cni, admin)
+}
 
-	// Quarantined while the runtime still reports it: a pass keeps it so,
-	// and a full pool never hands it out.
+// quarantineLastsWhileReported: 198.18.0.1, released by force while the
+// runtime reports it for sandbox live, stays quarantined through a pass
+// and a full pool, and is handed out again once the runtime drops live.
+func quarantineLastsWhileReported(t *testing.T, n *node, cni cniClient, admin *ctl.Client) {
+	t.Helper()
 	if _, err := admin.Reconcile(t.Context(), false); err != nil {
 		t.Fatal(err)
 	}
