@@ -247,10 +247,19 @@ func defaultAWS() AWS {
 	}
 }
 
-// Listener is one HTTP listener.
+// Listener is the operator API: reads over HTTP on a TCP address, and the
+// calls that change state (release, reconcile) on a unix socket only the
+// node's administrator can reach.
 type Listener struct {
-	// Address is host:port. Default 127.0.0.1:61679 (loopback only).
-	Address string `yaml:"address" desc:"host:port of the JSON introspection API"`
+	// Address is host:port. Default 127.0.0.1:61679 (loopback only). It
+	// serves reads only: any local process can reach it.
+	Address string `yaml:"address" desc:"host:port of the JSON introspection API (reads only)"`
+	// AdminSocket is the unix socket of the calls that change state
+	// (ipamctl release, reconcile). It is created owner-only (0600) in a
+	// 0700 directory, and serves only callers whose SO_PEERCRED uid is 0
+	// or ipamd's own. Default empty: admin.sock in socket's directory
+	// (/run/sandboxipam/admin.sock).
+	AdminSocket string `yaml:"adminSocket" desc:"unix socket of release and reconcile, root or ipamd's uid only (empty: admin.sock beside socket)"`
 }
 
 // Metrics is the Prometheus endpoint.
@@ -274,6 +283,15 @@ func (c Config) CheckpointPath() string {
 		return c.Checkpoint
 	}
 	return filepath.Join(c.StateDir, "ipamd.checkpoint")
+}
+
+// AdminSocketPath is Introspection.AdminSocket, or admin.sock in Socket's
+// directory.
+func (c Config) AdminSocketPath() string {
+	if c.Introspection.AdminSocket != "" {
+		return c.Introspection.AdminSocket
+	}
+	return filepath.Join(filepath.Dir(c.Socket), "admin.sock")
 }
 
 // DefaultConfig returns the configuration ipamd runs with when a field is

@@ -46,7 +46,7 @@ func TestLoadGoldenFullExample(t *testing.T) {
 				LeakedENICleanupInterval: time.Hour, MaxAttempts: 4, MaxBackoff: 5 * time.Second,
 				Region: "eu-west-1", EC2Endpoint: "http://127.0.0.1:8080", IMDSEndpoint: "http://127.0.0.1:8081"},
 		},
-		Introspection: Listener{Address: "127.0.0.1:7001"},
+		Introspection: Listener{Address: "127.0.0.1:7001", AdminSocket: "/run/test-admin/admin.sock"},
 		Metrics:       Metrics{Address: ""},
 		Log:           Log{Level: "debug", Format: "json"},
 		Node:          Node{HostVethPrefix: "pod", LinkGrace: 10 * time.Second},
@@ -54,6 +54,9 @@ func TestLoadGoldenFullExample(t *testing.T) {
 	}
 	if !reflect.DeepEqual(got, want) {
 		t.Errorf("Load(full.yaml) =\n%+v\nwant\n%+v", got, want)
+	}
+	if got.AdminSocketPath() != "/run/test-admin/admin.sock" {
+		t.Errorf("AdminSocketPath = %q", got.AdminSocketPath())
 	}
 	if got.CheckpointPath() != "/var/lib/test-ipam/state.ckpt" {
 		t.Errorf("CheckpointPath = %q", got.CheckpointPath())
@@ -145,6 +148,14 @@ func TestValidateNamesFieldAndValue(t *testing.T) {
 		{"introspection", func(c *Config) { c.Introspection.Address = "localhost" },
 			`introspection.address must be host:port such as 127.0.0.1:61679, got "localhost"`},
 		{"introspection empty", func(c *Config) { c.Introspection.Address = "" }, "introspection.address must not be empty"},
+		{"adminSocket relative", func(c *Config) { c.Introspection.AdminSocket = "admin.sock" },
+			`introspection.adminSocket must be an absolute path, got "admin.sock"`},
+		{"adminSocket long", func(c *Config) { c.Introspection.AdminSocket = "/" + strings.Repeat("a", 120) },
+			"introspection.adminSocket must be at most 107 bytes"},
+		{"adminSocket derived long", func(c *Config) { c.Socket = "/" + strings.Repeat("s", 96) + "/i.sock" },
+			"introspection.adminSocket must be at most 107 bytes"},
+		{"adminSocket is the CNI socket", func(c *Config) { c.Introspection.AdminSocket = c.Socket },
+			`introspection.adminSocket must differ from socket (the CNI socket), got "/run/sandboxipam/ipamd.sock"`},
 		{"metrics", func(c *Config) { c.Metrics.Address = "127.0.0.1:99999" },
 			`metrics.address must be host:port such as 127.0.0.1:61679, got "127.0.0.1:99999"`},
 		{"log level", func(c *Config) { c.Log.Level = "trace" }, `log.level must be one of debug, info, warn, error, got "trace"`},

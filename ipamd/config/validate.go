@@ -41,6 +41,7 @@ func (c Config) Validate() error {
 	c.Runtime.validate(&v)
 	c.IPSource.validate(&v)
 	v.hostPort("introspection.address", c.Introspection.Address, true)
+	c.validateAdminSocket(&v)
 	v.hostPort("metrics.address", c.Metrics.Address, false)
 	v.oneOf("log.level", c.Log.Level, "debug", "info", "warn", "error")
 	v.oneOf("log.format", c.Log.Format, "text", "json")
@@ -51,6 +52,19 @@ func (c Config) Validate() error {
 	v.absPath("node.netNS", c.Node.NetNS, false)
 	v.positive("node.linkGrace", c.Node.LinkGrace)
 	return v.err()
+}
+
+// validateAdminSocket: the admin socket is a unix socket path of its own,
+// never the CNI socket.
+func (c Config) validateAdminSocket(v *validator) {
+	v.absPath("introspection.adminSocket", c.Introspection.AdminSocket, false)
+	path := c.AdminSocketPath()
+	if len(path) > maxSocketPath {
+		v.addf("introspection.adminSocket must be at most %d bytes (a unix socket path limit), got %d bytes (%q)", maxSocketPath, len(path), path)
+	}
+	if filepath.Clean(path) == filepath.Clean(c.Socket) {
+		v.addf("introspection.adminSocket must differ from socket (the CNI socket), got %q", path)
+	}
 }
 
 func (r Runtime) validate(v *validator) {

@@ -134,7 +134,7 @@ func TestCrashRecoveryRealBinary(t *testing.T) {
 	cfgPath := n.writeConfig()
 	logPath := filepath.Join(n.dir, "ipamd.log")
 	cni := cniClient{socket: n.cfg.Socket}
-	intro := ctl.New(n.cfg.Introspection.Address, nil)
+	intro := ctl.NewAdmin(n.cfg.AdminSocketPath())
 	m := &crashModel{live: map[string]string{}, slot: map[string]string{}, uncertainAdd: map[string]bool{}, uncertainDel: map[string]bool{}}
 
 	kills := 0

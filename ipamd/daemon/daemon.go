@@ -74,8 +74,12 @@ type Daemon struct {
 	source  *sourceHandle
 	adapter *adapterHandle
 	// rec is set once the adapter is selected; nil without one.
-	rec       atomic.Pointer[reconcile.Reconciler]
-	announced announcement
+	rec atomic.Pointer[reconcile.Reconciler]
+	// lastListing is the adapter's last successful listing, which an
+	// operator's release is checked against when the runtime cannot be
+	// listed right then.
+	lastListing atomic.Pointer[listing]
+	announced   announcement
 	// startedAt is when the store opened: a sandbox created later cannot
 	// hold an address from before.
 	startedAt time.Time
@@ -131,6 +135,9 @@ func (d *Daemon) Start(ctx context.Context) (err error) {
 		}
 	}()
 	d.startedAt = time.Now()
+	if err := d.checkDirs(); err != nil {
+		return err
+	}
 	if err := d.openStore(ctx); err != nil {
 		return err
 	}
@@ -143,7 +150,7 @@ func (d *Daemon) Start(ctx context.Context) (err error) {
 	if err := d.serveSocket(ctx); err != nil {
 		return err
 	}
-	if d.http, err = d.serveHTTP(); err != nil {
+	if d.http, err = d.serveHTTP(ctx); err != nil {
 		return err
 	}
 	d.log.Info("ipamd serving", slog.String("socket", d.cfg.Socket),

@@ -20,6 +20,7 @@ import (
 const firstRetry = 250 * time.Millisecond
 
 func (d *Daemon) newReconciler(adapter runtime.RuntimeAdapter) *reconcile.Reconciler {
+	adapter = recordingAdapter{RuntimeAdapter: adapter, record: func(l listing) { d.lastListing.Store(&l) }}
 	return reconcile.New(d.store, adapter, reconcile.Config{
 		Interval: d.cfg.Reconcile.Interval, Grace: d.cfg.Reconcile.Grace, ListTimeout: d.cfg.Reconcile.ListTimeout,
 		Network: d.cfg.Network, IfName: d.cfg.IfName,

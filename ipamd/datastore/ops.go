@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"net/netip"
 	"slices"
 	"strings"
 
@@ -103,6 +104,12 @@ func (s *Store) Release(ctx context.Context, key Key) (Assignment, bool, error) 
 // ReleaseFor is Release with the reason the log, the history and the
 // metrics give (ReasonOperator for an operator's release).
 func (s *Store) ReleaseFor(ctx context.Context, key Key, reason string) (Assignment, bool, error) {
+	return s.releaseOne(ctx, key, reason, nil)
+}
+
+// releaseOne releases key and quarantines the addresses of it in hold
+// (see ReleaseQuarantined), in one write.
+func (s *Store) releaseOne(ctx context.Context, key Key, reason string, hold []netip.Addr) (Assignment, bool, error) {
 	s.mu.Lock()
 	if s.closed {
 		s.mu.Unlock()
@@ -110,6 +117,9 @@ func (s *Store) ReleaseFor(ctx context.Context, key Key, reason string) (Assignm
 	}
 	now := s.now()
 	a, found := s.releaseLocked(key, now)
+	if found {
+		s.quarantineReleasedLocked(a, hold)
+	}
 	if s.unproven {
 		// A listing that started before this DEL may still show the
 		// sandbox: it must not adopt it back (see adoptLocked).
