@@ -28,9 +28,10 @@ func (d *Daemon) newReconciler(adapter runtime.RuntimeAdapter) *reconcile.Reconc
 		Node:       nodestate.Reader{Prefix: d.cfg.Node.HostVethPrefix, NetNS: d.cfg.Node.NetNS},
 		NetNS:      nodestate.NetNSAddrs,
 		VethPrefix: d.cfg.Node.HostVethPrefix,
-		IPAMOnly:   d.cfg.Node.IPAMOnly,
 		StartedAt:  d.startedAt,
 		LinkGrace:  d.cfg.Node.LinkGrace,
+
+		PluginWiresEveryPod: d.cfg.PluginWiresEveryPod(),
 	})
 }
 

@@ -78,10 +78,12 @@ type Config struct {
 	// VethPrefix is the CNI plugin's hostVethPrefix; default
 	// hostveth.DefaultPrefix.
 	VethPrefix string
-	// IPAMOnly: the CNI plugin runs as an IPAM plugin under another main
-	// plugin, so pods have no link of its own on the node and a missing
-	// link proves nothing.
-	IPAMOnly bool
+	// PluginWiresEveryPod: every attachment on the network is known to be
+	// wired by the sandboxipam plugin as the main plugin (config
+	// node.podWiring), so a pod without its pod link holds no address.
+	// False, the default, never infers anything from a missing link: a pod
+	// wired by another main plugin has none.
+	PluginWiresEveryPod bool
 	// StartedAt is when ipamd opened its store; zero means when New ran.
 	StartedAt time.Time
 	// LinkGrace is how long after StartedAt a pod made before it, that the
