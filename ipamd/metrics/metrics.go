@@ -67,6 +67,7 @@ type Metrics struct {
 	released          *prometheus.CounterVec
 	assigned          *prometheus.CounterVec
 	unlistedGauge     prometheus.Gauge
+	wiringRefused     prometheus.Counter
 	now               func() time.Time
 
 	// unlistedSince maps each assignment the last pass kept although its
@@ -118,6 +119,10 @@ func New(src Sources) *Metrics {
 			Namespace: namespace, Name: "unlisted_assignments",
 			Help: "Assignments whose sandbox the last successful runtime listing did not show and that the pass kept (inside the grace, never listed yet, or kept by a pod link on the node).",
 		}),
+		wiringRefused: prometheus.NewCounter(prometheus.CounterOpts{
+			Namespace: namespace, Name: "ipam_only_adds_refused_total",
+			Help: "ADDs refused because the CNI plugin ran as IPAM only under another main plugin while node.podWiring says the plugin wires every pod (plugin, or auto with cni.confListPath set): the setting is wrong for this node.",
+		}),
 		now:           src.Now,
 		unlistedSince: map[datastore.Key]time.Time{},
 	}
@@ -132,7 +137,7 @@ func New(src Sources) *Metrics {
 	m.registry.MustRegister(
 		collectors.NewGoCollector(),
 		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
-		m.callDuration, m.reconcileRuns, m.reconcileErrors, m.reconcileReleased, m.blindSandboxes, m.conflicts,
+		m.callDuration, m.reconcileRuns, m.reconcileErrors, m.reconcileReleased, m.blindSandboxes, m.conflicts, m.wiringRefused,
 		m.released, m.assigned, m.unlistedGauge,
 		prometheus.NewGaugeFunc(prometheus.GaugeOpts{
 			Namespace: namespace, Name: "oldest_unlisted_assignment_seconds",
@@ -315,6 +320,10 @@ func (m *Metrics) registerAdapter(adapter func() (bool, int)) {
 		}, func() float64 { _, restarts := adapter(); return float64(restarts) }),
 	)
 }
+
+// ObserveWiringRefused counts an ADD refused because the plugin ran as
+// IPAM only on a node configured as "the plugin wires every pod".
+func (m *Metrics) ObserveWiringRefused() { m.wiringRefused.Inc() }
 
 // ObserveCall records one CNI-facing call; it fits server.Observer.
 func (m *Metrics) ObserveCall(method string, took time.Duration, err error) {
