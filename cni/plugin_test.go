@@ -12,8 +12,8 @@ import (
 
 	"github.com/sandboxipam/sandboxipam/cni"
 	"github.com/sandboxipam/sandboxipam/cni/internal/cnitest"
-	"github.com/sandboxipam/sandboxipam/ipamd/datastore"
 	"github.com/sandboxipam/sandboxipam/ipamd/api/wire"
+	"github.com/sandboxipam/sandboxipam/ipamd/datastore"
 )
 
 // wireEnv is a pod env whose ipamd is the test wire server.
