@@ -80,6 +80,9 @@ func (d *Daemon) adapterView(context.Context) api.Adapter {
 	v := d.adapter.view()
 	v.Interval, v.Grace = d.cfg.Reconcile.Interval.String(), d.cfg.Reconcile.Grace.String()
 	if rec := d.rec.Load(); rec != nil {
+		if sees, proof := rec.Sees(); sees {
+			v.SeesCNI = proof
+		}
 		if last, ok := rec.Last(); ok {
 			view := introspect.ReconcileView(last, time.Now())
 			v.Last = &view
