@@ -308,6 +308,10 @@ func (h *handlers) release(w http.ResponseWriter, r *http.Request) {
 	case err != nil:
 		writeError(w, http.StatusInternalServerError, err)
 		return
+	case !found && h.Store.ReleasedWhileUnproven(key):
+		writeError(w, http.StatusNotFound, fmt.Errorf("no address is held for network %q sandbox %q interface %q; ipamd is unproven, "+
+			"and from now on counts that sandbox as holding nothing, on your word (the next reconcile pass takes it into account)", key.Network, key.SandboxID, key.IfName))
+		return
 	case !found:
 		writeError(w, http.StatusNotFound, fmt.Errorf("no address is held for network %q sandbox %q interface %q", key.Network, key.SandboxID, key.IfName))
 		return
