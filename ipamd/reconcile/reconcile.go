@@ -12,8 +12,8 @@
 // not record under it.
 //
 // The adapter must see what CNI sees, and proves it per adapter (see
-// sight.go): until one of its listings shows a sandbox CNI added since
-// ipamd started, an assignment made by ADD that no listing has shown, past
+// sight.go): until one of its listings shows a sandbox CNI added (not
+// one adopted from the runtime), an assignment made by ADD that no listing has shown, past
 // the grace, means it may be blind or look at another runtime, and the
 // pass releases nothing. Once it has shown it, such a never-listed
 // assignment (a pod that lived between two listings and lost its DEL) is

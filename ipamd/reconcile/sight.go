@@ -14,10 +14,14 @@ import (
 // Blindness is a property of the adapter, proven per adapter, not per
 // sandbox.
 //
-// An adapter has shown that it sees what CNI sees once a successful
-// listing that started after a CNI ADD made since ipamd started shows
-// that ADD's sandbox: it lists this node's pods, and its listing is not
-// older than the ADD. Until then, any assignment made by ADD that no
+// An adapter has shown that it sees what CNI sees once one of its
+// successful listings, which started after the ADD, shows a sandbox that
+// a CNI ADD gave an address (not one adopted from the runtime: that the
+// adapter listed it proves nothing). It lists this node's pods, and its
+// listing is not older than the ADD. The ADD may predate this ipamd: a
+// node whose pool leaks filled before a restart has no free address for
+// a new ADD to prove anything with, while its live pods are still
+// there to be listed. Until then, any assignment made by ADD that no
 // listing has shown, past the grace, means the adapter may be blind or
 // looking at another runtime (Docker's own containerd lists no pod at
 // all, successfully), and the pass releases nothing.
@@ -37,15 +41,16 @@ const maxLookups = 256
 
 // sight is what the reconciler knows of its adapter's sight.
 type sight struct {
-	// sees: a listing showed a sandbox CNI added since ipamd started.
+	// sees: a listing showed a sandbox CNI added.
 	sees bool
 	// proof names that sandbox, for the log and ipamctl adapter.
 	proof string
 }
 
 // earnSight notes whether this listing shows a sandbox that a CNI ADD,
-// made since ipamd started and before the listing started, gave an
-// address that no listing had shown yet.
+// made before the listing started, gave an address. An adopted
+// assignment is recorded as listed when it was made (ListedAt equals
+// AssignedAt), and does not count.
 func (r *Reconciler) earnSight(sandboxes []runtime.Sandbox, assignments []datastore.Assignment, started time.Time) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
@@ -54,9 +59,10 @@ func (r *Reconciler) earnSight(sandboxes []runtime.Sandbox, assignments []datast
 	}
 	present := podSandboxIDs(sandboxes)
 	for _, a := range assignments {
-		if _, ok := present[a.SandboxID]; ok && a.ListedAt.IsZero() && !a.AssignedAt.Before(r.cfg.StartedAt) && a.AssignedAt.Before(started) {
+		adopted := !a.ListedAt.IsZero() && a.ListedAt.Equal(a.AssignedAt)
+		if _, ok := present[a.SandboxID]; ok && !adopted && a.AssignedAt.Before(started) {
 			r.sight = sight{sees: true, proof: a.SandboxID}
-			r.cfg.Logger.Info("the adapter sees what CNI sees: its listing shows a sandbox CNI added since ipamd started",
+			r.cfg.Logger.Info("the adapter sees what CNI sees: its listing shows a sandbox CNI added",
 				"sandbox_id", a.SandboxID)
 			return
 		}
@@ -76,7 +82,7 @@ func (r *Reconciler) Sees() (bool, string) {
 // blind (then nothing is released).
 func (r *Reconciler) settleMissing(ctx context.Context, missing []datastore.Assignment, n node) (gone []datastore.Assignment, blind error) {
 	if sees, _ := r.Sees(); !sees {
-		return nil, fmt.Errorf("%w: it has not yet listed any sandbox CNI added since ipamd started", ErrAdapterBlind)
+		return nil, fmt.Errorf("%w: none of its listings has shown a sandbox CNI added", ErrAdapterBlind)
 	}
 	for i, a := range missing {
 		if n.alive(r.cfg.VethPrefix, a.Key) {

@@ -139,7 +139,7 @@ func TestWrongRuntimeAdapterReleasesNothingThoughGetSandboxSaysGone(t *testing.T
 		n.clock.Set(t0.Add(at))
 		res, err := r.RunOnce(context.Background(), false)
 		if !errors.Is(err, reconcile.ErrAdapterBlind) || len(res.Released) != 0 ||
-			!slices.Equal(res.Missing, []string{"pod-a", "pod-b", "pod-c"}) || !strings.Contains(res.Err, "has not yet listed any sandbox CNI added") {
+			!slices.Equal(res.Missing, []string{"pod-a", "pod-b", "pod-c"}) || !strings.Contains(res.Err, "none of its listings has shown a sandbox CNI added") {
 			t.Fatalf("pass at +%s = %+v, %v; want blind, pod-a..c missing, nothing released", at, res, err)
 		}
 	}
@@ -148,5 +148,41 @@ func TestWrongRuntimeAdapterReleasesNothingThoughGetSandboxSaysGone(t *testing.T
 	}
 	if st := n.store.Stats(); st.Assigned != 3 {
 		t.Fatalf("Stats %+v; want all 3 kept", st)
+	}
+}
+
+// A node whose pool leaks filled before a restart has no address for a
+// new ADD: a live pod CNI added before the restart, listed now, shows the
+// adapter sees what CNI sees, and the leaks are released. A sandbox the
+// store adopted from the runtime shows nothing.
+func TestSightFromAPodAddedBeforeTheRestart(t *testing.T) {
+	n := newNode(t)
+	n.clock.Set(t0.Add(time.Second))
+	n.assignWired("live", "198.18.0.1", datastore.WiringMainPlugin)
+	n.assignWired("leak", "198.18.0.2", datastore.WiringIPAMOnly)
+	n.clock.Set(t0.Add(time.Hour))
+	r := n.reconcilerOnNode(fakeNode{}) // ipamd restarted: it starts now
+	n.setRuntime(testadapter.State{Sandboxes: []runtime.Sandbox{sandbox("live", runtime.StateReady)}})
+	n.clock.Set(t0.Add(2 * time.Hour))
+	res := n.pass(r)
+	if got := released(res.Released); res.Blind() || !maps.Equal(got, map[string]string{"leak": "198.18.0.2"}) {
+		t.Fatalf("pass = %+v, released %v; want leak released", res, got)
+	}
+	if sees, proof := r.Sees(); !sees || proof != "live" {
+		t.Fatalf("Sees() = %v, %q; want shown by live", sees, proof)
+	}
+}
+
+func TestAnAdoptedSandboxShowsNoSight(t *testing.T) {
+	n := newNodeWith(t, true)
+	n.setRuntime(testadapter.State{Sandboxes: []runtime.Sandbox{sandbox("adopted", runtime.StateReady, "198.18.0.7")}})
+	r := n.reconcilerOnNode(fakeNode{})
+	if res := n.pass(r); res.Unproven || res.Adopted != 1 {
+		t.Fatalf("pass = %+v; want adopted", res)
+	}
+	n.clock.Set(t0.Add(time.Minute))
+	n.pass(r)
+	if sees, proof := r.Sees(); sees {
+		t.Fatalf("Sees() = true (%s) from an adopted sandbox", proof)
 	}
 }
