@@ -30,7 +30,9 @@ type cniError struct {
 	Details string `json:"details"`
 }
 
-func (e *cniError) Error() string { return fmt.Sprintf("CNI error %d: %s: %s", e.Code, e.Msg, e.Details) }
+func (e *cniError) Error() string {
+	return fmt.Sprintf("CNI error %d: %s: %s", e.Code, e.Msg, e.Details)
+}
 
 func (p ipamOnlyPlugin) run(ctx context.Context, command, id string) ([]byte, error) {
 	ctx, cancel := context.WithTimeout(ctx, 20*time.Second)

@@ -90,7 +90,7 @@ func stateLossCase(t *testing.T, bin string, fault func(*testing.T, *node)) {
 		t.Fatalf("the checkpoint was damaged and ipamd says it loaded: %+v", pool.Recovery)
 	}
 	n.addSandboxNow("new-1") // made after the restart
-	for try := range 3 { // every ADD in the first minute, not only the first
+	for try := range 3 {     // every ADD in the first minute, not only the first
 		_, err := plugin.add(t.Context(), "new-1")
 		var cerr *cniError
 		if !errors.As(err, &cerr) || cerr.Code != 11 || !namesAll(cerr.Details, ipamPods) {
