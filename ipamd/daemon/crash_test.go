@@ -184,7 +184,7 @@ func TestCrashRecoveryRealBinary(t *testing.T) {
 	m.settle(t, rng, n, cni, intro, p)
 	p.stop()
 	t.Logf("seed %d: %d SIGKILLs, %d acknowledged ADDs (%d by the plugin as IPAM only, runtime reporting no IP), %d acknowledged DELs, "+
-		"%d DELs lost, %d released by the reconciler, %d ADDs refused with code 11 after a destroyed state, %d pods live at the end; "+
+		"%d DELs lost, %d released by the passes the test ran (periodic passes released others), %d ADDs refused with code 11 after a destroyed state, %d pods live at the end; "+
 		"0 doubled, 0 leaked, %d ADDs failed for an exhausted pool",
 		seed, kills, m.acked.adds, m.acked.ipamOnlyAdds, m.acked.dels, m.acked.lostDels, m.acked.released, m.acked.refusals, len(m.live), m.acked.exhausted)
 	for f := faultStateLost; f < faultKinds; f++ {
