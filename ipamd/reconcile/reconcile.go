@@ -12,15 +12,15 @@
 // not record under it.
 //
 // The adapter must see what CNI sees, and proves it per adapter (see
-// sight.go): until one of its listings shows a sandbox CNI added (not
-// one adopted from the runtime), an assignment made by ADD that no listing has shown, past
-// the grace, means it may be blind or look at another runtime, and the
-// pass releases nothing. Once it has shown it, such a never-listed
-// assignment (a pod that lived between two listings and lost its DEL) is
-// released when GetSandbox says it is gone, or the plugin wired it and
-// the node has no pod link for it; a missing sandbox whose pod link is on
-// the node, or that GetSandbox finds, makes it blind again. Otherwise an
-// assignment is released only when
+// sight.go): until one of its listings shows a sandbox CNI added (not one
+// adopted from the runtime), an assignment made by ADD that no listing has
+// shown, past the grace, means it may be blind or look at another
+// runtime, and the pass releases nothing. Once it has shown it, such a
+// never-listed assignment (a pod that lived between two listings and lost
+// its DEL) is released when GetSandbox says it is gone, or the plugin
+// wired it and the node has no pod link for it; a missing sandbox whose
+// pod link is on the node, or that GetSandbox finds, makes it blind again.
+// Otherwise an assignment is released only when
 // a listing once showed its sandbox, a later successful listing does not,
 // it is older than the grace period (measured from when the listing
 // started, so a pod that got its address while the listing was in flight
@@ -227,9 +227,10 @@ func (r *Reconciler) pass(ctx context.Context, dryRun bool) (Result, error) {
 	assignments := r.store.Assignments()
 	res.Unlisted = Unlisted(assignments, sandboxes)
 	var settled []datastore.Assignment
-	if missing := Missing(assignments, sandboxes, started.Add(-r.cfg.Grace)); len(missing) > 0 {
+	cutoff := started.Add(-r.cfg.Grace)
+	if missing := Missing(assignments, sandboxes, cutoff); len(missing) > 0 {
 		var blind error
-		if settled, blind = r.settleMissing(ctx, missingAssignments(assignments, missing), n); blind != nil {
+		if settled, blind = r.settleMissing(ctx, missingAssignments(assignments, missing, cutoff), n); blind != nil {
 			res.Missing = missing
 			err := fmt.Errorf("%w; %d sandbox(es) that CNI added more than %s ago are not in its listing: %s",
 				blind, len(missing), r.cfg.Grace, summarize(missing, 5))
@@ -239,7 +240,7 @@ func (r *Reconciler) pass(ctx context.Context, dryRun bool) (Result, error) {
 			return res, err
 		}
 	}
-	stale := Stale(assignments, sandboxes, started.Add(-r.cfg.Grace))
+	stale := Stale(assignments, sandboxes, cutoff)
 	stale = slices.DeleteFunc(stale, func(a datastore.Assignment) bool { return n.alive(r.cfg.VethPrefix, a.Key) })
 	stale = append(stale, settled...)
 	if dryRun {

@@ -129,11 +129,12 @@ func (r *Reconciler) loseSight(why error) error {
 	return why
 }
 
-// missingAssignments returns the assignments whose sandbox IDs are in ids.
-func missingAssignments(assignments []datastore.Assignment, ids []string) []datastore.Assignment {
+// missingAssignments returns the never-listed assignments made before
+// cutoff whose sandbox IDs are in ids (sorted).
+func missingAssignments(assignments []datastore.Assignment, ids []string, cutoff time.Time) []datastore.Assignment {
 	var out []datastore.Assignment
 	for _, a := range assignments {
-		if _, found := slices.BinarySearch(ids, a.SandboxID); found && a.ListedAt.IsZero() {
+		if _, found := slices.BinarySearch(ids, a.SandboxID); found && a.ListedAt.IsZero() && a.AssignedAt.Before(cutoff) {
 			out = append(out, a)
 		}
 	}
