@@ -111,7 +111,7 @@ type Node struct {
 	// no IP for and that has no pod link yet is waited for this long after
 	// start (an ADD answered just before the restart may still be wiring
 	// it) before it counts as holding nothing. Default 10s.
-	LinkGrace time.Duration `yaml:"linkGrace" desc:"after a lost checkpoint, how long a pod without IP or pod link may still be being wired"`
+	LinkGrace time.Duration `yaml:"linkGrace" desc:"after a lost checkpoint, when the plugin wires every pod (node.podWiring), how long a pod without IP or pod link may still be being wired"`
 }
 
 // CNI is how ipamd announces itself to the runtime.
