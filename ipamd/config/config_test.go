@@ -49,7 +49,7 @@ func TestLoadGoldenFullExample(t *testing.T) {
 		Introspection: Listener{Address: "127.0.0.1:7001", AdminSocket: "/run/test-admin/admin.sock"},
 		Metrics:       Metrics{Address: ""},
 		Log:           Log{Level: "debug", Format: "json"},
-		Node:          Node{HostVethPrefix: "pod", LinkGrace: 10 * time.Second},
+		Node:          Node{HostVethPrefix: "pod", PodWiring: PodWiringPlugin, LinkGrace: 10 * time.Second},
 		CNI:           CNI{ConfListPath: "/etc/cni/net.d/10-podnet.conflist"},
 	}
 	if !reflect.DeepEqual(got, want) {
@@ -160,6 +160,11 @@ func TestValidateNamesFieldAndValue(t *testing.T) {
 			`metrics.address must be host:port such as 127.0.0.1:61679, got "127.0.0.1:99999"`},
 		{"log level", func(c *Config) { c.Log.Level = "trace" }, `log.level must be one of debug, info, warn, error, got "trace"`},
 		{"log format", func(c *Config) { c.Log.Format = "xml" }, `log.format must be one of text, json, got "xml"`},
+		{"podWiring", func(c *Config) { c.Node.PodWiring = "true" }, `node.podWiring must be one of auto, plugin, ipamOnly, got "true"`},
+		{"podWiring ipamOnly with conflist", func(c *Config) {
+			c.Node.PodWiring = PodWiringIPAMOnly
+			c.CNI.ConfListPath = "/etc/cni/net.d/10-sandboxipam.conflist"
+		}, `node.podWiring is ipamOnly, but cni.confListPath "/etc/cni/net.d/10-sandboxipam.conflist" makes ipamd write a conflist`},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -173,6 +178,30 @@ func TestValidateNamesFieldAndValue(t *testing.T) {
 				t.Errorf("Validate() = %q\nwant it to contain %q", err, tc.want)
 			}
 		})
+	}
+}
+
+// The no-link inference is earned: only an explicit "plugin", or "auto"
+// with ipamd writing the conflist itself, says the plugin wires every pod.
+func TestPluginWiresEveryPod(t *testing.T) {
+	cases := []struct {
+		wiring, confList string
+		want             bool
+	}{
+		{PodWiringAuto, "", false},
+		{PodWiringAuto, "/etc/cni/net.d/10-sandboxipam.conflist", true},
+		{PodWiringPlugin, "", true},
+		{PodWiringIPAMOnly, "", false},
+	}
+	for _, tc := range cases {
+		cfg := DefaultConfig()
+		cfg.Node.PodWiring, cfg.CNI.ConfListPath = tc.wiring, tc.confList
+		if got := cfg.PluginWiresEveryPod(); got != tc.want {
+			t.Errorf("podWiring %q, confListPath %q: PluginWiresEveryPod() = %v, want %v (%s)", tc.wiring, tc.confList, got, tc.want, cfg.PodWiringReason())
+		}
+	}
+	if DefaultConfig().PluginWiresEveryPod() {
+		t.Error("the default config infers from a missing pod link; the safe default is not to")
 	}
 }
 

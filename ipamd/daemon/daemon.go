@@ -204,7 +204,11 @@ func (d *Daemon) serveSocket(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	srv := server.New(d.store, server.Options{Logger: d.log.With("component", "server"), Observe: d.metrics.ObserveCall})
+	opts := server.Options{Logger: d.log.With("component", "server"), Observe: d.metrics.ObserveCall, OnWiringRefused: d.metrics.ObserveWiringRefused}
+	if d.cfg.PluginWiresEveryPod() {
+		opts.RefuseIPAMOnly = d.cfg.PodWiringReason()
+	}
+	srv := server.New(d.store, opts)
 	d.endpoint = server.Serve(l, srv.WireHandler(), d.log.With("component", "socket"))
 	return nil
 }

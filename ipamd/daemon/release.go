@@ -68,11 +68,11 @@ func (e *evidence) add(hold []netip.Addr, format string, args ...any) {
 // quarantined while it lasts.
 func (d *Daemon) releaseNow(ctx context.Context, req api.ReleaseRequest) (api.Release, error) {
 	key := datastore.Key{Network: req.Network, SandboxID: req.SandboxID, IfName: req.IfName}
+	peer, _ := adminsock.FromContext(ctx)
 	a, ok := d.store.Lookup(key)
 	if !ok {
-		return api.Release{}, fmt.Errorf("%w: network %q sandbox %q interface %q", introspect.ErrNotHeld, key.Network, key.SandboxID, key.IfName)
+		return api.Release{}, d.releaseUnheld(ctx, key, peer, req.Force)
 	}
-	peer, _ := adminsock.FromContext(ctx)
 	ev := d.releaseEvidence(ctx, a)
 	if len(ev.lines) > 0 && !req.Force {
 		d.log.Warn("operator release refused: the attachment may still be in use", slog.Any("key", key),
@@ -99,6 +99,38 @@ func (d *Daemon) releaseNow(ctx context.Context, req api.ReleaseRequest) (api.Re
 	}
 	d.logRelease(key, peer, out)
 	return out, nil
+}
+
+// releaseUnheld answers a release of a key ipamd holds no address for.
+// While the store is unproven, the operator's word still counts: the
+// sandbox is taken as holding nothing (it stops keeping the pool
+// unproven), as its DEL would be. The word is checked against the runtime
+// and the node first, like any release: a sandbox they show alive needs
+// --force.
+func (d *Daemon) releaseUnheld(ctx context.Context, key datastore.Key, peer adminsock.Peer, force bool) error {
+	notHeld := fmt.Errorf("%w: network %q sandbox %q interface %q", introspect.ErrNotHeld, key.Network, key.SandboxID, key.IfName)
+	if !d.store.Unproven() {
+		return notHeld
+	}
+	ev := d.releaseEvidence(ctx, datastore.Assignment{Key: key})
+	if len(ev.lines) > 0 && !force {
+		d.log.Warn("operator release refused: the sandbox may still be in use", slog.Any("key", key),
+			slog.Uint64("caller_uid", uint64(peer.UID)), slog.Int64("caller_pid", int64(peer.PID)), slog.Any("evidence", ev.lines))
+		return fmt.Errorf("%w: sandbox %s interface %s not taken as holding nothing: %s; if you are sure, release --force",
+			introspect.ErrStillInUse, key.SandboxID, key.IfName, strings.Join(ev.lines, "; "))
+	}
+	if _, _, err := d.store.ReleaseFor(ctx, key, datastore.ReasonOperator); err != nil {
+		return fmt.Errorf("release sandbox %s: %w", key.SandboxID, err)
+	}
+	if force {
+		d.metrics.ObserveForcedRelease()
+	}
+	d.log.Warn("operator's word: an unaccounted sandbox holds nothing", slog.Any("key", key), slog.Bool("forced", force),
+		slog.Uint64("caller_uid", uint64(peer.UID)), slog.Int64("caller_pid", int64(peer.PID)), slog.Any("evidence", ev.lines))
+	if d.store.ReleasedWhileUnproven(key) {
+		return fmt.Errorf("%w; ipamd is unproven, and from now on counts that sandbox as holding nothing, on your word (the next reconcile pass takes it into account)", notHeld)
+	}
+	return notHeld
 }
 
 func (d *Daemon) logRelease(key datastore.Key, peer adminsock.Peer, out api.Release) {

@@ -32,12 +32,18 @@ func (p Pod) LogValue() slog.Value {
 // Assign hands key an address, or returns the one it already has (a
 // repeated CNI ADD). The assignment is on disk before Assign returns.
 func (s *Store) Assign(ctx context.Context, key Key, pod Pod) (Assignment, error) {
+	return s.AssignWired(ctx, key, pod, WiringUnknown)
+}
+
+// AssignWired is Assign that records how the CNI plugin ran for the ADD
+// with a new assignment (a repeated ADD keeps the first one's).
+func (s *Store) AssignWired(ctx context.Context, key Key, pod Pod, wiring Wiring) (Assignment, error) {
 	if err := key.validate(); err != nil {
 		return Assignment{}, fmt.Errorf("assign: %w", err)
 	}
 	s.mu.Lock()
 	_, existed := s.assignments[key]
-	a, b, err := s.assignLocked(key, pod)
+	a, b, err := s.assignLocked(key, pod, wiring)
 	s.mu.Unlock()
 	if err != nil {
 		return Assignment{}, err
@@ -52,7 +58,7 @@ func (s *Store) Assign(ctx context.Context, key Key, pod Pod) (Assignment, error
 	return a, nil
 }
 
-func (s *Store) assignLocked(key Key, pod Pod) (Assignment, *batch, error) {
+func (s *Store) assignLocked(key Key, pod Pod, wiring Wiring) (Assignment, *batch, error) {
 	if s.closed {
 		return Assignment{}, nil, fmt.Errorf("assign: %w", ErrClosed)
 	}
@@ -82,7 +88,7 @@ func (s *Store) assignLocked(key Key, pod Pod) (Assignment, *batch, error) {
 	if len(picked) == 0 {
 		return Assignment{}, nil, fmt.Errorf("assign to sandbox %s: %w: the pool is empty", key.SandboxID, ErrPoolExhausted)
 	}
-	a := &Assignment{Key: key, Pod: pod, Address: picked[0], Extra: picked[1:], AssignedAt: now}
+	a := &Assignment{Key: key, Pod: pod, Address: picked[0], Extra: picked[1:], AssignedAt: now, Wiring: wiring}
 	if len(a.Extra) == 0 {
 		a.Extra = nil
 	}

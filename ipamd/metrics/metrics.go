@@ -68,6 +68,7 @@ type Metrics struct {
 	assigned          *prometheus.CounterVec
 	unlistedGauge     prometheus.Gauge
 	forcedReleases    prometheus.Counter
+	wiringRefused     prometheus.Counter
 	now               func() time.Time
 
 	// unlistedSince maps each assignment the last pass kept although its
@@ -123,6 +124,10 @@ func New(src Sources) *Metrics {
 			Namespace: namespace, Name: "operator_forced_releases_total",
 			Help: "Releases an operator forced (ipamctl release --force), overriding whatever the runtime or the node showed of the attachment being in use; each is logged at WARN with the caller's uid.",
 		}),
+		wiringRefused: prometheus.NewCounter(prometheus.CounterOpts{
+			Namespace: namespace, Name: "ipam_only_adds_refused_total",
+			Help: "ADDs refused because the CNI plugin ran as IPAM only under another main plugin while node.podWiring says the plugin wires every pod (plugin, or auto with cni.confListPath set): the setting is wrong for this node.",
+		}),
 		now:           src.Now,
 		unlistedSince: map[datastore.Key]time.Time{},
 	}
@@ -137,7 +142,7 @@ func New(src Sources) *Metrics {
 	m.registry.MustRegister(
 		collectors.NewGoCollector(),
 		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
-		m.callDuration, m.reconcileRuns, m.reconcileErrors, m.reconcileReleased, m.blindSandboxes, m.conflicts,
+		m.callDuration, m.reconcileRuns, m.reconcileErrors, m.reconcileReleased, m.blindSandboxes, m.conflicts, m.wiringRefused,
 		m.released, m.assigned, m.unlistedGauge, m.forcedReleases,
 		prometheus.NewGaugeFunc(prometheus.GaugeOpts{
 			Namespace: namespace, Name: "oldest_unlisted_assignment_seconds",
@@ -320,6 +325,10 @@ func (m *Metrics) registerAdapter(adapter func() (bool, int)) {
 		}, func() float64 { _, restarts := adapter(); return float64(restarts) }),
 	)
 }
+
+// ObserveWiringRefused counts an ADD refused because the plugin ran as
+// IPAM only on a node configured as "the plugin wires every pod".
+func (m *Metrics) ObserveWiringRefused() { m.wiringRefused.Inc() }
 
 // ObserveCall records one CNI-facing call; it fits server.Observer.
 func (m *Metrics) ObserveCall(method string, took time.Duration, err error) {

@@ -170,6 +170,11 @@ type Adapter struct {
 	Last      *Reconcile  `json:"lastReconcile,omitempty"`
 	Interval  string      `json:"reconcileInterval"`
 	Grace     string      `json:"reconcileGrace"`
+	// SeesCNI names the sandbox, added by CNI, whose
+	// listing showed that the adapter sees what CNI sees; empty until one
+	// has (then a sandbox CNI added that no listing shows keeps every
+	// release back).
+	SeesCNI string `json:"seesCNI,omitempty"`
 }
 
 // Error is the body of every non-2xx answer.
