@@ -28,6 +28,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"strings"
 	"time"
 
 	"go.yaml.in/yaml/v3"
@@ -422,7 +423,24 @@ func decodeYAML(data []byte, cfg *Config) error {
 		if errors.Is(err, io.EOF) {
 			return nil // an empty file means defaults
 		}
-		return fmt.Errorf("%w: %v", ErrInvalid, err)
+		return fmt.Errorf("%w: %v%s", ErrInvalid, err, renamedHint(err))
 	}
 	return nil
+}
+
+// renamed maps a field an older ipamd took to what replaced it, so a
+// config written for that version fails with the way forward.
+var renamed = map[string]string{
+	"field ipamOnly not found in type config.Node": "node.ipamOnly was replaced by node.podWiring: " +
+		"write podWiring: ipamOnly for ipamOnly: true, or leave it out (auto) for false",
+}
+
+func renamedHint(err error) string {
+	var hints string
+	for text, hint := range renamed {
+		if strings.Contains(err.Error(), text) {
+			hints += "\n  " + hint
+		}
+	}
+	return hints
 }

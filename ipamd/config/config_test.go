@@ -350,3 +350,14 @@ func TestSelectAdapter(t *testing.T) {
 		t.Errorf("missing binary = %v, want ErrNotExist", err)
 	}
 }
+
+func TestLoadNamesWhatReplacedARenamedField(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "ipamd.yaml")
+	if err := os.WriteFile(path, []byte("node:\n  ipamOnly: true\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	_, err := Load(path, nil)
+	if !errors.Is(err, ErrInvalid) || !strings.Contains(err.Error(), "node.ipamOnly was replaced by node.podWiring") {
+		t.Fatalf("Load = %v; want ErrInvalid naming node.podWiring", err)
+	}
+}
