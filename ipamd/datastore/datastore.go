@@ -78,6 +78,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/sandboxipam/sandboxipam/ipamd/api/apierr"
 	"github.com/sandboxipam/sandboxipam/ipamd/checkpoint"
 	"github.com/sandboxipam/sandboxipam/ipamd/ipsource"
 )
@@ -88,17 +89,19 @@ const DefaultCooldown = 30 * time.Second
 
 // Errors callers branch on.
 var (
-	// ErrPoolExhausted: no address is free and past its cooldown.
-	ErrPoolExhausted = errors.New("address pool exhausted")
+	// ErrPoolExhausted: no address is free and past its cooldown. It and
+	// ErrClosed, ErrUnproven and ErrInvalidKey are package apierr's, whose
+	// table says what the CNI plugin prints for each.
+	ErrPoolExhausted = apierr.ErrPoolExhausted
 	// ErrCheckpointCorrupt: the checkpoint could not be trusted.
 	ErrCheckpointCorrupt = errors.New("checkpoint corrupt")
 	// ErrClosed: the store was closed.
-	ErrClosed = errors.New("datastore closed")
+	ErrClosed = apierr.ErrClosed
 	// ErrUnproven: there is no trusted checkpoint and the runtime has not yet
 	// proven which addresses are free, so none is handed out.
-	ErrUnproven = errors.New("datastore unproven: there is no trusted checkpoint and the runtime and the node have not yet accounted for every pod's address")
+	ErrUnproven = apierr.ErrUnproven
 	// ErrInvalidKey: a key lacks its network, sandbox ID or interface name.
-	ErrInvalidKey = errors.New("invalid assignment key")
+	ErrInvalidKey = apierr.ErrInvalidKey
 	// ErrLocked: another process has the checkpoint open.
 	ErrLocked = errors.New("checkpoint is in use by another process")
 )
