@@ -64,6 +64,9 @@
 // files), and the store starts unproven: every
 // address is quarantined and Assign fails with ErrUnproven until Adopt
 // rebuilds the assignments from the container runtime's listing.
+//
+// See docs/architecture.md for where this package sits and the life of an
+// ADD, a DEL, a reconcile pass and a restart through it.
 package datastore
 
 import (

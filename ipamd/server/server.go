@@ -13,6 +13,9 @@
 //
 // Nothing here talks to the container runtime: ADD and DEL never wait on
 // the adapter.
+//
+// See docs/architecture.md for where this package sits and the life of an
+// ADD, a DEL, a reconcile pass and a restart through it.
 package server
 
 import (

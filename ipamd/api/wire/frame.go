@@ -17,6 +17,9 @@
 // otherwise. Codes keep gRPC's status code numbers and names, so errors
 // read the same as any protobuf API's; package apierr maps errors onto them
 // and them onto CNI codes. Nothing on the socket speaks gRPC.
+//
+// See docs/architecture.md for where this package sits and the life of an
+// ADD, a DEL, a reconcile pass and a restart through it.
 package wire
 
 import (
