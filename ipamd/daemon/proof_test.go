@@ -159,9 +159,7 @@ func TestAutoWithTwoRuntimesRefusesToReconcile(t *testing.T) {
 // checkpoint path, never a temporary file; the address is not lost once
 // space is back.
 func TestFullStateDiskAnswersTryAgainLater(t *testing.T) {
-	if os.Geteuid() != 0 {
-		testsupport.SkipOrFail(t, "mounting a tmpfs needs root")
-	}
+	testsupport.RequireRoot(t, "mount", "umount")
 	n := newNode(t, "198.18.0.0/28")
 	if err := os.MkdirAll(n.cfg.StateDir, 0o700); err != nil {
 		t.Fatal(err)
