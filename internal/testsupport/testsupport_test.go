@@ -205,7 +205,9 @@ func TestStaticBinaryIsBuiltOnce(t *testing.T) {
 
 func TestRequireRootNamesWhatIsMissing(t *testing.T) {
 	found := func(string) (string, error) { return "/usr/sbin/ip", nil }
-	absent := func(name string) (string, error) { return "", &os.PathError{Op: "lookpath", Path: name, Err: os.ErrNotExist} }
+	absent := func(name string) (string, error) {
+		return "", &os.PathError{Op: "lookpath", Path: name, Err: os.ErrNotExist}
+	}
 	cases := []struct {
 		euid     int
 		lookPath func(string) (string, error)
