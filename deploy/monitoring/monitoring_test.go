@@ -12,20 +12,11 @@ import (
 	"testing"
 	"time"
 
+	"github.com/sandboxipam/sandboxipam/internal/testsupport"
 	"github.com/sandboxipam/sandboxipam/ipamd/datastore"
 	"github.com/sandboxipam/sandboxipam/ipamd/metrics"
 	"github.com/sandboxipam/sandboxipam/ipamd/reconcile"
 )
-
-// skipOrFail skips, or fails under CI=true, where a missing tool is a
-// broken CI image.
-func skipOrFail(t *testing.T, reason string) {
-	t.Helper()
-	if os.Getenv("CI") == "true" {
-		t.Fatalf("CI=true: %s", reason)
-	}
-	t.Skip(reason)
-}
 
 // promtool finds promtool, installing Debian's prometheus package (which
 // ships it) when the test runs as root on a machine with apt-get.
@@ -44,7 +35,7 @@ func promtool(t *testing.T) string {
 			return p
 		}
 	}
-	skipOrFail(t, "needs promtool (Debian package prometheus)")
+	testsupport.SkipOrFail(t, "needs promtool (Debian package prometheus)")
 	return ""
 }
 
