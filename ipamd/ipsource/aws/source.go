@@ -81,7 +81,6 @@ type Source struct {
 
 	started atomic.Bool
 	ready   chan struct{} // closed when the initial fill is done
-	kick    chan struct{}
 
 	// adjustMu makes the loop, Adjust and CleanupLeakedENIs take turns, so
 	// clean-up never sees an ENI that growth created but has not attached.
