@@ -210,7 +210,7 @@ func toStatus(err error) error {
 	switch {
 	case errors.Is(err, datastore.ErrPoolExhausted):
 		code = codes.ResourceExhausted
-	case errors.Is(err, datastore.ErrUnproven), errors.Is(err, datastore.ErrClosed), diskCondition(err):
+	case errors.Is(err, datastore.ErrUnproven), errors.Is(err, datastore.ErrPoolNotReady), errors.Is(err, datastore.ErrClosed), diskCondition(err):
 		code = codes.Unavailable
 	case errors.Is(err, datastore.ErrInvalidKey):
 		code = codes.InvalidArgument
