@@ -26,7 +26,7 @@ type sourceHandle struct {
 func startSource(ctx, runCtx context.Context, cfg config.Config, store *datastore.Store, log *slog.Logger, wg *sync.WaitGroup) (*sourceHandle, error) {
 	switch cfg.IPSource.Type {
 	case config.SourceStatic:
-		scfg, err := static.ParseConfig(cfg.IPSource.Static.CIDRs, cfg.IPSource.Static.Reserved, cfg.IPSource.Static.Gateways)
+		scfg, err := static.ParseConfig(cfg.IPSource.StaticPool())
 		if err != nil {
 			return nil, fmt.Errorf("ipSource.%w", err)
 		}
