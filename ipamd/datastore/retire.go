@@ -40,22 +40,37 @@ func (s *Store) NodeRecord() (NodeRecord, bool) {
 	return *s.nodeCheckpointLocked(), true
 }
 
-// SetNodeRanges makes current the pool's blocks of their group, retires
-// the group's other blocks (and adds those of retiring, from a checkpoint,
-// as retiring), records name, uid and the current prefixes, and returns
-// once that is on disk. It is the node source's one way to change the
-// pool, so a Node registered again never leaves a moment where an old
-// block hands out an address.
-func (s *Store) SetNodeRanges(ctx context.Context, name, uid string, current, retiring []ipsource.Range) error {
+// NodeRanges is a change SetNodeRanges makes.
+type NodeRanges struct {
+	// Group is the pool group of the node source's blocks.
+	Group string
+	// Name and UID identify the Node.
+	Name, UID string
+	// Current are the Node's ranges; empty while it has none (a Node
+	// deleted, or registered again and not given podCIDRs yet).
+	Current []ipsource.Range
+	// Retiring are blocks of an earlier UID to put back as retiring
+	// (from the checkpoint, at a restart).
+	Retiring []ipsource.Range
+}
+
+// SetNodeRanges makes nr.Current the pool's blocks of nr.Group, retires
+// the group's other blocks (and adds nr.Retiring as retiring), records
+// the Node's name, UID and current prefixes, and returns once that is on
+// disk. It is the node source's one way to change the pool, so a Node
+// registered again never leaves a moment where an old block hands out an
+// address.
+func (s *Store) SetNodeRanges(ctx context.Context, nr NodeRanges) error {
+	name := nr.Name
 	s.mu.Lock()
 	if s.closed {
 		s.mu.Unlock()
 		return fmt.Errorf("set node ranges: %w", ErrClosed)
 	}
-	err := s.setNodeRangesLocked(current, retiring)
+	err := s.setNodeRangesLocked(nr.Group, nr.Current, nr.Retiring)
 	if err == nil {
-		rec := &NodeRecord{Name: name, UID: uid}
-		for _, r := range current {
+		rec := &NodeRecord{Name: name, UID: nr.UID}
+		for _, r := range nr.Current {
 			rec.PodCIDRs = append(rec.PodCIDRs, r.Prefix.Masked())
 		}
 		s.node = rec
@@ -72,9 +87,12 @@ func (s *Store) SetNodeRanges(ctx context.Context, name, uid string, current, re
 	return nil
 }
 
-func (s *Store) setNodeRangesLocked(current, retiring []ipsource.Range) error {
+func (s *Store) setNodeRangesLocked(group string, current, retiring []ipsource.Range) error {
 	cur := make([]*poolRange, 0, len(current))
 	for i, r := range current {
+		if r.Group != group {
+			return fmt.Errorf("current[%d]: range %s of group %q, not %q", i, r.Prefix, r.Group, group)
+		}
 		pr, err := newPoolRange(r)
 		if err != nil {
 			return fmt.Errorf("current[%d]: %w", i, err)
@@ -92,15 +110,11 @@ func (s *Store) setNodeRangesLocked(current, retiring []ipsource.Range) error {
 	isCurrent := func(p netip.Prefix) bool {
 		return slices.ContainsFunc(cur, func(c *poolRange) bool { return c.r.Prefix == p })
 	}
-	groups := map[string]bool{}
-	for _, c := range cur {
-		groups[c.r.Group] = true
-	}
 	// Retire what is no longer current; a block overlapping a current one
 	// (but not the same prefix) leaves at once.
 	for _, p := range slices.Clone(s.ranges) {
 		switch {
-		case !groups[p.r.Group] || isCurrent(p.r.Prefix):
+		case p.r.Group != group || isCurrent(p.r.Prefix):
 		case overlapsCurrent(p.r.Prefix):
 			s.dropRangeLocked(p)
 		case !p.retiring:

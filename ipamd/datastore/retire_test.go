@@ -72,7 +72,7 @@ func TestRetiringRanges(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			f := newFixture(t)
 			s := f.open()
-			if err := s.SetNodeRanges(ctx, "node-1", "uid-1", nodeBlocks(tc.old...), nil); err != nil {
+			if err := s.SetNodeRanges(ctx, datastore.NodeRanges{Group: "node", Name: "node-1", UID: "uid-1", Current: nodeBlocks(tc.old...)}); err != nil {
 				t.Fatal(err)
 			}
 			held := map[string][]netip.Addr{}
@@ -83,7 +83,7 @@ func TestRetiringRanges(t *testing.T) {
 				}
 				held[k] = a.IPs()
 			}
-			if err := s.SetNodeRanges(ctx, "node-1", "uid-2", nodeBlocks(tc.current...), nil); err != nil {
+			if err := s.SetNodeRanges(ctx, datastore.NodeRanges{Group: "node", Name: "node-1", UID: "uid-2", Current: nodeBlocks(tc.current...)}); err != nil {
 				t.Fatal(err)
 			}
 			if got := rangeStates(s); got != tc.wantRanges {
@@ -138,11 +138,11 @@ func TestNodeRecordSurvivesRestart(t *testing.T) {
 	if _, ok := s.NodeRecord(); ok {
 		t.Fatal("a new store has a node record")
 	}
-	if err := s.SetNodeRanges(ctx, "node-1", "uid-1", nodeBlocks("198.18.1.0/30"), nil); err != nil {
+	if err := s.SetNodeRanges(ctx, datastore.NodeRanges{Group: "node", Name: "node-1", UID: "uid-1", Current: nodeBlocks("198.18.1.0/30")}); err != nil {
 		t.Fatal(err)
 	}
 	mustAssign(t, s, key("a"), pod("a"), "198.18.1.1")
-	if err := s.SetNodeRanges(ctx, "node-1", "uid-2", nodeBlocks("198.18.2.0/30"), nil); err != nil {
+	if err := s.SetNodeRanges(ctx, datastore.NodeRanges{Group: "node", Name: "node-1", UID: "uid-2", Current: nodeBlocks("198.18.2.0/30")}); err != nil {
 		t.Fatal(err)
 	}
 	s = f.reopen(s)
@@ -156,7 +156,8 @@ func TestNodeRecordSurvivesRestart(t *testing.T) {
 	if err != nil || st.File.Node == nil || st.File.Node.UID != "uid-2" {
 		t.Fatalf("checkpoint node record = %+v, %v", st.File.Node, err)
 	}
-	if err := s.SetNodeRanges(ctx, rec.Name, rec.UID, nodeBlocks("198.18.2.0/30"), nodeBlocks("198.18.1.0/30")); err != nil {
+	if err := s.SetNodeRanges(ctx, datastore.NodeRanges{Group: "node", Name: rec.Name, UID: rec.UID,
+		Current: nodeBlocks("198.18.2.0/30"), Retiring: nodeBlocks("198.18.1.0/30")}); err != nil {
 		t.Fatal(err)
 	}
 	if got := rangeStates(s); got != "198.18.1.0/30 retiring a=1, 198.18.2.0/30 a=0" {
@@ -170,6 +171,18 @@ func TestNodeRecordSurvivesRestart(t *testing.T) {
 	mustRelease(t, s, key("a"), "198.18.1.1")
 	if got := rangeStates(s); got != "198.18.2.0/30 a=2" {
 		t.Fatalf("ranges after the last old pod went = %s", got)
+	}
+	// The Node deleted: no current range, everything retires, nothing is
+	// handed out, and the pool waits.
+	if err := s.SetNodeRanges(ctx, datastore.NodeRanges{Group: "node", Name: "node-1"}); err != nil {
+		t.Fatal(err)
+	}
+	if got := rangeStates(s); got != "198.18.2.0/30 retiring a=2" {
+		t.Fatalf("ranges after the Node went = %s", got)
+	}
+	s.SetPoolWaiting("Node node-1's spec.podCIDRs")
+	if _, err := s.Assign(ctx, key("e"), pod("e")); !errors.Is(err, datastore.ErrPoolNotReady) {
+		t.Fatalf("Assign with only retiring ranges = %v, want ErrPoolNotReady", err)
 	}
 }
 
@@ -186,7 +199,7 @@ func TestPoolWaiting(t *testing.T) {
 	if got := s.PoolWaiting(); got != "Node node-1's spec.podCIDRs" {
 		t.Fatalf("PoolWaiting = %q", got)
 	}
-	if err := s.SetNodeRanges(ctx, "node-1", "uid-1", nodeBlocks("198.18.1.0/30"), nil); err != nil {
+	if err := s.SetNodeRanges(ctx, datastore.NodeRanges{Group: "node", Name: "node-1", UID: "uid-1", Current: nodeBlocks("198.18.1.0/30")}); err != nil {
 		t.Fatal(err)
 	}
 	if got := s.PoolWaiting(); got != "" {

@@ -158,6 +158,9 @@ func (s *Server) Status(_ context.Context, _ *ipamdv1.StatusRequest) (resp *ipam
 func freeForAnADD(ranges []datastore.RangeInfo) (free uint64, short string) {
 	byFamily := map[string]uint64{}
 	for _, r := range ranges {
+		if r.Retiring {
+			continue
+		}
 		taken := r.Assigned + r.Cooling + r.Quarantined
 		byFamily[r.Family] = ipsource.SatAdd(byFamily[r.Family], r.Size-min(taken, r.Size))
 	}
