@@ -131,6 +131,8 @@ func TestValidateNamesFieldAndValue(t *testing.T) {
 			"runtime.maxBackoff must be at least runtime.minBackoff (500ms), got 1ms"},
 		{"healthInterval", func(c *Config) { c.Runtime.HealthInterval = 0 }, "runtime.healthInterval must be positive, got 0s"},
 		{"source type", func(c *Config) { c.IPSource.Type = "dhcp" }, `ipSource.type must be one of static, node, aws, got "dhcp"`},
+		{"routes without node name", func(c *Config) { c.Routes.Nodes = true },
+			"ipSource.nodeName must be set when routes.nodes is true"},
 		{"node without name", func(c *Config) { c.IPSource.Type = "node" },
 			"ipSource.nodeName must be set when ipSource.type is node"},
 		{"static nodes bad cidr", func(c *Config) {

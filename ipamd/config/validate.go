@@ -41,6 +41,9 @@ func (c Config) Validate() error {
 	v.positive("reconcile.listTimeout", c.Reconcile.ListTimeout)
 	c.Runtime.validate(&v)
 	c.IPSource.validate(&v)
+	if c.Routes.Nodes && c.IPSource.NodeName == "" {
+		v.addf("ipSource.nodeName must be set when routes.nodes is true (this node gets no route to itself; set NODE_NAME from the downward API's spec.nodeName)")
+	}
 	v.hostPort("introspection.address", c.Introspection.Address, true)
 	v.hostPort("metrics.address", c.Metrics.Address, false)
 	v.oneOf("log.level", c.Log.Level, "debug", "info", "warn", "error")

@@ -11,7 +11,11 @@
 //     for every pod's address (see package reconcile). A missing one is
 //     treated so too: a first start and a lost state directory look the
 //     same, and only the runtime can tell them apart.
-//  2. The IP source fills the pool.
+//  2. The IP source fills the pool. The node source fills it from the
+//     checkpoint's record of the Node when there is one, and otherwise
+//     leaves it empty and waiting: its informer runs in the background,
+//     and the pool follows the Node's spec.podCIDRs once they are known.
+//     With routes.nodes, the route keeper starts beside it.
 //  3. The CNI socket and the HTTP listeners open. ADD and DEL never wait
 //     on the adapter: with a trusted checkpoint they are served within
 //     milliseconds of start whatever the adapter does; an unproven store
@@ -21,9 +25,9 @@
 //     supervision (a failed launch is retried), and the reconciler runs: a
 //     failed pass (a dead adapter, a blind one) is retried soon, a good
 //     one every interval.
-//  5. Once the store is trusted or proven and the socket accepts, the CNI
-//     conflist is written where cni.confListPath says (when set), and
-//     /readyz answers 200.
+//  5. Once the store is trusted or proven, the pool has a range and the
+//     socket accepts, the CNI conflist is written where cni.confListPath
+//     says (when set), and /readyz answers 200.
 //
 // Stop reverses it: the conflist ipamd wrote is withdrawn (and not written
 // again), listeners close, calls in flight finish, the reconciler
