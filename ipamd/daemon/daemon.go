@@ -170,6 +170,9 @@ func (d *Daemon) Start(ctx context.Context) (err error) {
 	if d.routes != nil {
 		d.metrics.MustRegister(d.routes.Collectors()...)
 	}
+	if d.kubeClient != nil {
+		d.metrics.MustRegister(d.kubeClient.Collector())
+	}
 	if err := d.serveSocket(ctx); err != nil {
 		return err
 	}

@@ -11,6 +11,8 @@ import (
 	"net/http"
 	"sync/atomic"
 
+	"github.com/prometheus/client_golang/prometheus"
+
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
@@ -55,6 +57,14 @@ func FromConfig(cfg *rest.Config) (*Client, error) {
 		return nil, fmt.Errorf("kubernetes client: %w", err)
 	}
 	return &Client{Interface: cs, requests: requests}, nil
+}
+
+// Collector is ipamd_kubernetes_requests_total, Requests as a metric: it
+// grows with Node changes, never with pods.
+func (c *Client) Collector() prometheus.Collector {
+	return prometheus.NewCounterFunc(prometheus.CounterOpts{Namespace: "ipamd", Name: "kubernetes_requests_total",
+		Help: "Requests ipamd sent to the Kubernetes API server (the informers' lists and watches of Nodes); none is made on the CNI path."},
+		func() float64 { return float64(c.Requests()) })
 }
 
 // Requests counts the requests sent to the API server so far (a watch
