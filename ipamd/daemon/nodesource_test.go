@@ -170,6 +170,15 @@ func TestNodeSourceFollowsTheNode(t *testing.T) {
 	if rec, _ := d.Store().NodeRecord(); rec.UID != uid2 {
 		t.Fatalf("checkpoint record %+v, want UID %s", rec, uid2)
 	}
+	m := scrape(t, d.MetricsAddr().String())
+	for _, line := range []string{
+		`ipamd_retiring_range_held_addresses{family="ipv4",group="node",range="198.18.1.0/29"} 1`,
+		`ipamd_retiring_range_held_addresses{family="ipv6",group="node",range="fd00:1::/125"} 1`,
+	} {
+		if !strings.Contains(m, line) {
+			t.Errorf("/metrics lacks %q", line)
+		}
+	}
 	n.addSandbox("sandbox-b")
 	if got, want := mustAddIPs(t, cni, "sandbox-b"), []string{"198.18.2.1/29", "fd00:2::/125"}; !slices.Equal(got, want) {
 		t.Fatalf("pod after the new range got %v, want %v", got, want)
