@@ -143,6 +143,8 @@ func (s *Server) Status(_ context.Context, _ *ipamdv1.StatusRequest) (resp *ipam
 	switch {
 	case s.store.Unproven():
 		resp.Ready, resp.Message = false, "datastore unproven (no trusted checkpoint): waiting for "+strings.Join(s.store.Proof().Waiting, "; ")
+	case s.store.PoolWaiting() != "":
+		resp.Ready, resp.Message = false, "the pool has no range yet: waiting for "+s.store.PoolWaiting()
 	case free == 0 && short != "":
 		resp.Ready, resp.Message = false, "address pool exhausted: no free "+short+" address"
 	case free == 0:
