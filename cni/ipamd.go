@@ -117,6 +117,12 @@ func ipamdAdd(ctx context.Context, conf *NetConf, args *Args) ([]podAddress, err
 		Attachment: attachment(conf, args),
 		Netns:      args.Netns,
 		Pod:        &msg.PodRef{Name: args.Pod.Name, Namespace: args.Pod.Namespace, UID: args.Pod.UID},
+		// ipamd records it with the assignment: only a pod the plugin wires
+		// itself has a pod link whose absence proves anything.
+		Wiring: msg.WiringMainPlugin,
+	}
+	if conf.IPAMMode {
+		req.Wiring = msg.WiringIPAMOnly
 	}
 	resp := &msg.IPsResponse{}
 	if err := ipamdCall(ctx, conf, wire.MethodAdd, req, resp, types.ErrTryAgainLater); err != nil {

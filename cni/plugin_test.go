@@ -13,6 +13,7 @@ import (
 	"github.com/sandboxipam/sandboxipam/cni"
 	"github.com/sandboxipam/sandboxipam/cni/internal/cnitest"
 	"github.com/sandboxipam/sandboxipam/ipamd/api/wire"
+	"github.com/sandboxipam/sandboxipam/ipamd/datastore"
 )
 
 // wireEnv is a pod env whose ipamd is the test wire server.
@@ -36,6 +37,9 @@ func TestAddWiresPodWithAddressFromIPAMD(t *testing.T) {
 	held, ok := env.IPAMD.Store.Lookup(env.Key())
 	if !ok || held.Address.IP != cnitest.FirstPoolIP {
 		t.Fatalf("ipamd holds %v (found %v), want %s", held.Address.IP, ok, cnitest.FirstPoolIP)
+	}
+	if held.Wiring != datastore.WiringMainPlugin {
+		t.Errorf("ipamd recorded wiring %q, want %q: the plugin must say it wires the pod", held.Wiring, datastore.WiringMainPlugin)
 	}
 	assertResult(t, o.Stdout, env)
 	assertPodSide(t, env, cnitest.FirstPoolIP)

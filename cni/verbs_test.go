@@ -35,6 +35,9 @@ func TestIPAMModeReturnsIPAMDAddressAndLeavesNetnsAlone(t *testing.T) {
 	if err != nil || len(links) != 1 || links[0].Attrs().Name != "lo" {
 		t.Errorf("pod netns links after IPAM ADD: %v (%v), want only lo", links, err)
 	}
+	if a, ok := env.IPAMD.Store.Lookup(env.Key()); !ok || a.Wiring != datastore.WiringIPAMOnly {
+		t.Errorf("ipamd recorded wiring %q (held %v) for the IPAM ADD, want %q: the plugin must say it runs as IPAM only", a.Wiring, ok, datastore.WiringIPAMOnly)
+	}
 	cnitest.MustSucceed(t, env.Call(t, "CHECK", withPrevResult(t, cnitest.IPAMConf(env.IPAMD.Socket), o.Stdout)), "IPAM CHECK")
 	cnitest.MustSucceed(t, env.Call(t, "DEL", cnitest.IPAMConf(env.IPAMD.Socket)), "IPAM DEL")
 	if _, ok := env.IPAMD.Store.Lookup(env.Key()); ok {

@@ -30,36 +30,38 @@ func checkInfo(ctx context.Context, s *session) error {
 	return nil
 }
 
+// checkSandboxIDExact looks for every pod of the run's batch by its exact
+// sandbox ID: pods with several, one and no app containers, every attempt
+// of the restarted pod, the host-network pod.
 func checkSandboxIDExact(ctx context.Context, s *session) error {
 	shared, err := s.sharedPods(ctx)
 	if err != nil {
 		return err
 	}
-	pods := shared.all()
 	list, err := s.list(ctx)
 	if err != nil {
 		return err
 	}
-	for _, pod := range pods {
-		if _, ok := findByID(list, pod.SandboxID); ok {
-			continue
+	for _, pod := range shared.batch() {
+		if _, err := findForPod(list, pod, ""); err != nil {
+			return err
 		}
-		sb, ok := findForPod(list, pod)
-		if !ok {
-			return mismatch(fmt.Sprintf("pod %s is not listed at all", pod.Spec.Name), pod.SandboxID, listedIDs(list))
-		}
-		return mismatch(fmt.Sprintf("pod %s: %s", pod.Spec.Name, diagnoseID(pod.SandboxID, sb.ID, pod)), pod.SandboxID, sb.ID)
 	}
 	return nil
 }
 
+// checkNoAppContainerIDs compares every listed ID with every app container
+// ID of every pod the run has created, and asks GetSandbox for each of them.
 func checkNoAppContainerIDs(ctx context.Context, s *session) error {
-	shared, err := s.sharedPods(ctx)
-	if err != nil {
+	if _, err := s.sharedPods(ctx); err != nil {
 		return err
 	}
-	pod := shared.multi
-	if len(pod.ContainerIDs) == 0 {
+	pods := s.created.all()
+	var apps int
+	for _, pod := range pods {
+		apps += len(pod.ContainerIDs)
+	}
+	if apps == 0 {
 		return skipf("app containers not supported by the %s fixture", s.fixture.Name())
 	}
 	list, err := s.list(ctx)
@@ -67,22 +69,40 @@ func checkNoAppContainerIDs(ctx context.Context, s *session) error {
 		return err
 	}
 	for _, sb := range list {
-		if appID, _, ok := appContainerOf(sb.ID, []fixture.Pod{pod}); ok {
-			return mismatch(fmt.Sprintf("listed application container %s of pod %s as a sandbox: this is the seed bug "+
-				"(ipamd records the IP under an ID that no CNI DEL ever carries, so the IP leaks)", appID, pod.Spec.Name),
-				pod.SandboxID, sb.ID)
+		if _, pod, ok := appContainerOf(sb.ID, pods); ok {
+			return mismatch(fmt.Sprintf("pod %s (%s) is %s", pod.Spec.Name, appContainerCount(len(pod.ContainerIDs)),
+				diagnoseID(pod.SandboxID, sb.ID, pod)), pod.SandboxID, sb.ID)
 		}
 	}
-	for _, appID := range pod.ContainerIDs {
-		sb, err := s.get(ctx, appID)
-		if !errors.Is(err, runtime.ErrNotFound) {
-			return mismatch(fmt.Sprintf("GetSandbox of application container %s did not report ErrNotFound", appID),
-				"an error wrapping runtime.ErrNotFound", describeGet(sb, err))
+	s.note("compared %d listed IDs with the %d app container IDs of the run's %d pods", len(list), apps, len(pods))
+	for _, pod := range pods {
+		for _, appID := range pod.ContainerIDs {
+			sb, err := s.get(ctx, appID)
+			if !errors.Is(err, runtime.ErrNotFound) {
+				return mismatch(fmt.Sprintf("GetSandbox of app container %s of pod %s did not report ErrNotFound", appID, pod.Spec.Name),
+					"an error wrapping runtime.ErrNotFound", describeGet(sb, err))
+			}
 		}
 	}
 	return nil
 }
 
+// checkNoDuplicateIDs requires each sandbox ID once per listing: ipamd keys
+// each IP by sandbox ID, so two entries under one ID contradict each other
+// about the pod that owns it.
+func checkNoDuplicateIDs(ctx context.Context, s *session) error {
+	if _, err := s.sharedPods(ctx); err != nil {
+		return err
+	}
+	list, err := s.list(ctx)
+	if err != nil {
+		return err
+	}
+	return uniqueIDs(list)
+}
+
+// checkPodIdentity compares the identity of every pod of the batch, each
+// found by its exact sandbox ID.
 func checkPodIdentity(ctx context.Context, s *session) error {
 	shared, err := s.sharedPods(ctx)
 	if err != nil {
@@ -92,17 +112,14 @@ func checkPodIdentity(ctx context.Context, s *session) error {
 	if err != nil {
 		return err
 	}
-	// The multi-container pod first: an adapter that takes identity from
-	// whichever container it meets shows it there.
-	for _, pod := range shared.all() {
-		sb, ok := findForPod(list, pod)
-		if !ok {
-			return mismatch(fmt.Sprintf("pod %s is listed neither under its sandbox ID nor its UID", pod.Spec.Name),
-				specIdentity(pod.Spec), listedIDs(list))
+	for _, pod := range shared.batch() {
+		sb, err := findForPod(list, pod, "")
+		if err != nil {
+			return err
 		}
 		if got, want := sandboxIdentity(sb), specIdentity(pod.Spec); got != want {
-			return mismatch(fmt.Sprintf("the listed sandbox of pod %s (%d app containers) does not carry its pod's identity",
-				pod.Spec.Name, len(pod.Spec.Containers)), want, got)
+			return mismatch(fmt.Sprintf("the listed sandbox of pod %s (attempt %d, %s) does not carry its pod's identity",
+				pod.Spec.Name, pod.Spec.Attempt, appContainerCount(len(pod.Spec.Containers))), want, got)
 		}
 	}
 	return nil
@@ -122,9 +139,9 @@ func checkHostNetwork(ctx context.Context, s *session) error {
 		return err
 	}
 	for _, pod := range pods {
-		sb, ok := findForPod(list, pod)
-		if !ok {
-			return mismatch(fmt.Sprintf("pod %s is not listed", pod.Spec.Name), pod.SandboxID, listedIDs(list))
+		sb, err := findForPod(list, pod, "")
+		if err != nil {
+			return err
 		}
 		if sb.HostNetwork != pod.Spec.HostNetwork {
 			return mismatch(fmt.Sprintf("pod %s: wrong HostNetwork", pod.Spec.Name),
@@ -134,23 +151,27 @@ func checkHostNetwork(ctx context.Context, s *session) error {
 	return nil
 }
 
+// checkGetSandbox gets the running shared pods, with several, one and no
+// app containers, by their sandbox IDs.
 func checkGetSandbox(ctx context.Context, s *session) error {
 	shared, err := s.sharedPods(ctx)
 	if err != nil {
 		return err
 	}
-	pod := shared.multi
-	sb, err := s.get(ctx, pod.SandboxID)
-	if err != nil {
-		return mismatch(fmt.Sprintf("GetSandbox of running pod %s failed", pod.Spec.Name), "the sandbox", err.Error())
-	}
-	switch {
-	case sb.ID != pod.SandboxID:
-		return mismatch("GetSandbox returned another ID", pod.SandboxID, sb.ID)
-	case sandboxIdentity(sb) != specIdentity(pod.Spec):
-		return mismatch("GetSandbox returned another identity", specIdentity(pod.Spec), sandboxIdentity(sb))
-	case sb.State != runtime.StateReady:
-		return mismatch("GetSandbox of a running sandbox", runtime.StateReady.String(), sb.State.String())
+	for _, pod := range shared.all() {
+		sb, err := s.get(ctx, pod.SandboxID)
+		if err != nil {
+			return mismatch(fmt.Sprintf("GetSandbox of running pod %s failed", pod.Spec.Name), "the sandbox", err.Error())
+		}
+		switch {
+		case sb.ID != pod.SandboxID:
+			return mismatch(fmt.Sprintf("GetSandbox of pod %s returned another ID: %s", pod.Spec.Name,
+				diagnoseID(pod.SandboxID, sb.ID, pod)), pod.SandboxID, sb.ID)
+		case sandboxIdentity(sb) != specIdentity(pod.Spec):
+			return mismatch("GetSandbox returned another identity", specIdentity(pod.Spec), sandboxIdentity(sb))
+		case sb.State != runtime.StateReady:
+			return mismatch("GetSandbox of a running sandbox", runtime.StateReady.String(), sb.State.String())
+		}
 	}
 	return nil
 }

@@ -38,10 +38,11 @@ func checkPodIPs(ctx context.Context, s *session) error {
 	}
 	listed := make([]runtime.Sandbox, len(pods))
 	for i, pod := range pods {
-		// By UID too: the ID checks judge the ID, this one the IPs.
-		sb, ok := findForPod(list, pod)
-		if !ok {
-			return mismatch(fmt.Sprintf("pod %s is not listed", pod.Spec.Name), pod.SandboxID, listedIDs(list))
+		// By exact ID only: IPs listed under a wrong ID are IPs ipamd
+		// records under a key no CNI DEL carries.
+		sb, err := findForPod(list, pod, "")
+		if err != nil {
+			return err
 		}
 		listed[i] = sb
 	}

@@ -36,10 +36,9 @@ func expectState(ctx context.Context, s *session, pod fixture.Pod, state runtime
 	if err != nil {
 		return err
 	}
-	sb, ok := findForPod(list, pod)
-	if !ok {
-		return mismatch(fmt.Sprintf("%s sandbox of pod %s is not listed; it still owns its IP", what, pod.Spec.Name),
-			pod.SandboxID+" "+state.String(), listedIDs(list))
+	sb, err := findForPod(list, pod, what)
+	if err != nil {
+		return prefixed("it still owns its IP", err)
 	}
 	if sb.State != state {
 		return mismatch(fmt.Sprintf("%s sandbox of pod %s is listed in the wrong state", what, pod.Spec.Name),
@@ -63,7 +62,7 @@ func checkRemoved(ctx context.Context, s *session) error {
 	if err != nil {
 		return err
 	}
-	if sb, ok := findForPod(list, pod); ok {
+	if sb, ok := stillListed(list, pod); ok {
 		return mismatch(fmt.Sprintf("removed pod %s is still listed", pod.Spec.Name), "not listed", sb.ID)
 	}
 	sb, err := s.get(ctx, pod.SandboxID)
@@ -129,10 +128,13 @@ func expectOwnIDs(ctx context.Context, s *session, pods []fixture.Pod, states []
 		return err
 	}
 	for i, pod := range pods {
-		sb, ok := findByID(list, pod.SandboxID)
-		if !ok {
-			return mismatch(fmt.Sprintf("attempt %d of pod %s is not listed under its own sandbox ID", pod.Spec.Attempt, pod.Spec.Name),
-				pod.SandboxID, listedIDs(list))
+		what := "running"
+		if states[i] == runtime.StateNotReady {
+			what = "stopped"
+		}
+		sb, err := findForPod(list, pod, what)
+		if err != nil {
+			return prefixed(fmt.Sprintf("attempt %d of a restarted pod", pod.Spec.Attempt), err)
 		}
 		if sb.Attempt != pod.Spec.Attempt || sb.State != states[i] {
 			return mismatch(fmt.Sprintf("sandbox %s of pod %s", pod.SandboxID, pod.Spec.Name),

@@ -50,7 +50,7 @@ func checkNoCRI(ctx context.Context, s *session) error {
 		return mismatch("GetSandbox against a containerd without its CRI plugin reported the sandbox present or gone",
 			"an error other than runtime.ErrNotFound", describeGet(sb, err))
 	}
-	return nil
+	return expectFailFast(ctx, s, client, "against a containerd without its CRI plugin")
 }
 
 // describeResult describes a call's result for a report: its error when it

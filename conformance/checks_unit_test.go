@@ -1,6 +1,7 @@
 package conformance
 
 import (
+	"context"
 	"errors"
 	"net/netip"
 	"strings"
@@ -88,5 +89,57 @@ func TestSummariseNearestRank(t *testing.T) {
 	}
 	if got := summarise(nil); got != (Latency{}) {
 		t.Errorf("summarise(nil) = %+v", got)
+	}
+}
+
+func TestJudgeFailFastNamesTheEmptyList(t *testing.T) {
+	s := &session{cfg: Config{DeadlineSlack: time.Second}}
+	cases := []struct {
+		name    string
+		outcome callOutcome
+		list    []runtime.Sandbox
+		want    string
+	}{
+		{"error", callOutcome{returned: true, err: runtime.ErrUnavailable}, nil, ""},
+		{"deadline", callOutcome{returned: true, err: context.DeadlineExceeded}, nil, ""},
+		{"empty list", callOutcome{returned: true}, []runtime.Sandbox{},
+			"ListSandboxes here with a 100ms deadline returned an empty list and no error"},
+		{"list", callOutcome{returned: true}, []runtime.Sandbox{{ID: "a"}}, "returned a list and no error"},
+		{"hang", callOutcome{}, nil, "ignored its 100ms deadline"},
+	}
+	for _, tc := range cases {
+		err := judgeFailFastList(s, "here", 100*time.Millisecond, tc.outcome, tc.list)
+		if (tc.want == "") != (err == nil) || (err != nil && !strings.Contains(err.Error(), tc.want)) {
+			t.Errorf("%s: judgeFailFastList = %v, want %q", tc.name, err, tc.want)
+		}
+	}
+	notFound := callOutcome{returned: true, err: runtime.ErrNotFound}
+	if err := judgeFailFastGet(s, "here", time.Second, notFound, runtime.Sandbox{}); err == nil || !strings.Contains(err.Error(), "take the pod for gone") {
+		t.Errorf("judgeFailFastGet(ErrNotFound) = %v", err)
+	}
+	if err := judgeFailFastGet(s, "here", time.Second, callOutcome{returned: true}, runtime.Sandbox{ID: "a"}); err == nil {
+		t.Error("judgeFailFastGet of a sandbox and no error passed")
+	}
+}
+
+func TestListGetDiff(t *testing.T) {
+	listed := runtime.Sandbox{ID: "a", Name: "web", Namespace: "shop", UID: "u", Attempt: 1, State: runtime.StateNotReady}
+	cases := []struct {
+		name string
+		got  runtime.Sandbox
+		err  error
+		want string
+	}{
+		{"same", listed, nil, ""},
+		{"not found", runtime.Sandbox{}, runtime.ErrNotFound, "reported ErrNotFound"},
+		{"error", runtime.Sandbox{}, runtime.ErrUnavailable, "failed"},
+		{"state", runtime.Sandbox{ID: "a", Name: "web", Namespace: "shop", UID: "u", Attempt: 1, State: runtime.StateReady}, nil, "another state"},
+		{"identity", runtime.Sandbox{ID: "a", State: runtime.StateNotReady}, nil, "another identity"},
+		{"id", runtime.Sandbox{ID: "b"}, nil, "another ID"},
+	}
+	for _, tc := range cases {
+		if got := listGetDiff(listed, tc.got, tc.err); !strings.Contains(got, tc.want) || (tc.want == "") != (got == "") {
+			t.Errorf("%s: listGetDiff = %q, want %q", tc.name, got, tc.want)
+		}
 	}
 }

@@ -26,6 +26,12 @@
 // fails or the run is interrupted. A check whose fixture lacks a capability
 // is skipped with "X not supported" rather than failed.
 //
+// Every check finds a pod in a listing by its exact sandbox ID and by
+// nothing else: the seed bug lists a pod under another ID with the right
+// name, UID and attempt, so a lookup that fell back to those would pass it.
+// Where the pod is listed under another ID (its app container's, a prefix,
+// a scheme), the failure says which; that is all the fallback does.
+//
 // Each check looks only at the pods of its own run, so the suite can run
 // against a node that has other pods, and several runs can share a runtime.
 // Read-only checks share a few pods created once per run (sharedPods);

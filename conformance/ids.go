@@ -25,20 +25,68 @@ func findByID(list []runtime.Sandbox, id string) (runtime.Sandbox, bool) {
 	return runtime.Sandbox{}, false
 }
 
-// findForPod returns the listed sandbox of pod: by exact ID, or else by pod
-// UID and attempt. The fallback lets checks about state and identity judge
-// those properties even for an adapter that gets the ID wrong; the ID
-// checks report the ID itself.
-func findForPod(list []runtime.Sandbox, pod fixture.Pod) (runtime.Sandbox, bool) {
+// findForPod returns pod's listed sandbox, found by its exact sandbox ID
+// and by nothing else: an adapter that lists the pod under any other ID
+// fails every check that looks for the pod. what names the pod's state for
+// the message ("running", "stopped"); the entry the adapter listed instead
+// (see misfiled) only shapes the message.
+func findForPod(list []runtime.Sandbox, pod fixture.Pod, what string) (runtime.Sandbox, error) {
 	if sb, ok := findByID(list, pod.SandboxID); ok {
-		return sb, true
+		return sb, nil
+	}
+	return runtime.Sandbox{}, notListed(list, pod, what)
+}
+
+// notListed explains why pod is not listed under its sandbox ID.
+func notListed(list []runtime.Sandbox, pod fixture.Pod, what string) *Failure {
+	label := strings.TrimSpace(fmt.Sprintf("%s pod %s (attempt %d, %s)", what, pod.Spec.Name,
+		pod.Spec.Attempt, appContainerCount(len(pod.Spec.Containers))))
+	if sb, ok := misfiled(list, pod); ok {
+		return mismatch(fmt.Sprintf("%s is not listed under its sandbox ID: %s", label, diagnoseID(pod.SandboxID, sb.ID, pod)),
+			pod.SandboxID, sb.ID)
+	}
+	return mismatch(label+" is not listed, under its sandbox ID or any other", pod.SandboxID, listedIDs(list))
+}
+
+// misfiled returns the entry under which a broken adapter lists pod instead
+// of its sandbox ID: one whose ID names the pod's sandbox or one of its app
+// containers in another form, else one with the pod's UID and attempt. It
+// never makes a check pass; it says what went wrong.
+func misfiled(list []runtime.Sandbox, pod fixture.Pod) (runtime.Sandbox, bool) {
+	for _, sb := range list {
+		if sb.ID == pod.SandboxID {
+			continue
+		}
+		if _, _, ok := appContainerOf(sb.ID, []fixture.Pod{pod}); ok || refersTo(sb.ID, pod.SandboxID) {
+			return sb, true
+		}
 	}
 	for _, sb := range list {
-		if sb.UID == pod.Spec.UID && sb.Attempt == pod.Spec.Attempt {
+		if sb.ID != pod.SandboxID && sb.UID == pod.Spec.UID && sb.Attempt == pod.Spec.Attempt && pod.Spec.UID != "" {
 			return sb, true
 		}
 	}
 	return runtime.Sandbox{}, false
+}
+
+// stillListed reports an entry for pod under its sandbox ID or, for the
+// checks that require a pod gone, under any other ID that names it.
+func stillListed(list []runtime.Sandbox, pod fixture.Pod) (runtime.Sandbox, bool) {
+	if sb, ok := findByID(list, pod.SandboxID); ok {
+		return sb, true
+	}
+	return misfiled(list, pod)
+}
+
+// appContainerCount says how many app containers a pod has.
+func appContainerCount(n int) string {
+	switch n {
+	case 0:
+		return "no app containers"
+	case 1:
+		return "one app container"
+	}
+	return fmt.Sprintf("%d app containers", n)
 }
 
 // stripScheme removes a "docker://"-style prefix.
@@ -75,26 +123,45 @@ func appContainerOf(listed string, pods []fixture.Pod) (appID string, pod fixtur
 	return "", fixture.Pod{}, false
 }
 
+// seedBugText names the seed bug in a failure.
+const seedBugText = "the seed bug: ipamd records the IP under an ID that no CNI DEL ever carries, so the IP leaks"
+
 // diagnoseID explains why listed is not the sandbox ID truth of pod.
 func diagnoseID(truth, listed string, pod fixture.Pod) string {
-	if appID, _, ok := appContainerOf(listed, []fixture.Pod{pod}); ok {
-		return fmt.Sprintf("listed the ID of application container %s instead of the infra sandbox ID: "+
-			"this is the seed bug (ipamd records the IP under an ID that no CNI DEL ever carries, so the IP leaks)", appID)
-	}
 	bare := stripScheme(listed)
+	if appID, _, ok := appContainerOf(listed, []fixture.Pod{pod}); ok {
+		return fmt.Sprintf("listed under the ID of its app container %s%s instead of its infra sandbox ID — %s",
+			appID, formOf(listed, appID), seedBugText)
+	}
 	switch {
 	case bare != listed && bare == truth:
-		return fmt.Sprintf("listed with the scheme prefix %q; the CNI plugin receives the bare ID",
-			strings.TrimSuffix(listed, bare))
+		return fmt.Sprintf("listed under a %q scheme; the CNI plugin receives the bare ID", strings.TrimSuffix(listed, bare))
 	case len(bare) == shortIDLength && strings.HasPrefix(truth, bare):
-		return "listed ID looks like a short ID (12 characters); the CNI plugin receives the full-length ID"
+		return "listed under a 12-character prefix of its sandbox ID (the short ID); the CNI plugin receives the full-length ID"
 	case len(bare) < len(truth) && strings.HasPrefix(truth, bare):
-		return fmt.Sprintf("listed ID is truncated to %d of %d characters", len(bare), len(truth))
+		return fmt.Sprintf("listed under a %d-character prefix of its %d-character sandbox ID", len(bare), len(truth))
 	case strings.EqualFold(bare, truth):
-		return "listed ID differs from the sandbox ID in letter case; IDs are compared byte for byte"
+		return "listed under its sandbox ID in other letter case; IDs are compared byte for byte"
 	default:
-		return "listed ID is not the pod's infra sandbox ID"
+		return "listed under another ID, not its infra sandbox ID"
 	}
+}
+
+// formOf says in which form listed names the container with full ID id:
+// under a scheme, as a prefix, or as is.
+func formOf(listed, id string) string {
+	bare := stripScheme(listed)
+	var parts []string
+	if bare != listed {
+		parts = append(parts, fmt.Sprintf("under a %q scheme", strings.TrimSuffix(listed, bare)))
+	}
+	if len(bare) < len(id) {
+		parts = append(parts, fmt.Sprintf("as a %d-character prefix", len(bare)))
+	}
+	if len(parts) == 0 {
+		return ""
+	}
+	return " (" + strings.Join(parts, ", ") + ")"
 }
 
 // listedIDs formats the IDs of list for a failure message.

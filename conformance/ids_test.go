@@ -1,6 +1,8 @@
 package conformance
 
 import (
+	"errors"
+	"strings"
 	"testing"
 
 	"github.com/sandboxipam/sandboxipam/conformance/fixture"
@@ -17,24 +19,24 @@ const (
 // "docker://390bb768d7bd...".
 func TestDiagnoseIDExplainsEachWrongShape(t *testing.T) {
 	pod := fixture.Pod{SandboxID: testSandboxID, ContainerIDs: []string{testAppID}}
+	seed := " instead of its infra sandbox ID — " + seedBugText
 	cases := []struct {
 		name, listed, want string
 	}{
 		{"seed bug", "docker://" + testAppID,
-			"listed the ID of application container " + testAppID + " instead of the infra sandbox ID: " +
-				"this is the seed bug (ipamd records the IP under an ID that no CNI DEL ever carries, so the IP leaks)"},
+			"listed under the ID of its app container " + testAppID + ` (under a "docker://" scheme)` + seed},
+		{"app container", testAppID, "listed under the ID of its app container " + testAppID + seed},
 		{"app short ID", testAppID[:12],
-			"listed the ID of application container " + testAppID + " instead of the infra sandbox ID: " +
-				"this is the seed bug (ipamd records the IP under an ID that no CNI DEL ever carries, so the IP leaks)"},
+			"listed under the ID of its app container " + testAppID + " (as a 12-character prefix)" + seed},
 		{"scheme", "containerd://" + testSandboxID,
-			`listed with the scheme prefix "containerd://"; the CNI plugin receives the bare ID`},
+			`listed under a "containerd://" scheme; the CNI plugin receives the bare ID`},
 		{"short ID", testSandboxID[:12],
-			"listed ID looks like a short ID (12 characters); the CNI plugin receives the full-length ID"},
-		{"truncated", testSandboxID[:32], "listed ID is truncated to 32 of 64 characters"},
+			"listed under a 12-character prefix of its sandbox ID (the short ID); the CNI plugin receives the full-length ID"},
+		{"truncated", testSandboxID[:32], "listed under a 32-character prefix of its 64-character sandbox ID"},
 		{"case", "93E629D853D9F70464DD5B54987533FFE87930CB28A6414DDB48C94B69845E85",
-			"listed ID differs from the sandbox ID in letter case; IDs are compared byte for byte"},
+			"listed under its sandbox ID in other letter case; IDs are compared byte for byte"},
 		{"other", "c32c237fb5293478da938e388f6e22486790facba0d178ff24271829865976cf",
-			"listed ID is not the pod's infra sandbox ID"},
+			"listed under another ID, not its infra sandbox ID"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -64,19 +66,32 @@ func TestRefersTo(t *testing.T) {
 	}
 }
 
-func TestFindForPodFallsBackToUIDAndAttempt(t *testing.T) {
-	pod := fixture.Pod{Spec: fixture.PodSpec{UID: "u1", Attempt: 1}, SandboxID: testSandboxID}
+// A pod with exactly one app container listed under that container's ID,
+// with its own UID and attempt, is the seed bug's shape: findForPod must
+// not find it, and must say so.
+func TestFindForPodTakesOnlyTheExactID(t *testing.T) {
+	pod := fixture.Pod{Spec: fixture.PodSpec{Name: "coredns", UID: "u1", Attempt: 1, Containers: []string{"coredns"}},
+		SandboxID: testSandboxID, ContainerIDs: []string{testAppID}}
 	list := []runtime.Sandbox{
 		{ID: "attempt-0", UID: "u1", Attempt: 0},
-		{ID: "attempt-1", UID: "u1", Attempt: 1},
+		{ID: "docker://" + testAppID, UID: "u1", Attempt: 1},
 	}
-	sb, ok := findForPod(list, pod)
-	if !ok || sb.ID != "attempt-1" {
-		t.Fatalf("findForPod = %q, %t; want attempt-1, true", sb.ID, ok)
+	_, err := findForPod(list, pod, "running")
+	var f *Failure
+	if !errors.As(err, &f) || f.Actual != "docker://"+testAppID ||
+		!strings.Contains(f.Message, "running pod coredns (attempt 1, one app container) is not listed under its sandbox ID: "+
+			"listed under the ID of its app container "+testAppID) || !strings.Contains(f.Message, "the seed bug") {
+		t.Fatalf("findForPod = %v, want a failure naming the app container and the seed bug", err)
+	}
+	if _, err := findForPod(list[:1], pod, ""); err == nil || !strings.Contains(err.Error(), "not listed, under its sandbox ID or any other") {
+		t.Errorf("findForPod of an absent pod = %v", err)
 	}
 	list = append(list, runtime.Sandbox{ID: testSandboxID, UID: "other"})
-	if sb, _ := findForPod(list, pod); sb.ID != testSandboxID {
-		t.Errorf("findForPod prefers %q over the exact ID", sb.ID)
+	if sb, err := findForPod(list, pod, ""); err != nil || sb.ID != testSandboxID {
+		t.Errorf("findForPod = %q, %v; want the exact ID", sb.ID, err)
+	}
+	if sb, ok := stillListed(list[:2], pod); !ok || sb.ID != "docker://"+testAppID {
+		t.Errorf("stillListed = %q, %t; want the entry under the app container's ID", sb.ID, ok)
 	}
 }
 

@@ -33,6 +33,7 @@ type Suite struct {
 	runID   string
 	adapter *plugin.Client
 	shared  *sharedPods
+	created *podRecord
 }
 
 // Start validates cfg, fills its defaults and launches the adapter once
@@ -50,7 +51,7 @@ func startSuite(ctx context.Context, cfg Config) (*Suite, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Suite{cfg: cfg, runID: newRunID(), adapter: adapter, shared: &sharedPods{}}, nil
+	return &Suite{cfg: cfg, runID: newRunID(), adapter: adapter, shared: &sharedPods{}, created: &podRecord{}}, nil
 }
 
 // Close removes the run's shared pods and ends the adapter process.
@@ -85,7 +86,7 @@ func (s *Suite) info(ctx context.Context) runtime.Info {
 // RunCheck runs one check, releases what it created and builds its result.
 func (s *Suite) RunCheck(ctx context.Context, check Check) Result {
 	sess := &session{cfg: s.cfg, checkID: check.ID, runID: s.runID, adapter: s.adapter, fixture: s.cfg.Fixture,
-		res: &resources{}, shared: s.shared}
+		res: &resources{}, shared: s.shared, created: s.created}
 	start := time.Now()
 	s.cfg.Logger.Debug("check started", "check", check.ID)
 	err := check.run(ctx, sess)

@@ -1,9 +1,11 @@
 package conformance
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"sync"
 
 	"github.com/sandboxipam/sandboxipam/conformance/fixture"
@@ -19,9 +21,11 @@ var appContainers = []string{"app", "sidecar", "logger"}
 // pods dominates a run's time, and one batch in parallel costs little more
 // than one pod.
 //
-// Every read-only check looks at the same three: a pod with several app
-// containers, a pod without any, and (where the fixture supports it) a
-// host-network pod. The checks that stop or remove pods get pods of their
+// Every read-only check looks at the same four: a pod with several app
+// containers, a pod with exactly one (the seed bug's shape: each coredns
+// pod of the report had one app container, whose ID was recorded instead
+// of the sandbox's), a pod without any, and (where the fixture supports it)
+// a host-network pod. The checks that stop or remove pods get pods of their
 // own from the same batch (reserved, by check ID); the checks whose point
 // is the creation itself (listing-fresh) or that disturb the runtime
 // (runtime-restart, scale-listing) create theirs when they run.
@@ -30,7 +34,7 @@ type sharedPods struct {
 	res  resources
 	err  error
 
-	multi, plain fixture.Pod
+	multi, single, plain fixture.Pod
 	// host is nil where the fixture has no host-network pods.
 	host *fixture.Pod
 	// reserved are the pods made ahead for one check each, by key.
@@ -52,6 +56,7 @@ const (
 	reservedPodIPs  = "pod-ips-match"
 	reservedStopped = "stopped-listed-notready"
 	reservedRemoved = "removed-not-found"
+	reservedListGet = "list-get-agree"
 	// reservedRestarted is the prefix of the restarted-pod check's
 	// attempts: "restarted-pod-ids/0" and so on.
 	reservedRestarted = "restarted-pod-ids"
@@ -99,7 +104,7 @@ func (p *sharedPods) create(ctx context.Context, s *session) error {
 	created := make([]reservedPod, len(pending))
 	errs := make([]error, len(pending))
 	_ = forEachParallel(len(pending), func(i int) error {
-		own := &session{cfg: s.cfg, checkID: s.checkID, runID: s.runID, fixture: s.fixture, res: &p.res}
+		own := &session{cfg: s.cfg, checkID: s.checkID, runID: s.runID, fixture: s.fixture, res: &p.res, created: s.created}
 		created[i].pod, created[i].item, errs[i] = own.createPod(ctx, pending[i].spec)
 		return nil
 	})
@@ -114,7 +119,7 @@ func (p *sharedPods) create(ctx context.Context, s *session) error {
 		}
 		p.reserved[pod.key] = created[i]
 	}
-	p.multi, p.plain = p.reserved["multi"].pod, p.reserved["plain"].pod
+	p.multi, p.single, p.plain = p.reserved["multi"].pod, p.reserved["single"].pod, p.reserved["plain"].pod
 	if host, ok := p.reserved["host"]; ok {
 		p.host = &host.pod
 	}
@@ -132,10 +137,11 @@ func (p *sharedPods) plan(s *session) []pendingPod {
 	host.HostNetwork = true
 	pending := []pendingPod{
 		{key: "multi", spec: shared.podSpec(appContainers...)},
+		{key: "single", spec: shared.podSpec(appContainer)},
 		{key: "plain", spec: shared.podSpec()},
 		{key: "host", spec: host, optional: true},
 	}
-	for _, id := range []string{reservedPodIPs, reservedStopped, reservedRemoved} {
+	for _, id := range []string{reservedPodIPs, reservedStopped, reservedRemoved, reservedListGet} {
 		if s.cfg.selected(id) {
 			pending = append(pending, pendingPod{key: id, spec: named(id).podSpec(appContainer)})
 		}
@@ -159,7 +165,21 @@ func restartedKey(attempt uint32) string {
 
 // networked returns the shared pods on the pod network.
 func (p *sharedPods) networked() []fixture.Pod {
-	return []fixture.Pod{p.multi, p.plain}
+	return []fixture.Pod{p.multi, p.single, p.plain}
+}
+
+// batch returns every pod of the batch, shared and reserved, in a stable
+// order: pods with several, one and no app containers, every attempt of the
+// restarted pod, and the host-network pod where there is one.
+func (p *sharedPods) batch() []fixture.Pod {
+	pods := make([]fixture.Pod, 0, len(p.reserved))
+	for _, r := range p.reserved {
+		pods = append(pods, r.pod)
+	}
+	slices.SortFunc(pods, func(a, b fixture.Pod) int {
+		return cmp.Or(cmp.Compare(a.Spec.Name, b.Spec.Name), cmp.Compare(a.Spec.Attempt, b.Spec.Attempt))
+	})
+	return pods
 }
 
 // all returns every shared pod.

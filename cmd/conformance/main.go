@@ -113,8 +113,10 @@ func newFlagSet(stderr io.Writer) (*flag.FlagSet, *cli.Options) {
 		cli.DefaultDockerEndpoint+" for docker, "+cli.DefaultCRIEndpoint+" for cri)")
 	flags.StringVar(&opts.EndpointFlag, "endpoint-flag", cli.DefaultEndpointFlag, "the adapter's flag that takes the endpoint URI")
 	flags.Var((*stringList)(&opts.WrongRuntimeArgs), "wrong-runtime-arg", "argument, repeatable, appended after the usual ones to make the adapter expect another runtime than the endpoint's "+
-		"(e.g. --wrong-runtime-arg=--runtime-name=cri-o) or to point it at another runtime's socket; enables wrong-runtime-refused")
-	flags.StringVar(&opts.NoCRIEndpoint, "no-cri-endpoint", "", "socket URI of a containerd whose CRI plugin is disabled, as Docker's own is; enables containerd-without-cri-refused")
+		"(e.g. --wrong-runtime-arg=--runtime-name=cri-o) or to point it at another runtime's socket; enables wrong-runtime-refused "+
+		"(default with --fixture docker: the endpoint flag pointing at Docker's own containerd)")
+	flags.StringVar(&opts.NoCRIEndpoint, "no-cri-endpoint", "", "socket URI of a containerd whose CRI plugin is disabled, as Docker's own is; enables containerd-without-cri-refused "+
+		"(default with --fixture docker: the containerd the Engine runs on, found beside its socket, under /var/run/docker or at /run/containerd)")
 	flags.StringVar(&opts.PauseImage, "pause-image", "", "image of the pods' sandboxes, already present in the runtime (default: the fixture's)")
 	flags.StringVar(&opts.AppImage, "app-image", "", "image of the pods' app containers with --fixture cri, run with its own entrypoint (default: the pause image)")
 	flags.StringVar(&opts.PodCIDR, "pod-cidr", "", "with --fixture docker, give each pod an address from this CIDR in its sandbox's network namespace "+

@@ -1,5 +1,6 @@
-// Command ipamctl shows what a node's ipamd holds and asks it to reconcile,
-// through ipamd's introspection API.
+// Command ipamctl shows what a node's ipamd holds, through ipamd's
+// introspection API on loopback TCP, and asks it to reconcile or release,
+// through ipamd's admin socket (root or ipamd's uid only).
 package main
 
 import (
@@ -10,6 +11,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"strings"
 	"time"
 
 	"github.com/sandboxipam/sandboxipam/internal/version"
@@ -38,7 +40,12 @@ Usage:
                                        runtime no longer has (older than the grace)
   ipamctl [flags] release SANDBOX-ID   free one attachment's address on your word
                                        (when the adapter is blind to a sandbox you
-                                       know is gone); --network, --ifname eth0
+                                       know is gone); --network, --ifname eth0;
+                                       refused while the runtime lists the sandbox
+                                       or the runtime or the node shows its address
+                                       in use, naming what shows it; --force
+                                       overrides (logged, counted, and the address
+                                       is quarantined while it is still shown)
   ipamctl [flags] enis                 the ENIs of the aws IP source
   ipamctl [flags] routes               the routes to other nodes' podCIDRs
                                        (routes.nodes), and the nodes skipped
@@ -49,12 +56,19 @@ Usage:
                                        who holds it, since when, its sandbox's state
                                        in the runtime, and ipamd's recent history of it
 
+reconcile and release change ipamd's state, so ipamd serves them only on its
+admin socket (--admin-socket): a unix socket that only root and ipamd's own uid
+may use, checked by the kernel's peer credentials. The TCP address (--addr) is
+reachable by every local process and every hostNetwork pod: it serves the reads
+only. Run reconcile and release as root on the node (or in ipamd's container).
+
 Examples:
   ipamctl pods                          # is pod X's IP held under its sandbox ID?
   ipamctl -o json pool | jq .free
   ipamctl check || page-someone         # 1 when ipamd, runtime and kernel disagree
   ipamctl who 10.0.0.7                  # who has it, and who had it before
-  ipamctl --addr 127.0.0.1:61679 reconcile --dry-run
+  sudo ipamctl reconcile --dry-run
+  sudo ipamctl release --force 93e629d853d9  # only when you know better than the runtime
 
 Flags:
 `
@@ -62,7 +76,9 @@ Flags:
 func run(args []string, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("ipamctl", flag.ContinueOnError)
 	fs.SetOutput(stderr)
-	addr := fs.String("addr", envOr("IPAMCTL_ADDR", ctl.DefaultAddr), "ipamd's introspection `host:port` (env IPAMCTL_ADDR)")
+	addr := fs.String("addr", envOr("IPAMCTL_ADDR", ctl.DefaultAddr), "ipamd's introspection `host:port`, for the reads (env IPAMCTL_ADDR)")
+	admin := fs.String("admin-socket", envOr("IPAMCTL_ADMIN_SOCKET", ctl.DefaultAdminSocket),
+		"ipamd's admin socket `path` (introspection.adminSocket), for reconcile and release: they change state, so ipamd serves them only there, to root and its own uid (env IPAMCTL_ADMIN_SOCKET)")
 	output := fs.String("o", "table", "output `format`: table or json")
 	timeout := fs.Duration("timeout", 30*time.Second, "give up after this long")
 	fs.Usage = func() { fmt.Fprint(stderr, help); fs.PrintDefaults() }
@@ -82,7 +98,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), *timeout)
 	defer cancel()
-	cmd := command{client: ctl.New(*addr, nil), json: *output == "json", out: stdout}
+	cmd := command{client: ctl.New(*addr, nil), admin: ctl.NewAdmin(*admin), json: *output == "json", out: stdout}
 	if err := cmd.run(ctx, fs.Arg(0), fs.Args()[1:]); err != nil {
 		fmt.Fprintln(stderr, "ipamctl:", err)
 		if errors.Is(err, errUsage) {
@@ -99,9 +115,10 @@ var errUsage = errors.New("usage")
 var errDisagree = errors.New("disagreements between ipamd, the runtime and the kernel")
 
 type command struct {
-	client *ctl.Client
-	json   bool
-	out    io.Writer
+	// client reads over TCP; admin, on the admin socket, changes state.
+	client, admin *ctl.Client
+	json          bool
+	out           io.Writer
 }
 
 func (c command) run(ctx context.Context, name string, args []string) error {
@@ -127,7 +144,7 @@ func (c command) run(ctx context.Context, name string, args []string) error {
 		if err := fs.Parse(args); err != nil {
 			return fmt.Errorf("%w: reconcile [--dry-run]: %v", errUsage, err)
 		}
-		v, err := c.client.Reconcile(ctx, *dryRun)
+		v, err := c.admin.Reconcile(ctx, *dryRun)
 		if err != nil && v.At.IsZero() {
 			return err
 		}
@@ -166,12 +183,13 @@ func (c command) release(ctx context.Context, args []string) error {
 	fs := flag.NewFlagSet("release", flag.ContinueOnError)
 	network := fs.String("network", "", "the attachment's CNI network (default: the one the pod's assignment shows in ipamctl pods)")
 	ifName := fs.String("ifname", "eth0", "the attachment's interface name")
+	force := fs.Bool("force", false, "release even though the runtime lists the sandbox or the runtime or the node shows its address in use; logged at WARN with your uid, counted, and the address is quarantined while it is still shown")
 	if err := fs.Parse(args); err != nil || fs.NArg() != 1 {
-		return fmt.Errorf("%w: release [--network NAME] [--ifname eth0] SANDBOX-ID", errUsage)
+		return fmt.Errorf("%w: release [--network NAME] [--ifname eth0] [--force] SANDBOX-ID", errUsage)
 	}
-	req := api.ReleaseRequest{Network: *network, SandboxID: fs.Arg(0), IfName: *ifName}
+	req := api.ReleaseRequest{Network: *network, SandboxID: fs.Arg(0), IfName: *ifName, Force: *force}
 	if req.Network == "" {
-		pods, err := c.client.Pods(ctx)
+		pods, err := c.admin.Pods(ctx)
 		if err != nil {
 			return err
 		}
@@ -184,9 +202,18 @@ func (c command) release(ctx context.Context, args []string) error {
 			return fmt.Errorf("ipamd holds no address for sandbox %q interface %q", req.SandboxID, req.IfName)
 		}
 	}
-	v, err := c.client.Release(ctx, req)
+	v, err := c.admin.Release(ctx, req)
 	return c.print(v, err, func() error {
-		fmt.Fprintf(c.out, "released %s of sandbox %s (%s)\n", v.IP, v.SandboxID, podLabel(v))
+		p := v.Released
+		fmt.Fprintf(c.out, "released %s of sandbox %s (%s)\n", strings.Join(p.IPs, ", "), p.SandboxID, podLabel(p))
+		if v.Forced {
+			for _, e := range v.Evidence {
+				fmt.Fprintf(c.out, "forced over: %s\n", e)
+			}
+			if len(v.Quarantined) > 0 {
+				fmt.Fprintf(c.out, "quarantined while still shown in use: %s\n", strings.Join(v.Quarantined, ", "))
+			}
+		}
 		return nil
 	})
 }

@@ -72,11 +72,17 @@ type Options struct {
 	// WrongRuntimeArgs, when set, are appended after the adapter's usual
 	// arguments (endpoint included; a flag given later wins) to make it
 	// expect another runtime than the endpoint's, or point it at another
-	// runtime's socket, for the wrong-runtime-refused check.
+	// runtime's socket, for the wrong-runtime-refused check. Default: with
+	// --fixture docker, the endpoint flag pointing at NoCRIEndpoint (Docker's
+	// own containerd is another runtime than Docker); otherwise none, and
+	// that check is skipped.
 	WrongRuntimeArgs []string
 	// NoCRIEndpoint is a containerd socket URI whose CRI plugin is
 	// disabled (Docker's own), for containerd-without-cri-refused.
-	// Default: none, and that check is skipped.
+	// Default: with --fixture docker, the containerd the Engine runs on,
+	// found beside its socket, under its exec root or at containerd's
+	// default socket (one that answers containerd's API and refuses CRI);
+	// otherwise none, and that check is skipped.
 	NoCRIEndpoint string
 	// PauseImage, AppImage and CgroupParent are the fixture's (see
 	// fixture.DockerConfig and fixture.CRIConfig). Defaults: theirs.
@@ -152,6 +158,7 @@ func Run(ctx context.Context, opts Options, stdout, stderr io.Writer) int {
 		return ExitUsage
 	}
 	opts = opts.withDefaults()
+	opts = opts.withDockerContainerd(ctx, stdout)
 	logger := newLogger(opts.Verbose, stderr)
 	fix, closeFixture, err := newFixture(ctx, opts)
 	if err != nil {
@@ -199,6 +206,33 @@ func (o Options) withDefaults() Options {
 	}
 	if o.Scale == 0 {
 		o.Scale = -1 // conformance.Config: negative skips the scale check
+	}
+	return o
+}
+
+// withDockerContainerd fills NoCRIEndpoint and WrongRuntimeArgs for the
+// docker fixture from the containerd the Engine runs on, so that a plain
+// `--fixture docker` run holds the adapter to both checks, and says what it
+// found.
+func (o Options) withDockerContainerd(ctx context.Context, stdout io.Writer) Options {
+	if o.Fixture != FixtureDocker || (o.NoCRIEndpoint != "" && len(o.WrongRuntimeArgs) > 0) {
+		return o
+	}
+	found := o.NoCRIEndpoint
+	if found == "" {
+		found = findDockerContainerd(ctx, o.Endpoint)
+	}
+	if found == "" {
+		fmt.Fprintf(stdout, "no containerd without CRI found for the Engine at %s: give --no-cri-endpoint and --wrong-runtime-arg\n", o.Endpoint)
+		return o
+	}
+	if o.NoCRIEndpoint == "" {
+		o.NoCRIEndpoint = found
+		fmt.Fprintf(stdout, "containerd without CRI (Docker's own): %s\n", found)
+	}
+	if len(o.WrongRuntimeArgs) == 0 {
+		o.WrongRuntimeArgs = []string{o.EndpointFlag + "=" + found}
+		fmt.Fprintf(stdout, "wrong runtime for the docker fixture: %s\n", found)
 	}
 	return o
 }

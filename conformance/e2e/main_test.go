@@ -49,7 +49,14 @@ var packagesToBuild = []string{
 	"./conformance/testdata/swappedips",
 	"./conformance/testdata/stalelist",
 	"./conformance/testdata/stuckafteroutage",
+	"./conformance/testdata/emptyonshortdeadline",
+	"./conformance/testdata/dupids",
+	"./conformance/testdata/listgetdisagree",
 }
+
+// brokenFocus selects the broken-adapter cases to run by name, for a
+// quick loop on one: go test ./conformance/e2e -run Broken -broken 'dupids'.
+var brokenFocus = flag.String("broken", "", "run only the broken-adapter cases whose name matches this regular expression")
 
 func TestMain(m *testing.M) {
 	flag.Parse()

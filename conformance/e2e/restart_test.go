@@ -40,12 +40,7 @@ func TestRuntimeRestart(t *testing.T) {
 		}
 		cleanUpFixture(t, fix)
 		controlled := fixture.WithRuntimeControl(fix, d.StopDaemon, d.StartDaemon)
-		endpoint := []string{"--endpoint=" + d.Host}
-		runRestartCases(t, controlled, []restartCase{
-			{name: "docker", adapter: "docker", args: endpoint},
-			{name: "example", adapter: "adapter-docker-minimal", args: endpoint},
-			{name: "stuckafteroutage", adapter: "stuckafteroutage", args: endpoint, failure: "did not list again"},
-		})
+		runRestartCases(t, controlled, dockerRestartCases(d.Host))
 	})
 	t.Run("containerd", func(t *testing.T) {
 		t.Parallel()
@@ -56,12 +51,33 @@ func TestRuntimeRestart(t *testing.T) {
 		}
 		cleanUpFixture(t, fix)
 		controlled := fixture.WithRuntimeControl(fix, c.StopDaemon, c.StartDaemon)
-		endpoint := "--endpoint=" + c.Endpoint
-		runRestartCases(t, controlled, []restartCase{
-			{name: "containerd-cri", adapter: "containerd", args: []string{"--cri", endpoint}},
-			{name: "dockershim", adapter: "dockershim", args: []string{"--runtime-name=containerd", endpoint}},
-		})
+		runRestartCases(t, controlled, containerdRestartCases(c.Endpoint))
 	})
+}
+
+// dockerRestartCases are the adapters put through a dockerd's restart:
+// the shipped one, the example, and two broken ones.
+func dockerRestartCases(endpoint string) []restartCase {
+	args := []string{"--endpoint=" + endpoint}
+	return []restartCase{
+		{name: "docker", adapter: "docker", args: args},
+		{name: "example", adapter: "adapter-docker-minimal", args: args},
+		{name: "stuckafteroutage", adapter: "stuckafteroutage", args: args, failure: "did not list again"},
+		{name: "emptyonshortdeadline", adapter: "emptyonshortdeadline", args: args,
+			failure: "while the runtime was down with a 100ms deadline returned an empty list and no error"},
+	}
+}
+
+// containerdRestartCases are the shipped adapters put through a
+// containerd's restart: every one that reads containerd.
+func containerdRestartCases(endpoint string) []restartCase {
+	arg := "--endpoint=" + endpoint
+	return []restartCase{
+		{name: "containerd-cri", adapter: "containerd", args: []string{"--cri", arg}},
+		{name: "containerd-native", adapter: "containerd", args: []string{arg}},
+		{name: "dockershim", adapter: "dockershim", args: []string{"--runtime-name=containerd", arg}},
+		{name: "crio", adapter: "crio", args: []string{"--runtime-name=containerd", arg}},
+	}
 }
 
 // runRestartCases runs the runtime-restart check alone against each case.

@@ -1,6 +1,8 @@
 package e2e_test
 
 import (
+	"slices"
+	"strings"
 	"testing"
 )
 
@@ -19,17 +21,29 @@ const (
 	smallScale      = "3"
 )
 
+// restartElsewhere is the runner's --skip for the shipped adapters' whole
+// runs: runtime-restart stops the runtime, and the whole runs share theirs
+// with every other test of the package. TestRuntimeRestart holds every
+// shipped adapter to it, each against a runtime of its own
+// (TestEveryShippedAdapterMeetsEveryCheck says so), so no check goes
+// unchecked on a shipped adapter, and none may skip.
+const restartElsewhere = "--skip=^runtime-restart$"
+
 // TestDockerAdapterConforms runs the whole suite against the shipped
-// docker adapter with the docker fixture. With containerd's socket as the
-// wrong runtime, every check must pass.
+// docker adapter with the docker fixture, as a plain `--fixture docker`
+// run: the runner finds Docker's own containerd and uses it for
+// containerd-without-cri-refused and as the wrong runtime. Every check
+// must pass; none may skip.
 func TestDockerAdapterConforms(t *testing.T) {
 	t.Parallel()
 	d := docker.Get(t)
-	c := containerd.Get(t)
-	args := append([]string{"--adapter", binary(t, "docker"), dockerAdapterTimeout, "--scale", dockerScale,
-		"--wrong-runtime-arg=--endpoint=" + c.Endpoint, "--no-cri-endpoint=" + d.ContainerdEndpoint}, dockerFixtureArgs(d)...)
+	args := append([]string{"--adapter", binary(t, "docker"), dockerAdapterTimeout, "--scale", dockerScale, restartElsewhere},
+		dockerFixtureArgs(d)...)
 	run := runCLI(t, args...)
-	expectOutcome(t, run, 0, nil, []string{"runtime-restart"})
+	expectShippedOutcome(t, run)
+	if want := "containerd without CRI (Docker's own): " + d.ContainerdEndpoint; !strings.Contains(run.output, want) {
+		t.Errorf("output lacks %q:\n%s", want, run.output)
+	}
 	if notes := run.result(t, "pod-ips-match").Notes; len(notes) != 0 {
 		t.Errorf("pod-ips-match notes = %q, want none: the docker adapter reports pod IPs", notes)
 	}
@@ -38,7 +52,8 @@ func TestDockerAdapterConforms(t *testing.T) {
 
 // TestCRIAdaptersConform runs the suite against every CRI-speaking adapter
 // and the native containerd adapter, all reading the private containerd.
-// A CRI runtime has no plain containers, so no-plain-containers skips.
+// The CRI fixture's plain container is a record in containerd's k8s.io
+// namespace. Every check must pass; none may skip.
 func TestCRIAdaptersConform(t *testing.T) {
 	t.Parallel()
 	c := containerd.Get(t)
@@ -71,15 +86,44 @@ func TestCRIAdaptersConform(t *testing.T) {
 	runs := make(map[string][]string, len(cases))
 	for _, tc := range cases {
 		// Docker's own containerd is containerd without its CRI plugin.
-		args := append([]string{"--adapter", binary(t, tc.adapter), "--scale", tc.scale,
+		args := append([]string{"--adapter", binary(t, tc.adapter), "--scale", tc.scale, restartElsewhere,
 			"--no-cri-endpoint=" + d.ContainerdEndpoint}, tc.args...)
 		runs[tc.name] = append(args, criFixtureArgs(c)...)
 	}
 	results := runCLIConcurrently(t, runs)
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			expectOutcome(t, results[tc.name], 0, nil, []string{"no-plain-containers", "runtime-restart"})
+			expectShippedOutcome(t, results[tc.name])
 			t.Logf("scale-listing: %v", results[tc.name].result(t, "scale-listing").Notes)
 		})
+	}
+}
+
+// expectShippedOutcome requires a shipped adapter's whole run to pass
+// every check but the one run elsewhere, with none skipped.
+func expectShippedOutcome(t *testing.T, run cliRun) {
+	t.Helper()
+	expectOutcome(t, run, 0, nil, nil, []string{"runtime-restart"})
+}
+
+// shippedAdapters are the shipped adapters' configurations the whole runs
+// check, by the names TestRuntimeRestart's cases use.
+var shippedAdapters = []string{"docker", "containerd-cri", "containerd-native", "dockershim", "crio"}
+
+// TestEveryShippedAdapterMeetsEveryCheck makes sure the one check the
+// whole runs leave out, runtime-restart, is run against every shipped
+// adapter by TestRuntimeRestart.
+func TestEveryShippedAdapterMeetsEveryCheck(t *testing.T) {
+	t.Parallel()
+	var names []string
+	for _, tc := range slices.Concat(dockerRestartCases("unix:///d.sock"), containerdRestartCases("unix:///c.sock")) {
+		if tc.failure == "" {
+			names = append(names, tc.name)
+		}
+	}
+	for _, name := range shippedAdapters {
+		if !slices.Contains(names, name) {
+			t.Errorf("no runtime-restart case for shipped adapter %s (cases %v)", name, names)
+		}
 	}
 }

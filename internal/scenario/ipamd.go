@@ -192,7 +192,7 @@ func (d *IPAMD) PID() int {
 
 // RunCtl runs ipamctl against this ipamd and returns what it printed.
 func (d *IPAMD) RunCtl(ctx context.Context, args ...string) (string, error) {
-	argv := append([]string{"--addr", d.Addr}, args...)
+	argv := append([]string{"--addr", d.Addr, "--admin-socket", filepath.Join(filepath.Dir(d.Socket), "admin.sock")}, args...)
 	out, err := exec.CommandContext(ctx, d.Ctl, argv...).CombinedOutput()
 	if err != nil {
 		return string(out), fmt.Errorf("ipamctl %v: %w: %s", args, err, out)

@@ -89,6 +89,12 @@ func TestEachDisagreementIsFoundWithItsAddress(t *testing.T) {
 		delete(in.Node.Links, link("b"))
 		expect(t, Compare(in), "assigned-no-route 10.0.0.2 b")
 	})
+	t.Run("IPAM-only pod has no veth of ours", func(t *testing.T) {
+		in := agreeing()
+		delete(in.Node.Links, link("b"))
+		in.Assignments[1].Wiring = datastore.WiringIPAMOnly
+		expect(t, Compare(in))
+	})
 	t.Run("stray route", func(t *testing.T) {
 		in := agreeing()
 		in.Node.Links[link("a")] = addrs("10.0.0.1", "10.0.0.9")

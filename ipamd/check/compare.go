@@ -84,6 +84,9 @@ func (c *comparison) compareSandboxIPs(sb runtime.Sandbox, held []datastore.Assi
 func (c *comparison) compareNode() {
 	links := c.in.Node.Links
 	for _, a := range c.in.Assignments {
+		if a.Wiring == datastore.WiringIPAMOnly {
+			continue // another main plugin wired it: no pod link of ours
+		}
 		link := hostveth.Name(c.in.VethPrefix, a.SandboxID, a.IfName)
 		routed, ok := links[link]
 		for _, ip := range a.IPs() {

@@ -126,6 +126,13 @@ type Assignment struct {
 	// sandbox; zero while no listing has. The reconciler releases only
 	// assignments whose sandbox it saw once and no longer sees.
 	ListedAt time.Time `json:"listedAt,omitzero"`
+	// Wiring is how the CNI plugin ran for the ADD that made the
+	// assignment: "plugin" (the main plugin: the pod has a pod link),
+	// "ipamOnly", or empty (unknown: an older plugin, an adopted
+	// assignment, or a file written before the field). Only "plugin", or
+	// an empty one on a node whose config says the plugin wires every pod,
+	// lets a missing pod link count as evidence that the pod is gone.
+	Wiring string `json:"wiring,omitempty"`
 }
 
 // Encode renders f with its header. It fails only for a time outside the

@@ -131,6 +131,10 @@ func appendAssignment(b []byte, a Assignment) []byte {
 		b = append(b, `,"listedAt":`...)
 		b = appendTime(b, a.ListedAt)
 	}
+	if a.Wiring != "" {
+		b = append(b, `,"wiring":`...)
+		b = appendString(b, a.Wiring)
+	}
 	return append(b, '}')
 }
 

@@ -83,21 +83,37 @@ type Node struct {
 	// HostVethPrefix is the CNI plugin's hostVethPrefix (at most 7
 	// characters). Default "sbx", the plugin's default.
 	HostVethPrefix string `yaml:"hostVethPrefix" desc:"the CNI plugin's hostVethPrefix, to find pod links on the node"`
-	// IPAMOnly says the sandboxipam CNI plugin runs as the IPAM plugin of
-	// another main plugin: pods then have no link of its own on the node,
-	// and after a lost checkpoint a pod the runtime reports no IP for is
-	// accounted for only by its network namespace. Default false.
-	IPAMOnly bool `yaml:"ipamOnly" desc:"the CNI plugin runs as IPAM only under another main plugin (no pod links of its own)"`
+	// PodWiring says who wires the pods of ipamd's network, which decides
+	// whether a missing pod link proves anything after a lost checkpoint:
+	//
+	//   - "plugin": the sandboxipam plugin is the main plugin of every
+	//     attachment on the network, so every pod has a pod link on the
+	//     node, and a pod without one (PodWiring's "no link, no address"
+	//     inference, see LinkGrace) holds nothing; an ADD from the plugin
+	//     running as IPAM only is refused, naming this field.
+	//   - "ipamOnly": the plugin runs as the IPAM plugin of another main
+	//     plugin: pods have no link of its own, so ipamd never infers
+	//     anything from a missing one, and ipamctl check does not read
+	//     pod links.
+	//   - "auto": "plugin" when ipamd writes the conflist itself
+	//     (cni.confListPath set: that conflist makes sandboxipam the main
+	//     plugin), else unknown: the inference is never made, and after a
+	//     lost checkpoint a live pod whose address neither the runtime nor
+	//     the node shows keeps ipamd from handing out addresses until one
+	//     of them shows it or an operator releases the pod.
+	//
+	// Default "auto".
+	PodWiring string `yaml:"podWiring" desc:"who wires pods on the network: plugin (sandboxipam is the main plugin of every pod), ipamOnly, or auto (plugin when cni.confListPath is set, else unknown: no inference from a missing pod link)"`
 	// NetNS is the network namespace whose pod links ipamd reads, by path.
 	// Default empty: ipamd's own, which on a node is the host's (ipamd
 	// runs with hostNetwork).
 	NetNS string `yaml:"netNS" desc:"network namespace of the pod links, by path (empty: ipamd's own)"`
-	// LinkGrace: after a lost checkpoint, a pod made before ipamd started
-	// that the runtime reports no IP for and that has no pod link yet is
-	// waited for this long after start (an ADD answered just before the
-	// restart may still be wiring it) before it counts as holding
-	// nothing. Default 10s.
-	LinkGrace time.Duration `yaml:"linkGrace" desc:"after a lost checkpoint, how long a pod without IP or pod link may still be being wired"`
+	// LinkGrace: after a lost checkpoint, when PodWiring resolves to
+	// "plugin", a pod made before ipamd started that the runtime reports
+	// no IP for and that has no pod link yet is waited for this long after
+	// start (an ADD answered just before the restart may still be wiring
+	// it) before it counts as holding nothing. Default 10s.
+	LinkGrace time.Duration `yaml:"linkGrace" desc:"after a lost checkpoint, when the plugin wires every pod (node.podWiring), how long a pod without IP or pod link may still be being wired"`
 }
 
 // CNI is how ipamd announces itself to the runtime.
@@ -282,10 +298,19 @@ func defaultAWS() AWS {
 	}
 }
 
-// Listener is one HTTP listener.
+// Listener is the operator API: reads over HTTP on a TCP address, and the
+// calls that change state (release, reconcile) on a unix socket only the
+// node's administrator can reach.
 type Listener struct {
-	// Address is host:port. Default 127.0.0.1:61679 (loopback only).
-	Address string `yaml:"address" desc:"host:port of the JSON introspection API"`
+	// Address is host:port. Default 127.0.0.1:61679 (loopback only). It
+	// serves reads only: any local process can reach it.
+	Address string `yaml:"address" desc:"host:port of the JSON introspection API (reads only)"`
+	// AdminSocket is the unix socket of the calls that change state
+	// (ipamctl release, reconcile). It is created owner-only (0600) in a
+	// 0700 directory, and serves only callers whose SO_PEERCRED uid is 0
+	// or ipamd's own. Default empty: admin.sock in socket's directory
+	// (/run/sandboxipam/admin.sock).
+	AdminSocket string `yaml:"adminSocket" desc:"unix socket of release and reconcile, root or ipamd's uid only (empty: admin.sock beside socket)"`
 }
 
 // Metrics is the Prometheus endpoint.
@@ -309,6 +334,15 @@ func (c Config) CheckpointPath() string {
 		return c.Checkpoint
 	}
 	return filepath.Join(c.StateDir, "ipamd.checkpoint")
+}
+
+// AdminSocketPath is Introspection.AdminSocket, or admin.sock in Socket's
+// directory.
+func (c Config) AdminSocketPath() string {
+	if c.Introspection.AdminSocket != "" {
+		return c.Introspection.AdminSocket
+	}
+	return filepath.Join(filepath.Dir(c.Socket), "admin.sock")
 }
 
 // DefaultConfig returns the configuration ipamd runs with when a field is
@@ -341,8 +375,44 @@ func DefaultConfig() Config {
 		Introspection: Listener{Address: "127.0.0.1:61679"},
 		Metrics:       Metrics{Address: "127.0.0.1:61678"},
 		Log:           Log{Level: "info", Format: "text"},
-		Node:          Node{HostVethPrefix: "sbx", LinkGrace: 10 * time.Second},
+		Node:          Node{HostVethPrefix: "sbx", PodWiring: PodWiringAuto, LinkGrace: 10 * time.Second},
 	}
+}
+
+// Values of node.podWiring.
+const (
+	PodWiringAuto     = "auto"
+	PodWiringPlugin   = "plugin"
+	PodWiringIPAMOnly = "ipamOnly"
+)
+
+// PluginWiresEveryPod reports whether every attachment on ipamd's network
+// is known to be wired by the sandboxipam plugin as the main plugin: set
+// so by node.podWiring, or, with "auto", because ipamd writes the conflist
+// itself. Only then does a missing pod link prove that a pod holds no
+// address, and only then is an ADD from the plugin as IPAM only refused.
+func (c Config) PluginWiresEveryPod() bool {
+	switch c.Node.PodWiring {
+	case PodWiringPlugin:
+		return true
+	case PodWiringAuto:
+		return c.CNI.ConfListPath != ""
+	}
+	return false
+}
+
+// PodWiringReason says, for logs and errors, how PluginWiresEveryPod was
+// decided.
+func (c Config) PodWiringReason() string {
+	switch {
+	case c.Node.PodWiring == PodWiringPlugin:
+		return "node.podWiring is plugin"
+	case c.Node.PodWiring == PodWiringIPAMOnly:
+		return "node.podWiring is ipamOnly"
+	case c.CNI.ConfListPath != "":
+		return "node.podWiring is auto and ipamd writes the conflist (cni.confListPath)"
+	}
+	return "node.podWiring is auto and cni.confListPath is empty, so ipamd does not know who wires the pods"
 }
 
 // IP source types.

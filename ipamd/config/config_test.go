@@ -48,15 +48,18 @@ func TestLoadGoldenFullExample(t *testing.T) {
 				LeakedENICleanupInterval: time.Hour, MaxAttempts: 4, MaxBackoff: 5 * time.Second,
 				Region: "eu-west-1", EC2Endpoint: "http://127.0.0.1:8080", IMDSEndpoint: "http://127.0.0.1:8081"},
 		},
-		Introspection: Listener{Address: "127.0.0.1:7001"},
+		Introspection: Listener{Address: "127.0.0.1:7001", AdminSocket: "/run/test-admin/admin.sock"},
 		Metrics:       Metrics{Address: ""},
 		Log:           Log{Level: "debug", Format: "json"},
-		Node:          Node{HostVethPrefix: "pod", LinkGrace: 10 * time.Second},
+		Node:          Node{HostVethPrefix: "pod", PodWiring: PodWiringPlugin, LinkGrace: 10 * time.Second},
 		CNI:           CNI{ConfListPath: "/etc/cni/net.d/10-podnet.conflist"},
 		Routes:        Routes{Nodes: true},
 	}
 	if !reflect.DeepEqual(got, want) {
 		t.Errorf("Load(full.yaml) =\n%+v\nwant\n%+v", got, want)
+	}
+	if got.AdminSocketPath() != "/run/test-admin/admin.sock" {
+		t.Errorf("AdminSocketPath = %q", got.AdminSocketPath())
 	}
 	if got.CheckpointPath() != "/var/lib/test-ipam/state.ckpt" {
 		t.Errorf("CheckpointPath = %q", got.CheckpointPath())
@@ -176,10 +179,23 @@ func TestValidateNamesFieldAndValue(t *testing.T) {
 		{"introspection", func(c *Config) { c.Introspection.Address = "localhost" },
 			`introspection.address must be host:port such as 127.0.0.1:61679, got "localhost"`},
 		{"introspection empty", func(c *Config) { c.Introspection.Address = "" }, "introspection.address must not be empty"},
+		{"adminSocket relative", func(c *Config) { c.Introspection.AdminSocket = "admin.sock" },
+			`introspection.adminSocket must be an absolute path, got "admin.sock"`},
+		{"adminSocket long", func(c *Config) { c.Introspection.AdminSocket = "/" + strings.Repeat("a", 120) },
+			"introspection.adminSocket must be at most 107 bytes"},
+		{"adminSocket derived long", func(c *Config) { c.Socket = "/" + strings.Repeat("s", 96) + "/i.sock" },
+			"introspection.adminSocket must be at most 107 bytes"},
+		{"adminSocket is the CNI socket", func(c *Config) { c.Introspection.AdminSocket = c.Socket },
+			`introspection.adminSocket must differ from socket (the CNI socket), got "/run/sandboxipam/ipamd.sock"`},
 		{"metrics", func(c *Config) { c.Metrics.Address = "127.0.0.1:99999" },
 			`metrics.address must be host:port such as 127.0.0.1:61679, got "127.0.0.1:99999"`},
 		{"log level", func(c *Config) { c.Log.Level = "trace" }, `log.level must be one of debug, info, warn, error, got "trace"`},
 		{"log format", func(c *Config) { c.Log.Format = "xml" }, `log.format must be one of text, json, got "xml"`},
+		{"podWiring", func(c *Config) { c.Node.PodWiring = "true" }, `node.podWiring must be one of auto, plugin, ipamOnly, got "true"`},
+		{"podWiring ipamOnly with conflist", func(c *Config) {
+			c.Node.PodWiring = PodWiringIPAMOnly
+			c.CNI.ConfListPath = "/etc/cni/net.d/10-sandboxipam.conflist"
+		}, `node.podWiring is ipamOnly, but cni.confListPath "/etc/cni/net.d/10-sandboxipam.conflist" makes ipamd write a conflist`},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -229,6 +245,30 @@ func TestStaticNodes(t *testing.T) {
 	}
 	if _, err := Load("", []string{"IPAMD_IPSOURCE_STATIC_NODES=198.18.1.0/24"}); err == nil || !strings.Contains(err.Error(), "IPAMD_IPSOURCE_STATIC_NODES") {
 		t.Errorf("a malformed map = %v", err)
+	}
+}
+
+// The no-link inference is earned: only an explicit "plugin", or "auto"
+// with ipamd writing the conflist itself, says the plugin wires every pod.
+func TestPluginWiresEveryPod(t *testing.T) {
+	cases := []struct {
+		wiring, confList string
+		want             bool
+	}{
+		{PodWiringAuto, "", false},
+		{PodWiringAuto, "/etc/cni/net.d/10-sandboxipam.conflist", true},
+		{PodWiringPlugin, "", true},
+		{PodWiringIPAMOnly, "", false},
+	}
+	for _, tc := range cases {
+		cfg := DefaultConfig()
+		cfg.Node.PodWiring, cfg.CNI.ConfListPath = tc.wiring, tc.confList
+		if got := cfg.PluginWiresEveryPod(); got != tc.want {
+			t.Errorf("podWiring %q, confListPath %q: PluginWiresEveryPod() = %v, want %v (%s)", tc.wiring, tc.confList, got, tc.want, cfg.PodWiringReason())
+		}
+	}
+	if DefaultConfig().PluginWiresEveryPod() {
+		t.Error("the default config infers from a missing pod link; the safe default is not to")
 	}
 }
 

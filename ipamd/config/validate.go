@@ -45,6 +45,7 @@ func (c Config) Validate() error {
 		v.addf("ipSource.nodeName must be set when routes.nodes is true (this node gets no route to itself; set NODE_NAME from the downward API's spec.nodeName)")
 	}
 	v.hostPort("introspection.address", c.Introspection.Address, true)
+	c.validateAdminSocket(&v)
 	v.hostPort("metrics.address", c.Metrics.Address, false)
 	v.oneOf("log.level", c.Log.Level, "debug", "info", "warn", "error")
 	v.oneOf("log.format", c.Log.Format, "text", "json")
@@ -54,7 +55,24 @@ func (c Config) Validate() error {
 	v.absPath("cni.confListPath", c.CNI.ConfListPath, false)
 	v.absPath("node.netNS", c.Node.NetNS, false)
 	v.positive("node.linkGrace", c.Node.LinkGrace)
+	v.oneOf("node.podWiring", c.Node.PodWiring, PodWiringAuto, PodWiringPlugin, PodWiringIPAMOnly)
+	if c.Node.PodWiring == PodWiringIPAMOnly && c.CNI.ConfListPath != "" {
+		v.addf("node.podWiring is ipamOnly, but cni.confListPath %q makes ipamd write a conflist with sandboxipam as the main plugin: set node.podWiring to auto or plugin, or empty cni.confListPath", c.CNI.ConfListPath)
+	}
 	return v.err()
+}
+
+// validateAdminSocket: the admin socket is a unix socket path of its own,
+// never the CNI socket.
+func (c Config) validateAdminSocket(v *validator) {
+	v.absPath("introspection.adminSocket", c.Introspection.AdminSocket, false)
+	path := c.AdminSocketPath()
+	if len(path) > maxSocketPath {
+		v.addf("introspection.adminSocket must be at most %d bytes (a unix socket path limit), got %d bytes (%q)", maxSocketPath, len(path), path)
+	}
+	if filepath.Clean(path) == filepath.Clean(c.Socket) {
+		v.addf("introspection.adminSocket must differ from socket (the CNI socket), got %q", path)
+	}
 }
 
 func (r Runtime) validate(v *validator) {

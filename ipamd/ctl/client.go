@@ -10,6 +10,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"net/url"
 	"strings"
@@ -19,6 +20,10 @@ import (
 
 // DefaultAddr is ipamd's default introspection address.
 const DefaultAddr = "127.0.0.1:61679"
+
+// DefaultAdminSocket is ipamd's default admin socket
+// (introspection.adminSocket), where release and reconcile are served.
+const DefaultAdminSocket = "/run/sandboxipam/admin.sock"
 
 // APIError is a non-2xx answer from ipamd.
 type APIError struct {
@@ -47,6 +52,19 @@ func New(addr string, hc *http.Client) *Client {
 		base = "http://" + base
 	}
 	return &Client{base: strings.TrimSuffix(base, "/"), http: hc}
+}
+
+// NewAdmin returns a client for ipamd's admin socket at path: it serves the
+// reads too, and release and reconcile, to root and ipamd's uid only.
+func NewAdmin(path string) *Client {
+	tr := &http.Transport{
+		DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) {
+			var d net.Dialer
+			return d.DialContext(ctx, "unix", path)
+		},
+		DisableKeepAlives: true,
+	}
+	return &Client{base: "http://ipamd-admin", http: &http.Client{Transport: tr}}
 }
 
 // Pods lists the assignments.
@@ -105,9 +123,10 @@ func (c *Client) Ready(ctx context.Context) (ready bool, why string, err error) 
 	return resp.StatusCode == http.StatusOK, strings.TrimSpace(string(body)), nil
 }
 
-// Release frees one attachment's address on the operator's word.
-func (c *Client) Release(ctx context.Context, req api.ReleaseRequest) (api.Pod, error) {
-	var out api.Pod
+// Release frees one attachment's address on the operator's word, which
+// ipamd checks against the runtime and the node unless req.Force.
+func (c *Client) Release(ctx context.Context, req api.ReleaseRequest) (api.Release, error) {
+	var out api.Release
 	return out, c.doBody(ctx, http.MethodPost, api.PathRelease, req, &out)
 }
 

@@ -4,19 +4,20 @@ import (
 	"bytes"
 	"context"
 	"errors"
-	"net/http/httptest"
 	"net/netip"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/sandboxipam/sandboxipam/ipamd/adminsock"
 	"github.com/sandboxipam/sandboxipam/ipamd/ctl"
 	"github.com/sandboxipam/sandboxipam/ipamd/datastore"
 	"github.com/sandboxipam/sandboxipam/ipamd/introspect"
 	"github.com/sandboxipam/sandboxipam/ipamd/introspect/api"
 	"github.com/sandboxipam/sandboxipam/ipamd/ipsource/static"
 	"github.com/sandboxipam/sandboxipam/ipamd/reconcile"
+	"github.com/sandboxipam/sandboxipam/ipamd/server"
 )
 
 var t0 = time.Date(2026, 12, 2, 12, 0, 0, 0, time.UTC)
@@ -40,10 +41,16 @@ func newIpamd(t *testing.T, rec func(context.Context, bool) (reconcile.Result, e
 	if err != nil {
 		t.Fatal(err)
 	}
-	srv := httptest.NewServer(introspect.Handler(introspect.Deps{Store: store, Source: "static", Reconcile: rec,
-		Now: func() time.Time { return t0.Add(2 * time.Minute) }}))
-	t.Cleanup(srv.Close)
-	return ctl.New(srv.Listener.Addr().String(), nil), a
+	// The admin socket, as ipamd serves it: reads, and reconcile.
+	path := filepath.Join(t.TempDir(), "admin.sock")
+	l, err := server.Listen(ctx, path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := adminsock.Serve(l, introspect.AdminHandler(introspect.Deps{Store: store, Source: "static", Reconcile: rec,
+		Now: func() time.Time { return t0.Add(2 * time.Minute) }}), nil)
+	t.Cleanup(func() { _ = srv.Shutdown(context.Background()) })
+	return ctl.NewAdmin(path), a
 }
 
 func TestPodsTable(t *testing.T) {

@@ -134,6 +134,11 @@ func RenderAdapter(w io.Writer, a api.Adapter) error {
 		fmt.Fprintf(tw, "last error:\t%s\n", a.Health.LastError)
 	}
 	fmt.Fprintf(tw, "reconcile:\tevery %s, grace %s\n", a.Interval, a.Grace)
+	if a.SeesCNI != "" {
+		fmt.Fprintf(tw, "sees CNI:\tyes, it listed sandbox %s, which CNI added\n", a.SeesCNI)
+	} else {
+		fmt.Fprintf(tw, "sees CNI:\tnot shown yet (no listing has shown a sandbox CNI added; until one does, a sandbox CNI added that no listing shows holds back every release)\n")
+	}
 	if err := tw.Flush(); err != nil {
 		return err
 	}

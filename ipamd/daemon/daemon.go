@@ -89,8 +89,12 @@ type Daemon struct {
 	source  *sourceHandle
 	adapter *adapterHandle
 	// rec is set once the adapter is selected; nil without one.
-	rec       atomic.Pointer[reconcile.Reconciler]
-	announced announcement
+	rec atomic.Pointer[reconcile.Reconciler]
+	// lastListing is the adapter's last successful listing, which an
+	// operator's release is checked against when the runtime cannot be
+	// listed right then.
+	lastListing atomic.Pointer[listing]
+	announced   announcement
 	// startedAt is when the store opened: a sandbox created later cannot
 	// hold an address from before.
 	startedAt time.Time
@@ -155,6 +159,9 @@ func (d *Daemon) Start(ctx context.Context) (err error) {
 		}
 	}()
 	d.startedAt = time.Now()
+	if err := d.checkDirs(); err != nil {
+		return err
+	}
 	if err := d.openStore(ctx); err != nil {
 		return err
 	}
@@ -176,7 +183,7 @@ func (d *Daemon) Start(ctx context.Context) (err error) {
 	if err := d.serveSocket(ctx); err != nil {
 		return err
 	}
-	if d.http, err = d.serveHTTP(); err != nil {
+	if d.http, err = d.serveHTTP(ctx); err != nil {
 		return err
 	}
 	d.log.Info("ipamd serving", slog.String("socket", d.cfg.Socket),
@@ -231,7 +238,11 @@ func (d *Daemon) serveSocket(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	srv := server.New(d.store, server.Options{Logger: d.log.With("component", "server"), Observe: d.metrics.ObserveCall})
+	opts := server.Options{Logger: d.log.With("component", "server"), Observe: d.metrics.ObserveCall, OnWiringRefused: d.metrics.ObserveWiringRefused}
+	if d.cfg.PluginWiresEveryPod() {
+		opts.RefuseIPAMOnly = d.cfg.PodWiringReason()
+	}
+	srv := server.New(d.store, opts)
 	d.endpoint = server.Serve(l, srv.WireHandler(), d.log.With("component", "socket"))
 	return nil
 }

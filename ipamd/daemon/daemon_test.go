@@ -25,7 +25,7 @@ func (w testLogWriter) Write(p []byte) (int, error) {
 }
 
 // startInProcess runs the daemon in the test process and returns the CNI
-// client and the introspection client.
+// client and an admin socket client (reads, and reconcile and release).
 func startInProcess(t *testing.T, n *node) (*daemon.Daemon, cniClient, *ctl.Client) {
 	t.Helper()
 	logger := slog.New(slog.NewTextHandler(testLogWriter{t}, &slog.HandlerOptions{Level: slog.LevelDebug}))
@@ -38,7 +38,7 @@ func startInProcess(t *testing.T, n *node) (*daemon.Daemon, cniClient, *ctl.Clie
 			t.Errorf("Stop: %v", err)
 		}
 	})
-	return d, cniClient{socket: n.cfg.Socket}, ctl.New(d.IntrospectionAddr().String(), nil)
+	return d, cniClient{socket: n.cfg.Socket}, ctl.NewAdmin(n.cfg.AdminSocketPath())
 }
 
 func adapterHealth(t *testing.T, c *ctl.Client) api.Health {

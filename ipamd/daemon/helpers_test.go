@@ -48,8 +48,11 @@ func newNode(t testing.TB, cidr string) *node {
 	cfg.Cooldown = time.Millisecond
 	cfg.Reconcile.Interval = time.Hour // tests run passes on demand
 	cfg.Reconcile.Grace = time.Millisecond
-	// Pods the test runtime lists have no pod link: they hold nothing once
-	// this short wait after start is over.
+	// Pods the test runtime lists have no pod link: on a node where the
+	// plugin wires every pod, they hold nothing once this short wait after
+	// start is over. Tests of the default (auto: nothing inferred from a
+	// missing link) set PodWiring back.
+	cfg.Node.PodWiring = config.PodWiringPlugin
 	cfg.Node.LinkGrace = time.Millisecond
 	cfg.Runtime.Adapter = testadapter.Build(t)
 	cfg.Runtime.Args = []string{"--state=" + n.state}

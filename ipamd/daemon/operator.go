@@ -5,6 +5,7 @@ import (
 	"log/slog"
 
 	"github.com/sandboxipam/sandboxipam/ipamd/check"
+	"github.com/sandboxipam/sandboxipam/ipamd/config"
 	"github.com/sandboxipam/sandboxipam/ipamd/datastore"
 	"github.com/sandboxipam/sandboxipam/ipamd/introspect"
 	"github.com/sandboxipam/sandboxipam/ipamd/nodestate"
@@ -55,7 +56,7 @@ func (d *Daemon) checkNow(ctx context.Context) check.Outcome {
 	if d.rec.Load() != nil {
 		src.Sandboxes = d.sandboxesNow
 	}
-	if !d.cfg.Node.IPAMOnly {
+	if d.cfg.Node.PodWiring != config.PodWiringIPAMOnly {
 		src.Node = nodestate.Reader{Prefix: d.cfg.Node.HostVethPrefix, NetNS: d.cfg.Node.NetNS}.Read
 	}
 	out := check.Run(ctx, src)

@@ -142,7 +142,7 @@ func TestAutoWithTwoRuntimesRefusesToReconcile(t *testing.T) {
 		t.Fatalf("Start: %v", err)
 	}
 	t.Cleanup(func() { _ = d.Stop(context.Background()) })
-	intro := ctl.New(d.IntrospectionAddr().String(), nil)
+	intro := ctl.NewAdmin(n.cfg.AdminSocketPath())
 	testsupport.Wait(t, "the adapter view to say auto refused", func() (bool, string) {
 		a, err := intro.Adapter(t.Context())
 		return err == nil && strings.Contains(a.Error, "/run/containerd/containerd.sock") && strings.Contains(a.Error, "/var/run/docker.sock"), a.Error
@@ -165,7 +165,7 @@ func TestFullStateDiskAnswersTryAgainLater(t *testing.T) {
 	if err := os.MkdirAll(n.cfg.StateDir, 0o700); err != nil {
 		t.Fatal(err)
 	}
-	if out, err := exec.Command("mount", "-t", "tmpfs", "-o", "size=64k", "tmpfs", n.cfg.StateDir).CombinedOutput(); err != nil {
+	if out, err := exec.Command("mount", "-t", "tmpfs", "-o", "size=64k,mode=0700", "tmpfs", n.cfg.StateDir).CombinedOutput(); err != nil {
 		testsupport.SkipOrFail(t, "mount a tmpfs: %v: %s", err, out)
 	}
 	t.Cleanup(func() { _ = exec.Command("umount", "-l", n.cfg.StateDir).Run() })

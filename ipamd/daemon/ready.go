@@ -9,6 +9,7 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"strings"
 	"sync"
 
 	"github.com/sandboxipam/sandboxipam/cniinstall"
@@ -53,14 +54,17 @@ func (d *Daemon) ready() (bool, []string) {
 	return len(why) == 0, why
 }
 
+// joinWaiting names what the store waits for: every unaccounted sandbox
+// up to five, so an operator sees which pods to look at.
 func joinWaiting(w []string) string {
-	switch len(w) {
-	case 0:
+	const shown = 5
+	switch {
+	case len(w) == 0:
 		return "a runtime listing"
-	case 1:
-		return w[0]
+	case len(w) <= shown:
+		return strings.Join(w, "; ")
 	default:
-		return fmt.Sprintf("%s (and %d more)", w[0], len(w)-1)
+		return fmt.Sprintf("%s (and %d more)", strings.Join(w[:shown], "; "), len(w)-shown)
 	}
 }
 

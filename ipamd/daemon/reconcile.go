@@ -20,6 +20,7 @@ import (
 const firstRetry = 250 * time.Millisecond
 
 func (d *Daemon) newReconciler(adapter runtime.RuntimeAdapter) *reconcile.Reconciler {
+	adapter = recordingAdapter{RuntimeAdapter: adapter, record: func(l listing) { d.lastListing.Store(&l) }}
 	return reconcile.New(d.store, adapter, reconcile.Config{
 		Interval: d.cfg.Reconcile.Interval, Grace: d.cfg.Reconcile.Grace, ListTimeout: d.cfg.Reconcile.ListTimeout,
 		Network: d.cfg.Network, IfName: d.cfg.IfName,
@@ -28,9 +29,10 @@ func (d *Daemon) newReconciler(adapter runtime.RuntimeAdapter) *reconcile.Reconc
 		Node:       nodestate.Reader{Prefix: d.cfg.Node.HostVethPrefix, NetNS: d.cfg.Node.NetNS},
 		NetNS:      nodestate.NetNSAddrs,
 		VethPrefix: d.cfg.Node.HostVethPrefix,
-		IPAMOnly:   d.cfg.Node.IPAMOnly,
 		StartedAt:  d.startedAt,
 		LinkGrace:  d.cfg.Node.LinkGrace,
+
+		PluginWiresEveryPod: d.cfg.PluginWiresEveryPod(),
 	})
 }
 
@@ -79,6 +81,9 @@ func (d *Daemon) adapterView(context.Context) api.Adapter {
 	v := d.adapter.view()
 	v.Interval, v.Grace = d.cfg.Reconcile.Interval.String(), d.cfg.Reconcile.Grace.String()
 	if rec := d.rec.Load(); rec != nil {
+		if sees, proof := rec.Sees(); sees {
+			v.SeesCNI = proof
+		}
 		if last, ok := rec.Last(); ok {
 			view := introspect.ReconcileView(last, time.Now())
 			v.Last = &view

@@ -240,7 +240,7 @@ func runSeedScenario(t *testing.T, r seedRun) {
 	cfgPath := n.writeConfig()
 	logPath := filepath.Join(n.dir, "ipamd.log")
 	cni := cniClient{socket: n.cfg.Socket}
-	intro := ctl.New(n.cfg.Introspection.Address, nil)
+	intro := ctl.NewAdmin(n.cfg.AdminSocketPath())
 	ctx := t.Context()
 	run := func(hook seedHook, p *process) {
 		if hook != nil {

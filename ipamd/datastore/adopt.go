@@ -366,3 +366,14 @@ func (s *Store) NoteWaiting(why string) {
 		s.unaccounted = []string{why}
 	}
 }
+
+// ReleasedWhileUnproven reports whether a DEL, or an operator's release,
+// for key came while the store was unproven: the sandbox gave back
+// whatever it held, so a listing that still shows it, reporting no
+// address, is no reason to stay unproven.
+func (s *Store) ReleasedWhileUnproven(key Key) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	_, ok := s.delsWhileUnproven[key]
+	return s.unproven && ok
+}

@@ -128,7 +128,26 @@ type Assignment struct {
 	// ListedAt is when a successful runtime listing first showed the
 	// sandbox; zero until one has.
 	ListedAt time.Time
+	// Wiring is how the CNI plugin ran for the ADD that made it.
+	Wiring Wiring
 }
+
+// Wiring is how the CNI plugin ran for an ADD: as the main plugin, which
+// wires the pod (a pod link on the node), or as IPAM only under another
+// main plugin (no pod link of ours).
+type Wiring string
+
+// Values of Wiring, as the checkpoint records them.
+const (
+	// WiringUnknown: an older plugin that does not say, or an assignment
+	// adopted from the runtime.
+	WiringUnknown Wiring = ""
+	// WiringMainPlugin: the plugin wired the pod itself.
+	WiringMainPlugin Wiring = "plugin"
+	// WiringIPAMOnly: another main plugin wired the pod; its missing pod
+	// link proves nothing.
+	WiringIPAMOnly Wiring = "ipamOnly"
+)
 
 // All returns the assignment's addresses, Address first.
 func (a Assignment) All() []ipsource.Address {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"net/netip"
 	"slices"
 	"strings"
 
@@ -31,12 +32,18 @@ func (p Pod) LogValue() slog.Value {
 // Assign hands key an address, or returns the one it already has (a
 // repeated CNI ADD). The assignment is on disk before Assign returns.
 func (s *Store) Assign(ctx context.Context, key Key, pod Pod) (Assignment, error) {
+	return s.AssignWired(ctx, key, pod, WiringUnknown)
+}
+
+// AssignWired is Assign that records how the CNI plugin ran for the ADD
+// with a new assignment (a repeated ADD keeps the first one's).
+func (s *Store) AssignWired(ctx context.Context, key Key, pod Pod, wiring Wiring) (Assignment, error) {
 	if err := key.validate(); err != nil {
 		return Assignment{}, fmt.Errorf("assign: %w", err)
 	}
 	s.mu.Lock()
 	_, existed := s.assignments[key]
-	a, b, err := s.assignLocked(key, pod)
+	a, b, err := s.assignLocked(key, pod, wiring)
 	s.mu.Unlock()
 	if err != nil {
 		return Assignment{}, err
@@ -51,7 +58,7 @@ func (s *Store) Assign(ctx context.Context, key Key, pod Pod) (Assignment, error
 	return a, nil
 }
 
-func (s *Store) assignLocked(key Key, pod Pod) (Assignment, *batch, error) {
+func (s *Store) assignLocked(key Key, pod Pod, wiring Wiring) (Assignment, *batch, error) {
 	if s.closed {
 		return Assignment{}, nil, fmt.Errorf("assign: %w", ErrClosed)
 	}
@@ -84,7 +91,7 @@ func (s *Store) assignLocked(key Key, pod Pod) (Assignment, *batch, error) {
 	if len(picked) == 0 {
 		return Assignment{}, nil, fmt.Errorf("assign to sandbox %s: %w: the pool is empty", key.SandboxID, ErrPoolExhausted)
 	}
-	a := &Assignment{Key: key, Pod: pod, Address: picked[0], Extra: picked[1:], AssignedAt: now}
+	a := &Assignment{Key: key, Pod: pod, Address: picked[0], Extra: picked[1:], AssignedAt: now, Wiring: wiring}
 	if len(a.Extra) == 0 {
 		a.Extra = nil
 	}
@@ -106,6 +113,12 @@ func (s *Store) Release(ctx context.Context, key Key) (Assignment, bool, error) 
 // ReleaseFor is Release with the reason the log, the history and the
 // metrics give (ReasonOperator for an operator's release).
 func (s *Store) ReleaseFor(ctx context.Context, key Key, reason string) (Assignment, bool, error) {
+	return s.releaseOne(ctx, key, reason, nil)
+}
+
+// releaseOne releases key and quarantines the addresses of it in hold
+// (see ReleaseQuarantined), in one write.
+func (s *Store) releaseOne(ctx context.Context, key Key, reason string, hold []netip.Addr) (Assignment, bool, error) {
 	s.mu.Lock()
 	if s.closed {
 		s.mu.Unlock()
@@ -113,6 +126,9 @@ func (s *Store) ReleaseFor(ctx context.Context, key Key, reason string) (Assignm
 	}
 	now := s.now()
 	a, found := s.releaseLocked(key, now)
+	if found {
+		s.quarantineReleasedLocked(a, hold)
+	}
 	if s.unproven {
 		// A listing that started before this DEL may still show the
 		// sandbox: it must not adopt it back (see adoptLocked).

@@ -62,7 +62,7 @@ func assignmentRecord(a *Assignment) checkpoint.Assignment {
 	return checkpoint.Assignment{
 		Network: a.Network, SandboxID: a.SandboxID, IfName: a.IfName,
 		PodName: a.Pod.Name, Namespace: a.Pod.Namespace, UID: a.Pod.UID,
-		IPs: a.IPs(), AssignedAt: a.AssignedAt, ListedAt: a.ListedAt,
+		IPs: a.IPs(), AssignedAt: a.AssignedAt, ListedAt: a.ListedAt, Wiring: string(a.Wiring),
 	}
 }
 
@@ -271,6 +271,7 @@ func (s *Store) restore(f checkpoint.File) {
 			Address:    s.addrs[c.IPs[0]].addr,
 			AssignedAt: c.AssignedAt,
 			ListedAt:   c.ListedAt,
+			Wiring:     Wiring(c.Wiring),
 		}
 		for _, ip := range c.IPs[1:] {
 			a.Extra = append(a.Extra, s.addrs[ip].addr)

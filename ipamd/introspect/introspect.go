@@ -1,18 +1,22 @@
-// Package introspect is ipamd's operator API: JSON over HTTP on loopback
-// by default. It shows the assignments by infra sandbox ID (the key DEL
-// matches on), the pool, the runtime adapter's health with the last
-// reconcile pass, and runs a reconcile pass on demand, optionally as a dry
-// run that only reports what it would release. For operators chasing a
-// leak it compares ipamd, the runtime and the kernel (/v1/check) and says
-// who holds an address and who held it before (/v1/who). The documents are the types
-// of package introspect/api; ipamctl renders them.
+// Package introspect is ipamd's operator API: JSON over HTTP. It shows the
+// assignments by infra sandbox ID (the key DEL matches on), the pool, the
+// runtime adapter's health with the last reconcile pass. For operators
+// chasing a leak it compares ipamd, the runtime and the kernel (/v1/check)
+// and says who holds an address and who held it before (/v1/who). The
+// documents are the types of package introspect/api; ipamctl renders them.
+//
+// Two handlers, for two audiences. Handler serves reads only, on the
+// loopback TCP listener that every local process and every hostNetwork
+// pod can reach; the calls that change state (a reconcile pass on demand,
+// an operator's release) answer 403 there, naming the admin socket.
+// AdminHandler serves the reads and those calls, on the admin socket
+// (package adminsock), which only root and ipamd's uid can use.
 package introspect
 
 import (
 	"context"
 	"encoding/json"
 	"errors"
-	"fmt"
 	"log/slog"
 	"math"
 	"net/http"
@@ -45,7 +49,15 @@ type Deps struct {
 	// Adapter describes the runtime adapter for /v1/adapter.
 	Adapter func(ctx context.Context) api.Adapter
 	// Reconcile runs one pass now; nil answers 503 with ErrNoAdapter.
+	// Served by AdminHandler only.
 	Reconcile func(ctx context.Context, dryRun bool) (reconcile.Result, error)
+	// Release frees one attachment on an operator's word once the evidence
+	// allows it (ErrNotHeld, ErrStillInUse); nil answers 503. Served by
+	// AdminHandler only.
+	Release func(ctx context.Context, req api.ReleaseRequest) (api.Release, error)
+	// AdminSocket is where the calls that change state are served, named
+	// in the TCP listener's refusal.
+	AdminSocket string
 	// ENIs renders the aws source's ENIs; nil answers 404 (static source).
 	ENIs func(ctx context.Context) (any, error)
 	// Routes reports the routes to other nodes; nil answers 404
@@ -70,8 +82,25 @@ type Deps struct {
 	Logger *slog.Logger
 }
 
-// Handler serves the introspection API.
+// Handler serves the reads of the introspection API, for the TCP
+// listener. Every other method, on any path, answers 403 naming the admin
+// socket and changes nothing.
 func Handler(d Deps) http.Handler {
+	h, mux := newMux(d)
+	mux.HandleFunc("/", h.refuseChange)
+	return mux
+}
+
+// AdminHandler serves the reads and the calls that change state, for the
+// admin socket; its listener must admit only the node's administrator.
+func AdminHandler(d Deps) http.Handler {
+	h, mux := newMux(d)
+	mux.HandleFunc("POST "+api.PathReconcile, h.reconcile)
+	mux.HandleFunc("POST "+api.PathRelease, h.release)
+	return mux
+}
+
+func newMux(d Deps) (*handlers, *http.ServeMux) {
 	if d.Now == nil {
 		d.Now = time.Now
 	}
@@ -85,8 +114,6 @@ func Handler(d Deps) http.Handler {
 	mux.HandleFunc("GET "+api.PathAdapter, h.adapter)
 	mux.HandleFunc("GET "+api.PathENIs, h.enis)
 	mux.HandleFunc("GET "+api.PathRoutes, h.routes)
-	mux.HandleFunc("POST "+api.PathReconcile, h.reconcile)
-	mux.HandleFunc("POST "+api.PathRelease, h.release)
 	mux.HandleFunc("GET "+api.PathHealthz, h.healthz)
 	mux.HandleFunc("GET "+api.PathReadyz, h.readyz)
 	mux.HandleFunc("GET "+api.PathCheck, h.check)
@@ -94,7 +121,7 @@ func Handler(d Deps) http.Handler {
 	if d.Metrics != nil {
 		mux.Handle("GET "+api.PathMetrics, d.Metrics)
 	}
-	return mux
+	return h, mux
 }
 
 type handlers struct{ Deps }
@@ -161,36 +188,6 @@ func (h *handlers) enis(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	writeJSON(w, http.StatusOK, enis)
-}
-
-func (h *handlers) reconcile(w http.ResponseWriter, r *http.Request) {
-	dryRun := false
-	if v := r.URL.Query().Get("dryRun"); v != "" {
-		var err error
-		if dryRun, err = strconv.ParseBool(v); err != nil {
-			writeError(w, http.StatusBadRequest, errors.New("dryRun must be true or false, got "+strconv.Quote(v)))
-			return
-		}
-	}
-	if h.Reconcile == nil {
-		writeError(w, http.StatusServiceUnavailable, ErrNoAdapter)
-		return
-	}
-	res, err := h.Reconcile(r.Context(), dryRun)
-	if errors.Is(err, ErrNoAdapter) {
-		writeError(w, http.StatusServiceUnavailable, err)
-		return
-	}
-	view := ReconcileView(res, h.Now())
-	if err != nil {
-		h.Logger.Warn("reconcile requested over introspection failed", slog.Bool("dry_run", dryRun), slog.Any("error", err))
-		if view.Error == "" {
-			view.Error = err.Error()
-		}
-		writeJSON(w, http.StatusBadGateway, view)
-		return
-	}
-	writeJSON(w, http.StatusOK, view)
 }
 
 // RangesView sums the pool's blocks per family and lists those of more
@@ -305,31 +302,4 @@ func (h *handlers) readyz(w http.ResponseWriter, _ *http.Request) {
 	for _, line := range why {
 		_, _ = w.Write([]byte("- " + line + "\n"))
 	}
-}
-
-// release frees one attachment's address on an operator's word: the way
-// out when the adapter is blind to a sandbox that is truly gone.
-func (h *handlers) release(w http.ResponseWriter, r *http.Request) {
-	var req api.ReleaseRequest
-	dec := json.NewDecoder(http.MaxBytesReader(w, r.Body, 64<<10))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(&req); err != nil {
-		writeError(w, http.StatusBadRequest, fmt.Errorf("decode release request: %w", err))
-		return
-	}
-	key := datastore.Key{Network: req.Network, SandboxID: req.SandboxID, IfName: req.IfName}
-	if key.Network == "" || key.SandboxID == "" || key.IfName == "" {
-		writeError(w, http.StatusBadRequest, fmt.Errorf("network %q, sandboxID %q and ifName %q: none may be empty", key.Network, key.SandboxID, key.IfName))
-		return
-	}
-	a, found, err := h.Store.ReleaseFor(r.Context(), key, datastore.ReasonOperator)
-	switch {
-	case err != nil:
-		writeError(w, http.StatusInternalServerError, err)
-		return
-	case !found:
-		writeError(w, http.StatusNotFound, fmt.Errorf("no address is held for network %q sandbox %q interface %q", key.Network, key.SandboxID, key.IfName))
-		return
-	}
-	writeJSON(w, http.StatusOK, PodView(a, h.Now()))
 }

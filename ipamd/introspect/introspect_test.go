@@ -92,7 +92,7 @@ func TestPodsAndPool(t *testing.T) {
 }
 
 func TestWithoutAdapterOrENIs(t *testing.T) {
-	srv := httptest.NewServer(introspect.Handler(introspect.Deps{Store: newStore(t), Source: "static"}))
+	srv := httptest.NewServer(introspect.AdminHandler(introspect.Deps{Store: newStore(t), Source: "static"}))
 	defer srv.Close()
 	var e api.Error
 	if code := get(t, srv, "GET", api.PathAdapter, &e); code != 503 || e.Error != introspect.ErrNoAdapter.Error() {
@@ -112,7 +112,7 @@ func TestWithoutAdapterOrENIs(t *testing.T) {
 func TestReconcileDryRunParameter(t *testing.T) {
 	var gotDry []bool
 	store := newStore(t)
-	srv := httptest.NewServer(introspect.Handler(introspect.Deps{Store: store,
+	srv := httptest.NewServer(introspect.AdminHandler(introspect.Deps{Store: store,
 		Reconcile: func(_ context.Context, dryRun bool) (reconcile.Result, error) {
 			gotDry = append(gotDry, dryRun)
 			return reconcile.Result{At: t0, DryRun: dryRun, Listed: 3}, nil
@@ -126,7 +126,7 @@ func TestReconcileDryRunParameter(t *testing.T) {
 		t.Errorf("real run = %d %+v", code, r)
 	}
 	var e api.Error
-	if code := get(t, srv, "POST", api.PathReconcile+"?dryRun=maybe", &e); code != 400 || e.Error != `dryRun must be true or false, got "maybe"` {
+	if code := get(t, srv, "POST", api.PathReconcile+"?dryRun=maybe", &e); code != 400 || e.Error != `bad request: dryRun must be true or false, got "maybe"` {
 		t.Errorf("bad dryRun = %d %q", code, e.Error)
 	}
 	if len(gotDry) != 2 || !gotDry[0] || gotDry[1] {

@@ -67,6 +67,8 @@ type Metrics struct {
 	released          *prometheus.CounterVec
 	assigned          *prometheus.CounterVec
 	unlistedGauge     prometheus.Gauge
+	forcedReleases    prometheus.Counter
+	wiringRefused     prometheus.Counter
 	now               func() time.Time
 
 	// unlistedSince maps each assignment the last pass kept although its
@@ -118,6 +120,14 @@ func New(src Sources) *Metrics {
 			Namespace: namespace, Name: "unlisted_assignments",
 			Help: "Assignments whose sandbox the last successful runtime listing did not show and that the pass kept (inside the grace, never listed yet, or kept by a pod link on the node).",
 		}),
+		forcedReleases: prometheus.NewCounter(prometheus.CounterOpts{
+			Namespace: namespace, Name: "operator_forced_releases_total",
+			Help: "Releases an operator forced (ipamctl release --force), overriding whatever the runtime or the node showed of the attachment being in use; each is logged at WARN with the caller's uid.",
+		}),
+		wiringRefused: prometheus.NewCounter(prometheus.CounterOpts{
+			Namespace: namespace, Name: "ipam_only_adds_refused_total",
+			Help: "ADDs refused because the CNI plugin ran as IPAM only under another main plugin while node.podWiring says the plugin wires every pod (plugin, or auto with cni.confListPath set): the setting is wrong for this node.",
+		}),
 		now:           src.Now,
 		unlistedSince: map[datastore.Key]time.Time{},
 	}
@@ -132,8 +142,8 @@ func New(src Sources) *Metrics {
 	m.registry.MustRegister(
 		collectors.NewGoCollector(),
 		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
-		m.callDuration, m.reconcileRuns, m.reconcileErrors, m.reconcileReleased, m.blindSandboxes, m.conflicts,
-		m.released, m.assigned, m.unlistedGauge,
+		m.callDuration, m.reconcileRuns, m.reconcileErrors, m.reconcileReleased, m.blindSandboxes, m.conflicts, m.wiringRefused,
+		m.released, m.assigned, m.unlistedGauge, m.forcedReleases,
 		prometheus.NewGaugeFunc(prometheus.GaugeOpts{
 			Namespace: namespace, Name: "oldest_unlisted_assignment_seconds",
 			Help: "How long the oldest of ipamd_unlisted_assignments has been missing from the runtime's listings (since the first successful pass that did not show it); 0 when there is none. Several grace periods mean a leak.",
@@ -332,6 +342,10 @@ func (m *Metrics) registerAdapter(adapter func() (bool, int)) {
 	)
 }
 
+// ObserveWiringRefused counts an ADD refused because the plugin ran as
+// IPAM only on a node configured as "the plugin wires every pod".
+func (m *Metrics) ObserveWiringRefused() { m.wiringRefused.Inc() }
+
 // ObserveCall records one CNI-facing call; it fits server.Observer.
 func (m *Metrics) ObserveCall(method string, took time.Duration, err error) {
 	m.callDuration.WithLabelValues(method, status.Code(err).String()).Observe(took.Seconds())
@@ -359,6 +373,9 @@ func (m *Metrics) ObserveReconcile(r reconcile.Result) {
 		m.observeUnlisted(r)
 	}
 }
+
+// ObserveForcedRelease counts one release an operator forced.
+func (m *Metrics) ObserveForcedRelease() { m.forcedReleases.Inc() }
 
 // Registry is the registry the collectors live on.
 func (m *Metrics) Registry() *prometheus.Registry { return m.registry }

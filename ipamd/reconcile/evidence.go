@@ -58,13 +58,17 @@ func (n node) alive(prefix string, k datastore.Key) bool {
 //     the sandbox, when that veth exists (it may route nothing yet);
 //  3. else, while the store is unproven, the addresses inside the
 //     sandbox's network namespace, when the adapter names it;
-//  4. else, unless the plugin runs as IPAM only (pods then have no link of
-//     its own), a sandbox holds nothing on this node when it is stopped,
-//     was created after ipamd started (any address it holds would be in
-//     the store), or LinkGrace has passed since ipamd started (the plugin
-//     wires a pod moments after ipamd answers its ADD, so only an ADD
-//     answered just before a restart can still lack its link);
-//  5. else it is unaccounted for.
+//  4. else a sandbox holds nothing on this node when it was created after
+//     ipamd started (any address it holds would be in the store), or a
+//     DEL or an operator's release for it came since;
+//  5. else, only when the plugin is known to wire every pod itself
+//     (PluginWiresEveryPod: a pod wired by another main plugin has no
+//     link of ours, so a missing one proves nothing), it holds nothing
+//     when it is stopped, or LinkGrace has passed since ipamd started
+//     (the plugin wires a pod moments after ipamd answers its ADD, so
+//     only an ADD answered just before a restart can still lack its
+//     link);
+//  6. else it is unaccounted for, and the store stays unproven.
 //
 // A pod veth on the node that neither a listed sandbox nor an assignment
 // owns is held by a pod the adapter does not list: its addresses are
@@ -140,22 +144,27 @@ func (r *Reconciler) sandboxAddrs(sb runtime.Sandbox, n node, veth string, unpro
 	if n.err != nil {
 		return nil, "", fmt.Sprintf("the runtime reports no IP and the node's pod links could not be read: %v", n.err)
 	}
-	if r.cfg.IPAMOnly {
+	switch {
+	case sb.CreatedAt.After(r.cfg.StartedAt):
+		// Made after this ipamd opened its store: any address it holds came
+		// from this store, which records it. It waits for its first ADD.
+		return nil, "created after ipamd started, no address yet", ""
+	case r.store.ReleasedWhileUnproven(datastore.Key{Network: r.cfg.Network, SandboxID: sb.ID, IfName: r.cfg.IfName}):
+		// Its DEL (or an operator's release) came since the state was
+		// lost: whatever it held was given back.
+		return nil, "released by a DEL or an operator since ipamd started", ""
+	case !r.cfg.PluginWiresEveryPod:
 		if nsErr == nil {
 			nsErr = errors.New("no network namespace is known")
 		}
-		return nil, "", fmt.Sprintf("the runtime reports no IP and %v (the CNI plugin runs as IPAM only, so no pod link on the node tells)", nsErr)
-	}
-	switch {
+		return nil, "", fmt.Sprintf("the runtime reports no IP, there is no pod link %s on the node, and %v; "+
+			"a pod wired by another main plugin has no pod link, so this proves nothing (node.podWiring is not plugin): "+
+			"waiting until the runtime reports its IP, or its DEL or `ipamctl release %s` comes", veth, nsErr, sb.ID)
 	case sb.State != runtime.StateReady:
 		// Stopped, reporting no address, and no link on the node: nothing
 		// here uses an address for it (a stopped sandbox is never started
 		// again; kubelet makes a new one).
 		return nil, "stopped, no address and no pod link on the node", ""
-	case sb.CreatedAt.After(r.cfg.StartedAt):
-		// Made after this ipamd opened its store: any address it holds came
-		// from this store, which records it. It waits for its first ADD.
-		return nil, "created after ipamd started, no pod link yet", ""
 	case r.cfg.Now().Sub(r.cfg.StartedAt) >= r.cfg.LinkGrace:
 		// The plugin wires a pod within moments of ipamd's answer; a while
 		// after start, a pod without its link holds nothing here.

@@ -11,12 +11,16 @@
 // checkpoint, and quarantines any address a pod holds that the store does
 // not record under it.
 //
-// The adapter must see what CNI sees. An assignment made by a CNI ADD
-// whose sandbox no successful listing has shown, although the listing
-// started more than the grace period after the ADD, means the adapter is
-// blind or looks at another runtime: the pass releases nothing and says
-// which sandbox IDs it misses, until they are listed or released by their
-// DEL (or by an operator). Otherwise an assignment is released only when
+// The adapter must see what CNI sees, and proves it per adapter (see
+// sight.go): until one of its listings shows a sandbox CNI added (not one
+// adopted from the runtime), an assignment made by ADD that no listing has
+// shown, past the grace, means it may be blind or look at another
+// runtime, and the pass releases nothing. Once it has shown it, such a
+// never-listed assignment (a pod that lived between two listings and lost
+// its DEL) is released when GetSandbox says it is gone, or the plugin
+// wired it and the node has no pod link for it; a missing sandbox whose
+// pod link is on the node, or that GetSandbox finds, makes it blind again.
+// Otherwise an assignment is released only when
 // a listing once showed its sandbox, a later successful listing does not,
 // it is older than the grace period (measured from when the listing
 // started, so a pod that got its address while the listing was in flight
@@ -78,10 +82,12 @@ type Config struct {
 	// VethPrefix is the CNI plugin's hostVethPrefix; default
 	// hostveth.DefaultPrefix.
 	VethPrefix string
-	// IPAMOnly: the CNI plugin runs as an IPAM plugin under another main
-	// plugin, so pods have no link of its own on the node and a missing
-	// link proves nothing.
-	IPAMOnly bool
+	// PluginWiresEveryPod: every attachment on the network is known to be
+	// wired by the sandboxipam plugin as the main plugin (config
+	// node.podWiring), so a pod without its pod link holds no address.
+	// False, the default, never infers anything from a missing link: a pod
+	// wired by another main plugin has none.
+	PluginWiresEveryPod bool
 	// StartedAt is when ipamd opened its store; zero means when New ran.
 	StartedAt time.Time
 	// LinkGrace is how long after StartedAt a pod made before it, that the
@@ -145,6 +151,7 @@ type Reconciler struct {
 	mu      sync.Mutex
 	last    Result
 	hasLast bool
+	sight   sight
 }
 
 // New returns a Reconciler; zero Config fields take their defaults.
@@ -219,16 +226,23 @@ func (r *Reconciler) pass(ctx context.Context, dryRun bool) (Result, error) {
 	}
 	assignments := r.store.Assignments()
 	res.Unlisted = Unlisted(assignments, sandboxes)
-	if res.Missing = Missing(assignments, sandboxes, started.Add(-r.cfg.Grace)); len(res.Missing) > 0 {
-		err := fmt.Errorf("%w: %d sandbox(es) that CNI added more than %s ago are not in its listing: %s",
-			ErrAdapterBlind, len(res.Missing), r.cfg.Grace, summarize(res.Missing, 5))
-		res.Err = err.Error()
-		r.cfg.Logger.Error("ADAPTER IS BLIND: it does not list sandboxes CNI added; releasing nothing until they are listed or released",
-			slog.Any("missing", res.Missing))
-		return res, err
+	var settled []datastore.Assignment
+	cutoff := started.Add(-r.cfg.Grace)
+	if missing := Missing(assignments, sandboxes, cutoff); len(missing) > 0 {
+		var blind error
+		if settled, blind = r.settleMissing(ctx, missingAssignments(assignments, missing, cutoff), n); blind != nil {
+			res.Missing = missing
+			err := fmt.Errorf("%w; %d sandbox(es) that CNI added more than %s ago are not in its listing: %s",
+				blind, len(missing), r.cfg.Grace, summarize(missing, 5))
+			res.Err = err.Error()
+			r.cfg.Logger.Error("ADAPTER IS BLIND: it does not list sandboxes CNI added; releasing nothing until they are listed or released",
+				slog.Any("why", blind), slog.Any("missing", missing))
+			return res, err
+		}
 	}
-	stale := Stale(assignments, sandboxes, started.Add(-r.cfg.Grace))
+	stale := Stale(assignments, sandboxes, cutoff)
 	stale = slices.DeleteFunc(stale, func(a datastore.Assignment) bool { return n.alive(r.cfg.VethPrefix, a.Key) })
+	stale = append(stale, settled...)
 	if dryRun {
 		res.Released = stale
 		r.logReleases("would release (dry run)", stale)
@@ -292,7 +306,9 @@ func (r *Reconciler) observe(ctx context.Context, sandboxes []runtime.Sandbox, n
 	if r.cfg.Network == "" {
 		return errors.New("reconcile: Config.Network is empty")
 	}
-	ev := r.buildEvidence(sandboxes, r.store.Assignments(), n, started, r.store.Unproven())
+	assignments := r.store.Assignments()
+	r.earnSight(sandboxes, assignments, started)
+	ev := r.buildEvidence(sandboxes, assignments, n, started, r.store.Unproven())
 	rep, err := r.store.Observe(ctx, ev)
 	res.Adopted, res.Confirmed, res.Conflicts, res.Quarantined = rep.Adopted, rep.Confirmed, rep.Conflicts, rep.Quarantined
 	res.Unproven, res.Unaccounted = !rep.Proven, rep.Unaccounted

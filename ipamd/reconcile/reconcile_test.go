@@ -297,6 +297,13 @@ func (n *node) reconcilerOnNode(links fakeNode) *reconcile.Reconciler {
 	return reconcile.New(n.store, n.adapter, reconcile.Config{Network: "pods", Now: n.clock.Now, Logger: discard(), Node: links})
 }
 
+// wiredOnNode is reconcilerOnNode on a node where the plugin is known to
+// wire every pod (node.podWiring plugin): a missing pod link proves
+// something.
+func (n *node) wiredOnNode(links fakeNode) *reconcile.Reconciler {
+	return reconcile.New(n.store, n.adapter, reconcile.Config{Network: "pods", Now: n.clock.Now, Logger: discard(), Node: links, PluginWiresEveryPod: true})
+}
+
 func veth(sandboxID string) string { return hostveth.Name(hostveth.DefaultPrefix, sandboxID, "eth0") }
 
 // The first case: the state directory is lost and the runtime
@@ -326,7 +333,7 @@ func TestPodsWithoutLinksAreProvenEmptyAfterTheGrace(t *testing.T) {
 	young.CreatedAt = t0.Add(time.Second)
 	n.setRuntime(testadapter.State{Sandboxes: []runtime.Sandbox{sandbox("web-1", runtime.StateReady), sandbox("web-2", runtime.StateReady), young}})
 	links := fakeNode{}
-	r := n.reconcilerOnNode(links)
+	r := n.wiredOnNode(links)
 	n.clock.Set(t0.Add(2 * time.Second))
 	if res := n.pass(r); !res.Unproven || len(res.Unaccounted) != 2 {
 		t.Fatalf("pass within the grace = %+v; want web-1 and web-2 unaccounted, the young pod not", res)
@@ -351,7 +358,7 @@ func TestPodLinksOnTheNodeProveThePool(t *testing.T) {
 		sandbox("docker-pod", runtime.StateReady),
 		sandbox("stopped", runtime.StateNotReady),
 	}})
-	res := n.pass(n.reconcilerOnNode(fakeNode{veth("docker-pod"): {netip.MustParseAddr("198.18.0.7")}}))
+	res := n.pass(n.wiredOnNode(fakeNode{veth("docker-pod"): {netip.MustParseAddr("198.18.0.7")}}))
 	if res.Unproven || res.Adopted != 1 {
 		t.Fatalf("Result = %+v; want proven, docker-pod adopted", res)
 	}

@@ -22,6 +22,11 @@ func FuzzWireHandler(f *testing.F) {
 	}
 	seed(wire.MethodAdd, addReq("seed"))
 	seed(wire.MethodAdd, &ipamdv1.AddRequest{Attachment: &ipamdv1.Attachment{Network: "n", SandboxId: "s", Ifname: "eth0/x"}})
+	for _, w := range []ipamdv1.Wiring{ipamdv1.Wiring_WIRING_MAIN_PLUGIN, ipamdv1.Wiring_WIRING_IPAM_ONLY, 9} {
+		req := addReq("seed-wiring")
+		req.Wiring = w
+		seed(wire.MethodAdd, req)
+	}
 	seed(wire.MethodDel, &ipamdv1.DelRequest{Attachment: attachment("seed")})
 	seed(wire.MethodCheck, &ipamdv1.CheckRequest{Attachment: attachment("seed")})
 	seed(wire.MethodGC, &ipamdv1.GCRequest{Network: "testnet"})

@@ -41,6 +41,14 @@ type Options struct {
 	Logger *slog.Logger
 	// Observe, when set, is called after every call.
 	Observe Observer
+	// RefuseIPAMOnly, when set, refuses an ADD from the plugin running as
+	// IPAM only: the config says the plugin wires every pod (its pod link
+	// then proves a pod's address), and such a pod would have none. The
+	// string is the config's reason, quoted in the refusal.
+	RefuseIPAMOnly string
+	// OnWiringRefused, when set, is called for every ADD RefuseIPAMOnly
+	// refused (a metrics hook).
+	OnWiringRefused func()
 }
 
 // Server answers the CNI-facing methods on a datastore.
@@ -48,11 +56,12 @@ type Server struct {
 	store   *datastore.Store
 	log     *slog.Logger
 	observe Observer
+	opts    Options
 }
 
 // New returns a Server on store.
 func New(store *datastore.Store, opts Options) *Server {
-	s := &Server{store: store, log: opts.Logger, observe: opts.Observe}
+	s := &Server{store: store, log: opts.Logger, observe: opts.Observe, opts: opts}
 	if s.log == nil {
 		s.log = slog.New(slog.DiscardHandler)
 	}
@@ -69,13 +78,39 @@ func (s *Server) Add(ctx context.Context, req *ipamdv1.AddRequest) (resp *ipamdv
 	if err != nil {
 		return nil, err
 	}
-	a, err := s.store.Assign(ctx, key, pod)
+	wiring, err := s.wiring(req.GetWiring())
+	if err != nil {
+		s.log.Error("ADD refused: the CNI plugin runs as IPAM only on a node configured as the plugin wiring every pod",
+			slog.Any("key", key), slog.Any("pod", pod), slog.String("config", s.opts.RefuseIPAMOnly))
+		return nil, err
+	}
+	a, err := s.store.AssignWired(ctx, key, pod, wiring)
 	if err != nil {
 		s.log.Warn("ADD failed", slog.Any("key", key), slog.Any("pod", pod), slog.Any("error", err))
 		return nil, toStatus(err)
 	}
 	s.log.Debug("ADD", slog.Any("key", key), slog.Any("pod", pod), slog.Any("ips", a.IPs()))
 	return &ipamdv1.AddResponse{Ips: ipConfigs(a)}, nil
+}
+
+// wiring maps the request's Wiring onto the datastore's, refusing IPAM
+// only when the config says the plugin wires every pod.
+func (s *Server) wiring(w ipamdv1.Wiring) (datastore.Wiring, error) {
+	switch w {
+	case ipamdv1.Wiring_WIRING_MAIN_PLUGIN:
+		return datastore.WiringMainPlugin, nil
+	case ipamdv1.Wiring_WIRING_IPAM_ONLY:
+		if s.opts.RefuseIPAMOnly == "" {
+			return datastore.WiringIPAMOnly, nil
+		}
+		if s.opts.OnWiringRefused != nil {
+			s.opts.OnWiringRefused()
+		}
+		return "", status.Errorf(codes.FailedPrecondition,
+			"the sandboxipam CNI plugin runs as IPAM only (an \"ipam\" section of another main plugin), but ipamd is configured as the plugin wiring every pod (%s): "+
+				"set node.podWiring to ipamOnly (and empty cni.confListPath), or make sandboxipam the main plugin", s.opts.RefuseIPAMOnly)
+	}
+	return datastore.WiringUnknown, nil
 }
 
 // Del releases the attachment's address. An attachment ipamd holds nothing

@@ -81,6 +81,9 @@ func validateAdd(req *ipamdv1.AddRequest) (datastore.Key, datastore.Pod, error) 
 			return key, datastore.Pod{}, invalid("netns %q must be an absolute path", ns)
 		}
 	}
+	if w := req.GetWiring(); w < ipamdv1.Wiring_WIRING_UNKNOWN || w > ipamdv1.Wiring_WIRING_IPAM_ONLY {
+		return key, datastore.Pod{}, invalid("wiring %d is not one of 0 (unknown), 1 (main plugin), 2 (IPAM only)", int32(w))
+	}
 	p := req.GetPod()
 	pod := datastore.Pod{Name: p.GetName(), Namespace: p.GetNamespace(), UID: p.GetUid()}
 	for _, f := range []struct{ field, value string }{

@@ -32,7 +32,11 @@
 //     the kernel kills the plugin when the host dies (Pdeathsig), and the
 //     plugin also exits by itself within a second once its parent is
 //     gone. Plugin sockets live under one directory of ours in
-//     os.TempDir(); each launch removes those a dead host left behind.
+//     os.TempDir(), used only when it is this uid's own and private; each
+//     launch removes those a dead host left behind.
+//   - A binary another uid could replace (it or its directory writable by
+//     group or others, or owned by another uid than root's or ours) is
+//     never launched (ErrUnsafeBinary): the host runs it with its rights.
 //
 // Where this goes another way than go-plugin's usual pattern. There is no
 // global registry of clients (go-plugin's Managed and CleanupClients); each

@@ -29,6 +29,10 @@ var (
 	ErrIncompatibleVersion = errors.New("incompatible adapter protocol version")
 	// ErrChecksumMismatch: the binary's SHA-256 differs from Config.SHA256.
 	ErrChecksumMismatch = errors.New("adapter binary checksum mismatch")
+	// ErrUnsafeBinary: the binary, or its directory, can be written by
+	// someone other than root and this process's uid, who could swap it
+	// for a program the host would run with its own rights.
+	ErrUnsafeBinary = errors.New("adapter binary is writable by others")
 	// ErrPluginCrashed: the connection to the plugin process broke, mostly
 	// because the process died, during or before the call. Errors that
 	// wrap it also wrap runtime.ErrUnavailable: the runtime could not be

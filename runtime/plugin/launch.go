@@ -10,6 +10,7 @@ import (
 	"io/fs"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"strings"
 	"syscall"
 	"time"
@@ -48,7 +49,29 @@ func resolveBinary(path string) (string, error) {
 	case info.Mode().Perm()&0o111 == 0:
 		return "", fmt.Errorf("launch adapter %s: %w: mode %s has no execute bit", path, ErrNotExecutable, info.Mode().Perm())
 	}
+	if err := checkNotWritableByOthers(path); err != nil {
+		return "", fmt.Errorf("launch adapter %s: %w", path, err)
+	}
 	return path, nil
+}
+
+// checkNotWritableByOthers refuses a binary that another user could
+// replace, by writing it or its directory: the host runs it with its own
+// rights (ipamd's are root's).
+func checkNotWritableByOthers(path string) error {
+	for _, p := range []string{path, filepath.Dir(path)} {
+		info, err := os.Stat(p)
+		if err != nil {
+			return err
+		}
+		if info.Mode().Perm()&0o022 != 0 {
+			return fmt.Errorf("%w: %s has mode %s", ErrUnsafeBinary, p, info.Mode().Perm())
+		}
+		if st, ok := info.Sys().(*syscall.Stat_t); ok && st.Uid != 0 && int(st.Uid) != os.Geteuid() {
+			return fmt.Errorf("%w: %s belongs to uid %d", ErrUnsafeBinary, p, st.Uid)
+		}
+	}
+	return nil
 }
 
 // verifyChecksum refuses a binary whose SHA-256 is not the pinned one. The

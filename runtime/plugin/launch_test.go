@@ -268,3 +268,30 @@ type levelFilter struct {
 }
 
 func (f levelFilter) Enabled(_ context.Context, level slog.Level) bool { return level >= f.min }
+
+// A binary another user could replace, by writing it or its directory, is
+// never run: the host would run it with its own rights.
+func TestLaunchRefusesBinaryOthersCanWrite(t *testing.T) {
+	open := filepath.Join(t.TempDir(), "open")
+	if err := os.Mkdir(open, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	inOpenDir := filepath.Join(open, "adapter")
+	writable := filepath.Join(t.TempDir(), "adapter")
+	for _, path := range []string{inOpenDir, writable} {
+		if err := os.WriteFile(path, []byte("#!/bin/sh\nexit 0\n"), 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for path, mode := range map[string]os.FileMode{open: 0o777, writable: 0o757} {
+		if err := os.Chmod(path, mode); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, path := range []string{inOpenDir, writable} {
+		_, err := Launch(testContext(t), Config{Path: path, Logger: testLogger(t)})
+		if !errors.Is(err, ErrUnsafeBinary) || !strings.Contains(err.Error(), path) {
+			t.Errorf("Launch(%s) = %v, want ErrUnsafeBinary naming it", path, err)
+		}
+	}
+}

@@ -18,12 +18,45 @@ const staleSocketAge = time.Minute
 // socketParent is where go-plugin makes each plugin's socket directory: a
 // directory of our own, so that the directories of hosts that died
 // without closing their plugins can be found and removed.
+//
+// Its name in the shared temporary directory is predictable, so another
+// user could make it first: whoever owns it could swap a plugin's socket
+// for one of their own, and without AutoMTLS the host would take that
+// impostor's listings for the runtime's. It is used only when it is a
+// real directory owned by this process's uid and closed to everyone else.
 func socketParent() (string, error) {
 	dir := filepath.Join(os.TempDir(), fmt.Sprintf("sandboxipam-plugins-%d", os.Getuid()))
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return "", fmt.Errorf("plugin socket directory: %w", err)
 	}
+	if err := checkPrivateDir(dir); err != nil {
+		return "", fmt.Errorf("plugin socket directory: %w", err)
+	}
 	return dir, nil
+}
+
+// ErrUnsafeSocketDir: the plugin socket directory is not this process's
+// own private directory.
+var ErrUnsafeSocketDir = errors.New("not a private directory of this user")
+
+func checkPrivateDir(dir string) error {
+	fi, err := os.Lstat(dir)
+	if err != nil {
+		return err
+	}
+	st, ok := fi.Sys().(*syscall.Stat_t)
+	switch {
+	case !fi.IsDir():
+		return fmt.Errorf("%s is %v, %w", dir, fi.Mode().Type(), ErrUnsafeSocketDir)
+	case !ok || int(st.Uid) != os.Geteuid():
+		return fmt.Errorf("%s belongs to another uid, %w", dir, ErrUnsafeSocketDir)
+	case fi.Mode().Perm()&0o077 != 0:
+		// Ours, made loose by someone with our rights: close it again.
+		if err := os.Chmod(dir, 0o700); err != nil {
+			return fmt.Errorf("%s has mode %v and cannot be closed: %w", dir, fi.Mode().Perm(), err)
+		}
+	}
+	return nil
 }
 
 // sweepStaleSockets removes the socket directories under parent that no

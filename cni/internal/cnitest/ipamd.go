@@ -148,7 +148,10 @@ func handleAdd(ctx context.Context, store *datastore.Store, payload []byte) (pro
 		return nil, &wire.Error{Code: wire.CodeInvalidArgument, Message: err.Error()}
 	}
 	pod := datastore.Pod{Name: req.GetPod().GetName(), Namespace: req.GetPod().GetNamespace(), UID: req.GetPod().GetUid()}
-	a, err := store.Assign(ctx, keyOf(req.GetAttachment()), pod)
+	wiring := map[ipamdv1.Wiring]datastore.Wiring{
+		ipamdv1.Wiring_WIRING_MAIN_PLUGIN: datastore.WiringMainPlugin, ipamdv1.Wiring_WIRING_IPAM_ONLY: datastore.WiringIPAMOnly,
+	}[req.GetWiring()]
+	a, err := store.AssignWired(ctx, keyOf(req.GetAttachment()), pod, wiring)
 	switch {
 	case errors.Is(err, datastore.ErrPoolExhausted):
 		return nil, &wire.Error{Code: wire.CodeResourceExhausted, Message: err.Error()}

@@ -4,6 +4,11 @@
 // instead of the infra sandbox ID: exactly what an IPAM daemon once rebuilt
 // from status.containerStatuses[].containerID, leaking every IP on DEL.
 // The suite must fail it on rule 1.
+//
+// --only narrows the break to the shapes a suite once let pass:
+// "one-app" renames only pods with exactly one app container (each coredns
+// pod of the seed report had one), "restarted" only sandboxes of a
+// restarted pod (attempt > 0).
 package main
 
 import (
@@ -25,6 +30,8 @@ import (
 type seedBug struct {
 	*dockerlabels.Adapter
 	docker *client.Client
+	// only is "", "one-app" or "restarted" (see the package doc).
+	only string
 }
 
 // ListSandboxes replaces each sandbox ID by "docker://" + the ID of the
@@ -44,20 +51,38 @@ func (s *seedBug) ListSandboxes(ctx context.Context) ([]runtime.Sandbox, error) 
 	// Docker lists newest first: the last one seen per sandbox is its
 	// first. dockershim labels each app container with its sandbox's ID.
 	firstApp := make(map[string]string)
+	appCount := make(map[string]int)
 	for _, app := range apps {
 		firstApp[app.Labels["io.kubernetes.sandbox.id"]] = app.ID
+		appCount[app.Labels["io.kubernetes.sandbox.id"]]++
 	}
 	for i, sb := range sandboxes {
-		if appID, ok := firstApp[sb.ID]; ok {
+		if appID, ok := firstApp[sb.ID]; ok && s.breaks(sb, appCount[sb.ID]) {
 			sandboxes[i].ID = "docker://" + appID
 		}
 	}
 	return sandboxes, nil
 }
 
+// breaks reports whether sb, with apps app containers, is renamed.
+func (s *seedBug) breaks(sb runtime.Sandbox, apps int) bool {
+	switch s.only {
+	case "one-app":
+		return apps == 1
+	case "restarted":
+		return sb.Attempt > 0
+	}
+	return true
+}
+
 func main() {
 	endpoint := flag.String("endpoint", dockerlabels.DefaultEndpoint, "Docker Engine API address")
+	only := flag.String("only", "", `rename only pods with one app container ("one-app") or restarted pods ("restarted")`)
 	flag.Parse()
+	if *only != "" && *only != "one-app" && *only != "restarted" {
+		fmt.Fprintf(os.Stderr, "--only must be one-app or restarted, got %q\n", *only)
+		os.Exit(2)
+	}
 	adapter, err := dockerlabels.New(*endpoint)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
@@ -68,5 +93,5 @@ func main() {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(1)
 	}
-	plugin.Serve(&seedBug{Adapter: adapter, docker: docker})
+	plugin.Serve(&seedBug{Adapter: adapter, docker: docker, only: *only})
 }

@@ -26,6 +26,60 @@ const (
 	_ = protoimpl.EnforceVersion(protoimpl.MaxVersion - 20)
 )
 
+// Wiring says how the CNI plugin was invoked for an ADD: as the main
+// plugin of the network (it wires the pod: veth, addresses, routes, so the
+// pod has a pod link on the node) or as the IPAM plugin of another main
+// plugin (it only asks for the address). A plugin older than this field
+// sends nothing: WIRING_UNKNOWN.
+type Wiring int32
+
+const (
+	Wiring_WIRING_UNKNOWN     Wiring = 0
+	Wiring_WIRING_MAIN_PLUGIN Wiring = 1
+	Wiring_WIRING_IPAM_ONLY   Wiring = 2
+)
+
+// Enum value maps for Wiring.
+var (
+	Wiring_name = map[int32]string{
+		0: "WIRING_UNKNOWN",
+		1: "WIRING_MAIN_PLUGIN",
+		2: "WIRING_IPAM_ONLY",
+	}
+	Wiring_value = map[string]int32{
+		"WIRING_UNKNOWN":     0,
+		"WIRING_MAIN_PLUGIN": 1,
+		"WIRING_IPAM_ONLY":   2,
+	}
+)
+
+func (x Wiring) Enum() *Wiring {
+	p := new(Wiring)
+	*p = x
+	return p
+}
+
+func (x Wiring) String() string {
+	return protoimpl.X.EnumStringOf(x.Descriptor(), protoreflect.EnumNumber(x))
+}
+
+func (Wiring) Descriptor() protoreflect.EnumDescriptor {
+	return file_ipamd_api_v1_messages_proto_enumTypes[0].Descriptor()
+}
+
+func (Wiring) Type() protoreflect.EnumType {
+	return &file_ipamd_api_v1_messages_proto_enumTypes[0]
+}
+
+func (x Wiring) Number() protoreflect.EnumNumber {
+	return protoreflect.EnumNumber(x)
+}
+
+// Deprecated: Use Wiring.Descriptor instead.
+func (Wiring) EnumDescriptor() ([]byte, []int) {
+	return file_ipamd_api_v1_messages_proto_rawDescGZIP(), []int{0}
+}
+
 // Attachment is the datastore key: one interface of one sandbox on one
 // network. The sandbox ID is the infra sandbox ID the CNI plugin receives
 // as CNI_CONTAINERID; a pod's name is never part of the key.
@@ -155,6 +209,7 @@ type AddRequest struct {
 	Attachment    *Attachment            `protobuf:"bytes,1,opt,name=attachment,proto3" json:"attachment,omitempty"`
 	Netns         string                 `protobuf:"bytes,2,opt,name=netns,proto3" json:"netns,omitempty"` // CNI_NETNS
 	Pod           *PodRef                `protobuf:"bytes,3,opt,name=pod,proto3" json:"pod,omitempty"`
+	Wiring        Wiring                 `protobuf:"varint,4,opt,name=wiring,proto3,enum=sandboxipam.ipamd.v1.Wiring" json:"wiring,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -208,6 +263,13 @@ func (x *AddRequest) GetPod() *PodRef {
 		return x.Pod
 	}
 	return nil
+}
+
+func (x *AddRequest) GetWiring() Wiring {
+	if x != nil {
+		return x.Wiring
+	}
+	return Wiring_WIRING_UNKNOWN
 }
 
 type IPConfig struct {
@@ -690,14 +752,15 @@ const file_ipamd_api_v1_messages_proto_rawDesc = "" +
 	"\x06PodRef\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12\x1c\n" +
 	"\tnamespace\x18\x02 \x01(\tR\tnamespace\x12\x10\n" +
-	"\x03uid\x18\x03 \x01(\tR\x03uid\"\x94\x01\n" +
+	"\x03uid\x18\x03 \x01(\tR\x03uid\"\xca\x01\n" +
 	"\n" +
 	"AddRequest\x12@\n" +
 	"\n" +
 	"attachment\x18\x01 \x01(\v2 .sandboxipam.ipamd.v1.AttachmentR\n" +
 	"attachment\x12\x14\n" +
 	"\x05netns\x18\x02 \x01(\tR\x05netns\x12.\n" +
-	"\x03pod\x18\x03 \x01(\v2\x1c.sandboxipam.ipamd.v1.PodRefR\x03pod\">\n" +
+	"\x03pod\x18\x03 \x01(\v2\x1c.sandboxipam.ipamd.v1.PodRefR\x03pod\x124\n" +
+	"\x06wiring\x18\x04 \x01(\x0e2\x1c.sandboxipam.ipamd.v1.WiringR\x06wiring\">\n" +
 	"\bIPConfig\x12\x18\n" +
 	"\aaddress\x18\x01 \x01(\tR\aaddress\x12\x18\n" +
 	"\agateway\x18\x02 \x01(\tR\agateway\"?\n" +
@@ -726,7 +789,11 @@ const file_ipamd_api_v1_messages_proto_rawDesc = "" +
 	"\x0eStatusResponse\x12\x14\n" +
 	"\x05ready\x18\x01 \x01(\bR\x05ready\x12\x18\n" +
 	"\amessage\x18\x02 \x01(\tR\amessage\x12\x12\n" +
-	"\x04free\x18\x03 \x01(\rR\x04freeB9Z7github.com/sandboxipam/sandboxipam/ipamd/api/v1;ipamdv1b\x06proto3"
+	"\x04free\x18\x03 \x01(\rR\x04free*J\n" +
+	"\x06Wiring\x12\x12\n" +
+	"\x0eWIRING_UNKNOWN\x10\x00\x12\x16\n" +
+	"\x12WIRING_MAIN_PLUGIN\x10\x01\x12\x14\n" +
+	"\x10WIRING_IPAM_ONLY\x10\x02B9Z7github.com/sandboxipam/sandboxipam/ipamd/api/v1;ipamdv1b\x06proto3"
 
 var (
 	file_ipamd_api_v1_messages_proto_rawDescOnce sync.Once
@@ -740,36 +807,39 @@ func file_ipamd_api_v1_messages_proto_rawDescGZIP() []byte {
 	return file_ipamd_api_v1_messages_proto_rawDescData
 }
 
+var file_ipamd_api_v1_messages_proto_enumTypes = make([]protoimpl.EnumInfo, 1)
 var file_ipamd_api_v1_messages_proto_msgTypes = make([]protoimpl.MessageInfo, 13)
 var file_ipamd_api_v1_messages_proto_goTypes = []any{
-	(*Attachment)(nil),     // 0: sandboxipam.ipamd.v1.Attachment
-	(*PodRef)(nil),         // 1: sandboxipam.ipamd.v1.PodRef
-	(*AddRequest)(nil),     // 2: sandboxipam.ipamd.v1.AddRequest
-	(*IPConfig)(nil),       // 3: sandboxipam.ipamd.v1.IPConfig
-	(*AddResponse)(nil),    // 4: sandboxipam.ipamd.v1.AddResponse
-	(*DelRequest)(nil),     // 5: sandboxipam.ipamd.v1.DelRequest
-	(*DelResponse)(nil),    // 6: sandboxipam.ipamd.v1.DelResponse
-	(*CheckRequest)(nil),   // 7: sandboxipam.ipamd.v1.CheckRequest
-	(*CheckResponse)(nil),  // 8: sandboxipam.ipamd.v1.CheckResponse
-	(*GCRequest)(nil),      // 9: sandboxipam.ipamd.v1.GCRequest
-	(*GCResponse)(nil),     // 10: sandboxipam.ipamd.v1.GCResponse
-	(*StatusRequest)(nil),  // 11: sandboxipam.ipamd.v1.StatusRequest
-	(*StatusResponse)(nil), // 12: sandboxipam.ipamd.v1.StatusResponse
+	(Wiring)(0),            // 0: sandboxipam.ipamd.v1.Wiring
+	(*Attachment)(nil),     // 1: sandboxipam.ipamd.v1.Attachment
+	(*PodRef)(nil),         // 2: sandboxipam.ipamd.v1.PodRef
+	(*AddRequest)(nil),     // 3: sandboxipam.ipamd.v1.AddRequest
+	(*IPConfig)(nil),       // 4: sandboxipam.ipamd.v1.IPConfig
+	(*AddResponse)(nil),    // 5: sandboxipam.ipamd.v1.AddResponse
+	(*DelRequest)(nil),     // 6: sandboxipam.ipamd.v1.DelRequest
+	(*DelResponse)(nil),    // 7: sandboxipam.ipamd.v1.DelResponse
+	(*CheckRequest)(nil),   // 8: sandboxipam.ipamd.v1.CheckRequest
+	(*CheckResponse)(nil),  // 9: sandboxipam.ipamd.v1.CheckResponse
+	(*GCRequest)(nil),      // 10: sandboxipam.ipamd.v1.GCRequest
+	(*GCResponse)(nil),     // 11: sandboxipam.ipamd.v1.GCResponse
+	(*StatusRequest)(nil),  // 12: sandboxipam.ipamd.v1.StatusRequest
+	(*StatusResponse)(nil), // 13: sandboxipam.ipamd.v1.StatusResponse
 }
 var file_ipamd_api_v1_messages_proto_depIdxs = []int32{
-	0, // 0: sandboxipam.ipamd.v1.AddRequest.attachment:type_name -> sandboxipam.ipamd.v1.Attachment
-	1, // 1: sandboxipam.ipamd.v1.AddRequest.pod:type_name -> sandboxipam.ipamd.v1.PodRef
-	3, // 2: sandboxipam.ipamd.v1.AddResponse.ips:type_name -> sandboxipam.ipamd.v1.IPConfig
-	0, // 3: sandboxipam.ipamd.v1.DelRequest.attachment:type_name -> sandboxipam.ipamd.v1.Attachment
-	0, // 4: sandboxipam.ipamd.v1.CheckRequest.attachment:type_name -> sandboxipam.ipamd.v1.Attachment
-	3, // 5: sandboxipam.ipamd.v1.CheckResponse.ips:type_name -> sandboxipam.ipamd.v1.IPConfig
-	0, // 6: sandboxipam.ipamd.v1.GCRequest.valid:type_name -> sandboxipam.ipamd.v1.Attachment
-	0, // 7: sandboxipam.ipamd.v1.GCResponse.released:type_name -> sandboxipam.ipamd.v1.Attachment
-	8, // [8:8] is the sub-list for method output_type
-	8, // [8:8] is the sub-list for method input_type
-	8, // [8:8] is the sub-list for extension type_name
-	8, // [8:8] is the sub-list for extension extendee
-	0, // [0:8] is the sub-list for field type_name
+	1, // 0: sandboxipam.ipamd.v1.AddRequest.attachment:type_name -> sandboxipam.ipamd.v1.Attachment
+	2, // 1: sandboxipam.ipamd.v1.AddRequest.pod:type_name -> sandboxipam.ipamd.v1.PodRef
+	0, // 2: sandboxipam.ipamd.v1.AddRequest.wiring:type_name -> sandboxipam.ipamd.v1.Wiring
+	4, // 3: sandboxipam.ipamd.v1.AddResponse.ips:type_name -> sandboxipam.ipamd.v1.IPConfig
+	1, // 4: sandboxipam.ipamd.v1.DelRequest.attachment:type_name -> sandboxipam.ipamd.v1.Attachment
+	1, // 5: sandboxipam.ipamd.v1.CheckRequest.attachment:type_name -> sandboxipam.ipamd.v1.Attachment
+	4, // 6: sandboxipam.ipamd.v1.CheckResponse.ips:type_name -> sandboxipam.ipamd.v1.IPConfig
+	1, // 7: sandboxipam.ipamd.v1.GCRequest.valid:type_name -> sandboxipam.ipamd.v1.Attachment
+	1, // 8: sandboxipam.ipamd.v1.GCResponse.released:type_name -> sandboxipam.ipamd.v1.Attachment
+	9, // [9:9] is the sub-list for method output_type
+	9, // [9:9] is the sub-list for method input_type
+	9, // [9:9] is the sub-list for extension type_name
+	9, // [9:9] is the sub-list for extension extendee
+	0, // [0:9] is the sub-list for field type_name
 }
 
 func init() { file_ipamd_api_v1_messages_proto_init() }
@@ -782,13 +852,14 @@ func file_ipamd_api_v1_messages_proto_init() {
 		File: protoimpl.DescBuilder{
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_ipamd_api_v1_messages_proto_rawDesc), len(file_ipamd_api_v1_messages_proto_rawDesc)),
-			NumEnums:      0,
+			NumEnums:      1,
 			NumMessages:   13,
 			NumExtensions: 0,
 			NumServices:   0,
 		},
 		GoTypes:           file_ipamd_api_v1_messages_proto_goTypes,
 		DependencyIndexes: file_ipamd_api_v1_messages_proto_depIdxs,
+		EnumInfos:         file_ipamd_api_v1_messages_proto_enumTypes,
 		MessageInfos:      file_ipamd_api_v1_messages_proto_msgTypes,
 	}.Build()
 	File_ipamd_api_v1_messages_proto = out.File

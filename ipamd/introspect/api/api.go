@@ -11,8 +11,8 @@ const (
 	PathPool      = "/v1/pool"
 	PathAdapter   = "/v1/adapter"
 	PathENIs      = "/v1/enis"
-	PathReconcile = "/v1/reconcile" // POST; ?dryRun=true
-	PathRelease   = "/v1/release"   // POST ReleaseRequest: an operator frees one attachment
+	PathReconcile = "/v1/reconcile" // POST; ?dryRun=true; admin socket only
+	PathRelease   = "/v1/release"   // POST ReleaseRequest: an operator frees one attachment; admin socket only
 	PathHealthz   = "/healthz"      // 200 while ipamd runs
 	PathReadyz    = "/readyz"       // 200 when ipamd can serve ADD, else 503 and why
 	PathMetrics   = "/metrics"
@@ -207,6 +207,11 @@ type Adapter struct {
 	Last      *Reconcile  `json:"lastReconcile,omitempty"`
 	Interval  string      `json:"reconcileInterval"`
 	Grace     string      `json:"reconcileGrace"`
+	// SeesCNI names the sandbox, added by CNI, whose
+	// listing showed that the adapter sees what CNI sees; empty until one
+	// has (then a sandbox CNI added that no listing shows keeps every
+	// release back).
+	SeesCNI string `json:"seesCNI,omitempty"`
 }
 
 // Error is the body of every non-2xx answer.
@@ -219,4 +224,21 @@ type ReleaseRequest struct {
 	Network   string `json:"network"`
 	SandboxID string `json:"sandboxID"`
 	IfName    string `json:"ifName"`
+	// Force releases even when the runtime or the node shows the sandbox
+	// or its address in use; those addresses are then quarantined while
+	// that lasts.
+	Force bool `json:"force,omitempty"`
+}
+
+// Release is POST /v1/release's answer.
+type Release struct {
+	Released Pod `json:"released"`
+	// Forced: the release was forced.
+	Forced bool `json:"forced,omitempty"`
+	// Evidence lists what showed the attachment in use (a forced release
+	// overrode it).
+	Evidence []string `json:"evidence,omitempty"`
+	// Quarantined lists the released addresses that are never handed out
+	// while the runtime or the node still shows them held.
+	Quarantined []string `json:"quarantined,omitempty"`
 }

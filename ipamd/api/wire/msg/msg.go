@@ -35,7 +35,20 @@ type AddRequest struct {
 	Attachment Attachment
 	Netns      string
 	Pod        *PodRef
+	// Wiring says how the plugin was invoked: main plugin or IPAM only
+	// (messages.proto's Wiring enum; zero, unknown, is not sent).
+	Wiring Wiring
 }
+
+// Wiring is messages.proto's Wiring enum.
+type Wiring uint64
+
+// Values of Wiring, as messages.proto numbers them.
+const (
+	WiringUnknown    Wiring = 0
+	WiringMainPlugin Wiring = 1
+	WiringIPAMOnly   Wiring = 2
+)
 
 // IPConfig is one address ipamd handed out.
 type IPConfig struct {
@@ -143,7 +156,7 @@ func (r AddRequest) Marshal(b []byte) []byte {
 	if r.Pod != nil {
 		b = appendMessage(b, 3, r.Pod.Marshal)
 	}
-	return b
+	return appendUint(b, 4, uint64(r.Wiring))
 }
 
 // Marshal encodes the message.

@@ -37,7 +37,11 @@ func TestRequestsEncodeAsTheGeneratedTypes(t *testing.T) {
 	}{
 		"add": {AddRequest{Attachment: att, Netns: "/var/run/netns/cni-1", Pod: &PodRef{Name: "coredns-1", Namespace: "kube-system", UID: "u-1"}}.Marshal(nil),
 			&ipamdv1.AddRequest{Attachment: pbAttachment(att), Netns: "/var/run/netns/cni-1", Pod: &ipamdv1.PodRef{Name: "coredns-1", Namespace: "kube-system", Uid: "u-1"}}},
-		"add without pod":      {AddRequest{Attachment: att}.Marshal(nil), &ipamdv1.AddRequest{Attachment: pbAttachment(att)}},
+		"add without pod": {AddRequest{Attachment: att}.Marshal(nil), &ipamdv1.AddRequest{Attachment: pbAttachment(att)}},
+		"add main plugin": {AddRequest{Attachment: att, Wiring: WiringMainPlugin}.Marshal(nil),
+			&ipamdv1.AddRequest{Attachment: pbAttachment(att), Wiring: ipamdv1.Wiring_WIRING_MAIN_PLUGIN}},
+		"add ipam only": {AddRequest{Attachment: att, Wiring: WiringIPAMOnly}.Marshal(nil),
+			&ipamdv1.AddRequest{Attachment: pbAttachment(att), Wiring: ipamdv1.Wiring_WIRING_IPAM_ONLY}},
 		"add empty attachment": {AddRequest{Netns: long}.Marshal(nil), &ipamdv1.AddRequest{Attachment: &ipamdv1.Attachment{}, Netns: long}},
 		"del":                  {AttachmentRequest{Attachment: att}.Marshal(nil), &ipamdv1.DelRequest{Attachment: pbAttachment(att)}},
 		"check":                {AttachmentRequest{Attachment: att}.Marshal(nil), &ipamdv1.CheckRequest{Attachment: pbAttachment(att)}},
