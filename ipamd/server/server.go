@@ -178,6 +178,8 @@ func (s *Server) Status(_ context.Context, _ *ipamdv1.StatusRequest) (resp *ipam
 	switch {
 	case s.store.Unproven():
 		resp.Ready, resp.Message = false, "datastore unproven (no trusted checkpoint): waiting for "+strings.Join(s.store.Proof().Waiting, "; ")
+	case s.store.PoolWaiting() != "":
+		resp.Ready, resp.Message = false, "the pool has no range yet: waiting for "+s.store.PoolWaiting()
 	case free == 0 && short != "":
 		resp.Ready, resp.Message = false, "address pool exhausted: no free "+short+" address"
 	case free == 0:
@@ -193,6 +195,9 @@ func (s *Server) Status(_ context.Context, _ *ipamdv1.StatusRequest) (resp *ipam
 func freeForAnADD(ranges []datastore.RangeInfo) (free uint64, short string) {
 	byFamily := map[string]uint64{}
 	for _, r := range ranges {
+		if r.Retiring {
+			continue
+		}
 		taken := r.Assigned + r.Cooling + r.Quarantined
 		byFamily[r.Family] = ipsource.SatAdd(byFamily[r.Family], r.Size-min(taken, r.Size))
 	}
@@ -245,7 +250,7 @@ func toStatus(err error) error {
 	switch {
 	case errors.Is(err, datastore.ErrPoolExhausted):
 		code = codes.ResourceExhausted
-	case errors.Is(err, datastore.ErrUnproven), errors.Is(err, datastore.ErrClosed), diskCondition(err):
+	case errors.Is(err, datastore.ErrUnproven), errors.Is(err, datastore.ErrPoolNotReady), errors.Is(err, datastore.ErrClosed), diskCondition(err):
 		code = codes.Unavailable
 	case errors.Is(err, datastore.ErrInvalidKey):
 		code = codes.InvalidArgument
