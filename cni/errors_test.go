@@ -45,6 +45,7 @@ func TestEveryStoreErrorReachesThePluginAsItsCNIError(t *testing.T) {
 	}{
 		{datastore.ErrPoolExhausted, 101, "ipamd has no free address for Add"},
 		{datastore.ErrUnproven, 11, later},
+		{datastore.ErrPoolNotReady, 11, later},
 		{datastore.ErrClosed, 11, later},
 		{fmt.Errorf("commit: %w", syscall.ENOSPC), 11, later},
 		{fmt.Errorf("commit: %w", syscall.EDQUOT), 11, later},

@@ -21,6 +21,7 @@ import (
 
 	"github.com/sandboxipam/sandboxipam/conformance/fixture"
 	deploy "github.com/sandboxipam/sandboxipam/deploy/kubernetes"
+	"github.com/sandboxipam/sandboxipam/internal/kubeenv"
 	"github.com/sandboxipam/sandboxipam/internal/testenv"
 	introspect "github.com/sandboxipam/sandboxipam/ipamd/introspect/api"
 )
@@ -40,11 +41,9 @@ const (
 // DaemonSet and is scaled to zero.
 func TestOneNodeCluster(t *testing.T) {
 	kubeletBin, crictlBin := requireE2E(t)
-	bins := clusterBinariesIn(cacheDir())
-	for _, b := range []string{bins.etcd, bins.apiserver, bins.controllerManager, bins.scheduler} {
-		if _, err := os.Stat(b); err != nil {
-			t.Fatalf("%v: run tools/kubernetes/build.sh (make kubernetes-tools) first", err)
-		}
+	bins := kubeenv.BinariesIn(cacheDir())
+	if err := bins.Missing(); err != nil {
+		t.Fatalf("%v: run tools/kubernetes/build.sh (make kubernetes-tools) first", err)
 	}
 	// kube-apiserver's and the controllers' default certificate
 	// directories, besides kubelet's own hard-coded paths.
@@ -78,7 +77,7 @@ func TestOneNodeCluster(t *testing.T) {
 	api := cp.api
 	startKubelet(t, kubeletOptions{
 		binary: kubeletBin, dir: filepath.Join(dir, "kubelet"), criEndpoint: ctrd.Endpoint,
-		netnsPath: ctrd.NetNSPath, nodeName: nodeName, kubeconfig: cp.pki.kubeconfig,
+		netnsPath: ctrd.NetNSPath, nodeName: nodeName, kubeconfig: cp.Kubeconfig,
 	})
 	// The workloads go before kubelet and the control plane stop
 	// (cleanups run last-in first-out), so ipamd sees every DEL.

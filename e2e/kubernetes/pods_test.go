@@ -9,17 +9,16 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"runtime"
 	"sort"
 	"strings"
 	"testing"
 	"time"
 
-	"github.com/vishvananda/netns"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	deploy "github.com/sandboxipam/sandboxipam/deploy/kubernetes"
+	"github.com/sandboxipam/sandboxipam/internal/kubeenv"
 )
 
 // nodePaths are where the ipamd static pod's host paths go on the test
@@ -277,47 +276,7 @@ func httpInNetNS(ctx context.Context, nsPath, url string) (int, string, error) {
 // ipamd (hostNetwork) and the test cluster's control plane listen on
 // loopback.
 func netnsDialer(nsPath string) func(ctx context.Context, network, addr string) (net.Conn, error) {
-	return func(ctx context.Context, network, addr string) (net.Conn, error) {
-		type result struct {
-			c   net.Conn
-			err error
-		}
-		ch := make(chan result, 1)
-		go func() {
-			// The thread goes back to its own namespace and is unlocked.
-			// Were it left to exit with the goroutine instead, a child
-			// this process had started from that thread would get its
-			// Pdeathsig (SIGKILL): the kubelet and the control plane
-			// are started with one.
-			runtime.LockOSThread()
-			own, err := netns.Get()
-			if err != nil {
-				ch <- result{nil, err}
-				return
-			}
-			defer own.Close()
-			ns, err := netns.GetFromPath(nsPath)
-			if err != nil {
-				runtime.UnlockOSThread()
-				ch <- result{nil, err}
-				return
-			}
-			defer ns.Close()
-			if err := netns.Set(ns); err != nil {
-				runtime.UnlockOSThread()
-				ch <- result{nil, err}
-				return
-			}
-			var d net.Dialer
-			c, err := d.DialContext(ctx, network, addr)
-			if netns.Set(own) == nil {
-				runtime.UnlockOSThread()
-			}
-			ch <- result{c, err}
-		}()
-		r := <-ch
-		return r.c, r.err
-	}
+	return kubeenv.NetNSDialer(nsPath)
 }
 
 // eventually polls cond every 200 ms until it returns nil or timeout

@@ -16,6 +16,7 @@ import (
 
 	"github.com/sandboxipam/sandboxipam/conformance/fixture"
 	"github.com/sandboxipam/sandboxipam/internal/image"
+	"github.com/sandboxipam/sandboxipam/internal/kubeenv"
 	"github.com/sandboxipam/sandboxipam/internal/scenario"
 	"github.com/sandboxipam/sandboxipam/internal/testenv"
 )
@@ -23,16 +24,7 @@ import (
 const nodeName = "sbxipam-node"
 
 // cacheDir is where tools/kubernetes/build.sh caches the components.
-func cacheDir() string {
-	if cache := os.Getenv("KUBE_CACHE_DIR"); cache != "" {
-		return cache
-	}
-	base := os.Getenv("XDG_CACHE_HOME")
-	if base == "" {
-		base = filepath.Join(os.Getenv("HOME"), ".cache")
-	}
-	return filepath.Join(base, "sandboxipam", "kubernetes", "v1.37.2")
-}
+func cacheDir() string { return kubeenv.CacheDir() }
 
 // cachePaths are the kubelet and crictl tools/kubernetes/build.sh caches.
 func cachePaths() (kubelet, crictl string) {

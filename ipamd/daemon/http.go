@@ -31,6 +31,9 @@ func (d *Daemon) serveHTTP(ctx context.Context) (*httpServers, error) {
 		ENIs: d.source.enis, Logger: d.log.With("component", "introspect"),
 		Ready: d.ready, Check: d.checkNow, Sandboxes: d.sandboxesNow, History: d.history,
 	}
+	if d.routes != nil {
+		deps.Routes = d.routes.Status
+	}
 	if d.cfg.Metrics.Address == "" {
 		deps.Metrics = d.metrics.Handler()
 	}

@@ -2,8 +2,11 @@
 // trims the datastore's pool; the datastore alone decides which free address
 // a pod gets, so a Source never sees the CNI ADD/DEL path.
 //
-// Two sources ship: static (CIDRs from config, package ipsource/static) and
-// aws (secondary private IPs of ENIs, package ipsource/aws).
+// Three sources ship: static (CIDRs from config, one node's or per node,
+// package ipsource/static), node (the Node's spec.podCIDRs from the
+// Kubernetes API, package ipsource/node, which keeps its record in the
+// checkpoint and so works through the datastore rather than Pool alone)
+// and aws (secondary private IPs of ENIs, package ipsource/aws).
 package ipsource
 
 import (

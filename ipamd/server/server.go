@@ -179,6 +179,8 @@ func (s *Server) Status(_ context.Context, _ *ipamdv1.StatusRequest) (resp *ipam
 	switch {
 	case s.store.Unproven():
 		resp.Ready, resp.Message = false, "datastore unproven (no trusted checkpoint): waiting for "+strings.Join(s.store.Proof().Waiting, "; ")
+	case s.store.PoolWaiting() != "":
+		resp.Ready, resp.Message = false, "the pool has no range yet: waiting for "+s.store.PoolWaiting()
 	case free == 0 && short != "":
 		resp.Ready, resp.Message = false, "address pool exhausted: no free "+short+" address"
 	case free == 0:
@@ -194,6 +196,9 @@ func (s *Server) Status(_ context.Context, _ *ipamdv1.StatusRequest) (resp *ipam
 func freeForAnADD(ranges []datastore.RangeInfo) (free uint64, short string) {
 	byFamily := map[string]uint64{}
 	for _, r := range ranges {
+		if r.Retiring {
+			continue
+		}
 		taken := r.Assigned + r.Cooling + r.Quarantined
 		byFamily[r.Family] = ipsource.SatAdd(byFamily[r.Family], r.Size-min(taken, r.Size))
 	}

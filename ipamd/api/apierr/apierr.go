@@ -29,6 +29,10 @@ var (
 	ErrPoolExhausted = errors.New("address pool exhausted")
 	// ErrClosed: the store was closed.
 	ErrClosed = errors.New("datastore closed")
+	// ErrPoolNotReady: the pool has no address yet because its source
+	// waits for something (the node source: the Node's podCIDRs); the
+	// error names it. A condition that clears: try again later.
+	ErrPoolNotReady = errors.New("the pool has no addresses yet")
 	// ErrUnproven: there is no trusted checkpoint and the runtime has not yet
 	// proven which addresses are free, so none is handed out.
 	ErrUnproven = errors.New("datastore unproven: there is no trusted checkpoint and the runtime and the node have not yet accounted for every pod's address")
@@ -72,11 +76,13 @@ type row struct {
 
 // rows are matched in order: an error wrapping two sentinels takes the
 // first. A condition that clears while the runtime retries (an unproven
-// pool, a closing store, a full or read-only state disk) is Unavailable,
-// which the plugin answers with "try again later".
+// pool, a pool whose source waits, a closing store, a full or read-only
+// state disk) is Unavailable, which the plugin answers with "try again
+// later".
 var rows = [...]row{
 	{ErrPoolExhausted, wire.CodeResourceExhausted, CNIPoolExhausted, "ipamd has no free address for %s"},
 	{ErrUnproven, wire.CodeUnavailable, CNITryAgainLater, "ipamd could not serve %s now"},
+	{ErrPoolNotReady, wire.CodeUnavailable, CNITryAgainLater, "ipamd could not serve %s now"},
 	{ErrClosed, wire.CodeUnavailable, CNITryAgainLater, "ipamd could not serve %s now"},
 	{syscall.ENOSPC, wire.CodeUnavailable, CNITryAgainLater, "ipamd could not serve %s now"},
 	{syscall.EDQUOT, wire.CodeUnavailable, CNITryAgainLater, "ipamd could not serve %s now"},

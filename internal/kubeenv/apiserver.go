@@ -1,0 +1,252 @@
+package kubeenv
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"net/netip"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+)
+
+// Defaults of Options.
+const (
+	// DefaultServiceCIDR is never routed: the API server only allocates
+	// the kubernetes Service's address from it.
+	DefaultServiceCIDR = "198.19.200.0/24"
+	// DefaultToken is the kubeconfig's token, of system:masters.
+	DefaultToken = "sbxipam-e2e-admin-token"
+
+	etcdTimeout      = time.Minute
+	apiServerTimeout = 3 * time.Minute
+	pollInterval     = 200 * time.Millisecond
+)
+
+// Binaries are the control plane components tools/kubernetes/build.sh
+// caches.
+type Binaries struct {
+	Etcd, APIServer, ControllerManager, Scheduler string
+}
+
+// BinariesIn names the components in dir, as the build caches them.
+func BinariesIn(dir string) Binaries {
+	return Binaries{
+		Etcd:              filepath.Join(dir, "etcd"),
+		APIServer:         filepath.Join(dir, "kube-apiserver"),
+		ControllerManager: filepath.Join(dir, "kube-controller-manager"),
+		Scheduler:         filepath.Join(dir, "kube-scheduler"),
+	}
+}
+
+// Missing returns an error naming the first component that is not there.
+func (b Binaries) Missing() error {
+	for _, p := range []string{b.Etcd, b.APIServer, b.ControllerManager, b.Scheduler} {
+		if _, err := os.Stat(p); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// CacheDir is where tools/kubernetes/build.sh caches the components:
+// $KUBE_CACHE_DIR, or ${XDG_CACHE_HOME:-$HOME/.cache}/sandboxipam/kubernetes/<version>.
+func CacheDir() string {
+	if cache := os.Getenv("KUBE_CACHE_DIR"); cache != "" {
+		return cache
+	}
+	base := os.Getenv("XDG_CACHE_HOME")
+	if base == "" {
+		base = filepath.Join(os.Getenv("HOME"), ".cache")
+	}
+	return filepath.Join(base, "sandboxipam", "kubernetes", "v1.37.2")
+}
+
+// Options say where and how the control plane runs.
+type Options struct {
+	// Binaries are the components; BinariesIn(CacheDir()) by default.
+	Binaries Binaries
+	// Dir holds everything the components write. Required.
+	Dir string
+	// NetNS is the path of the network namespace the components run in;
+	// "" (the default) runs them in the caller's own.
+	NetNS string
+	// Address is the IPv4 address the API server listens on and
+	// advertises; 127.0.0.1 by default. etcd listens on 127.0.0.1.
+	Address string
+	// EtcdPort, EtcdPeerPort and APIPort default to 2379, 2380 and 6443
+	// inside NetNS, and to free ports in the caller's own namespace.
+	EtcdPort, EtcdPeerPort, APIPort int
+	// ServiceCIDR is --service-cluster-ip-range; DefaultServiceCIDR by
+	// default.
+	ServiceCIDR string
+	// APIServerArgs are added to kube-apiserver's flags.
+	APIServerArgs []string
+	// Logf, when set, reports progress (t.Logf).
+	Logf func(format string, args ...any)
+}
+
+// APIServer is a running etcd and kube-apiserver, and the components
+// started against them.
+type APIServer struct {
+	// URL is the API server's https URL; NetNS the namespace it listens in.
+	URL, NetNS string
+	// Kubeconfig is the path of a kubeconfig with Token.
+	Kubeconfig string
+	// Token is a bearer token of system:masters; CAPEM the CA that signed
+	// the serving certificate.
+	Token string
+	CAPEM []byte
+	PKI   PKI
+
+	opts  Options
+	mu    sync.Mutex
+	procs []*Process
+}
+
+// withDefaults fills in the defaults and checks what is required.
+func (o Options) withDefaults() (Options, error) {
+	if o.Dir == "" {
+		return o, errors.New("kubeenv: Options.Dir is required")
+	}
+	if o.Binaries == (Binaries{}) {
+		o.Binaries = BinariesIn(CacheDir())
+	}
+	if o.Address == "" {
+		o.Address = "127.0.0.1"
+	}
+	if _, err := netip.ParseAddr(o.Address); err != nil {
+		return o, fmt.Errorf("kubeenv: Options.Address: %w", err)
+	}
+	if o.ServiceCIDR == "" {
+		o.ServiceCIDR = DefaultServiceCIDR
+	}
+	if _, err := netip.ParsePrefix(o.ServiceCIDR); err != nil {
+		return o, fmt.Errorf("kubeenv: Options.ServiceCIDR: %w", err)
+	}
+	for _, port := range []struct {
+		p    *int
+		def  int
+		addr string
+	}{{&o.EtcdPort, 2379, "127.0.0.1"}, {&o.EtcdPeerPort, 2380, "127.0.0.1"}, {&o.APIPort, 6443, o.Address}} {
+		if *port.p != 0 {
+			continue
+		}
+		if o.NetNS != "" {
+			*port.p = port.def
+			continue
+		}
+		p, err := freePort(port.addr)
+		if err != nil {
+			return o, err
+		}
+		*port.p = p
+	}
+	if o.Logf == nil {
+		o.Logf = func(string, ...any) {}
+	}
+	return o, nil
+}
+
+// freePort is a port nothing listens on at addr now. Another process may
+// take it before the component binds it; the component then fails to
+// start, loudly.
+func freePort(addr string) (int, error) {
+	l, err := net.Listen("tcp", net.JoinHostPort(addr, "0"))
+	if err != nil {
+		return 0, fmt.Errorf("kubeenv: find a free port: %w", err)
+	}
+	defer l.Close()
+	return l.Addr().(*net.TCPAddr).Port, nil
+}
+
+// StartAPIServer starts etcd and kube-apiserver and waits, bounded by ctx,
+// until the API server is ready. On error nothing it started runs on.
+func StartAPIServer(ctx context.Context, opts Options) (*APIServer, error) {
+	opts, err := opts.withDefaults()
+	if err != nil {
+		return nil, err
+	}
+	began := time.Now()
+	host := net.JoinHostPort(opts.Address, strconv.Itoa(opts.APIPort))
+	a := &APIServer{URL: "https://" + host, NetNS: opts.NetNS, Token: DefaultToken, opts: opts}
+	serviceIP := netip.MustParsePrefix(opts.ServiceCIDR).Masked().Addr().Next()
+	a.PKI, err = makePKI(pkiRequest{
+		dir: filepath.Join(opts.Dir, "pki"), serverURL: a.URL, token: a.Token,
+		serverIPs: uniqueIPs("127.0.0.1", opts.Address, serviceIP.String()),
+	})
+	if err != nil {
+		return nil, fmt.Errorf("kubeenv: certificates: %w", err)
+	}
+	a.Kubeconfig, a.CAPEM = a.PKI.Kubeconfig, a.PKI.CAPEM
+	for _, d := range []string{"etcd", "apiserver", "controller-manager", "scheduler"} {
+		if err := os.MkdirAll(filepath.Join(opts.Dir, d), 0o700); err != nil {
+			return nil, err
+		}
+	}
+	if err := a.startEtcd(ctx); err != nil {
+		a.Stop()
+		return nil, err
+	}
+	opts.Logf("etcd healthy at %s", time.Since(began).Round(time.Millisecond))
+	if err := a.startAPIServer(ctx); err != nil {
+		a.Stop()
+		return nil, err
+	}
+	opts.Logf("kube-apiserver ready at %s", time.Since(began).Round(time.Millisecond))
+	return a, nil
+}
+
+func uniqueIPs(addrs ...string) []net.IP {
+	var ips []net.IP
+	seen := map[string]bool{}
+	for _, a := range addrs {
+		if !seen[a] {
+			seen[a] = true
+			ips = append(ips, net.ParseIP(a))
+		}
+	}
+	return ips
+}
+
+func (a *APIServer) start(name string, argv ...string) (*Process, error) {
+	p, err := startProcess(a.opts.Dir, a.opts.NetNS, name, argv...)
+	if err != nil {
+		return nil, fmt.Errorf("kubeenv: %w", err)
+	}
+	a.mu.Lock()
+	a.procs = append(a.procs, p)
+	a.mu.Unlock()
+	return p, nil
+}
+
+func (a *APIServer) startEtcd(ctx context.Context) error {
+	o := a.opts
+	// etcd serves the API server alone: loopback is enough.
+	client := fmt.Sprintf("http://127.0.0.1:%d", o.EtcdPort)
+	peer := fmt.Sprintf("http://127.0.0.1:%d", o.EtcdPeerPort)
+	etcd, err := a.start("etcd", o.Binaries.Etcd,
+		"--name=e2e", "--data-dir="+filepath.Join(o.Dir, "etcd", "data"),
+		"--listen-client-urls="+client, "--advertise-client-urls="+client,
+		"--listen-peer-urls="+peer, "--initial-advertise-peer-urls="+peer,
+		"--initial-cluster=e2e="+peer)
+	if err != nil {
+		return err
+	}
+	hc := &http.Client{Timeout: 5 * time.Second, Transport: &http.Transport{DialContext: NetNSDialer(o.NetNS), DisableKeepAlives: true}}
+	return waitFor(ctx, etcdTimeout, "etcd is healthy", etcd, func(ctx context.Context) error {
+		code, body, err := get(ctx, hc, client+"/health", "")
+		if err != nil {
+			return err
+		}
+		if code != http.StatusOK || !strings.Contains(body, `"true"`) {
+			return fmt.Errorf("etcd /health %d: %s", code, body)
+		}
+		return nil
+	})
+}
