@@ -105,4 +105,7 @@
 // it touches. It does not link the CNI library's skel either: skel imports
 // pkg/utils, whose regexp is compiled at every exec (dispatch.go says what
 // that cost and what replaces it).
+//
+// See docs/architecture.md for where this package sits and the life of an
+// ADD, a DEL, a reconcile pass and a restart through it.
 package cni

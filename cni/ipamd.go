@@ -8,19 +8,22 @@ import (
 
 	"github.com/containernetworking/cni/pkg/types"
 
+	"github.com/sandboxipam/sandboxipam/ipamd/api/apierr"
 	"github.com/sandboxipam/sandboxipam/ipamd/api/wire"
 	"github.com/sandboxipam/sandboxipam/ipamd/api/wire/msg"
 )
 
-// Plugin-specific CNI error codes (the spec reserves 100 and up).
+// Plugin-specific CNI error codes (the spec reserves 100 and up). The
+// ones ipamd's answers map to are apierr's, whose one table says which
+// store error each comes from.
 const (
 	// ErrIPAMDRejected: ipamd refused the request for a reason of its own.
-	ErrIPAMDRejected uint = 100
+	ErrIPAMDRejected = apierr.CNIRejected
 	// ErrPoolExhausted: ipamd has no free address.
-	ErrPoolExhausted uint = 101
+	ErrPoolExhausted = apierr.CNIPoolExhausted
 	// ErrAddressNotHeld: CHECK found that ipamd holds no address, or a
 	// different one, for the attachment.
-	ErrAddressNotHeld uint = 102
+	ErrAddressNotHeld = apierr.CNINotHeld
 	// ErrNetworkSetup: the veth, address or routes could not be set up.
 	ErrNetworkSetup uint = 110
 	// ErrCheckFailed: CHECK found the pod's network unlike prevResult.
@@ -36,7 +39,7 @@ type (
 
 // ipamdCall makes one call over a fresh connection. An unreachable ipamd
 // is unreachableCode (11 for ADD/DEL/CHECK/GC, so the runtime retries; 50
-// for STATUS); ipamd's own errors are mapped by ipamdError.
+// for STATUS); ipamd's own answers are mapped by apierr's table.
 func ipamdCall(ctx context.Context, conf *NetConf, m wire.Method, req request, resp response, unreachableCode uint) error {
 	conn, err := wire.Dial(ctx, conf.IPAMDSocket)
 	if err != nil {
@@ -68,16 +71,8 @@ func ipamdError(m wire.Method, err error, unreachableCode uint) error {
 	if !errors.As(err, &werr) {
 		return &unansweredError{cniErr: types.NewError(unreachableCode, fmt.Sprintf("ipamd did not answer %s", m), err.Error())}
 	}
-	switch werr.Code {
-	case wire.CodeResourceExhausted:
-		return types.NewError(ErrPoolExhausted, "ipamd has no free address", werr.Message)
-	case wire.CodeNotFound:
-		return types.NewError(ErrAddressNotHeld, "ipamd holds no address for this attachment", werr.Message)
-	case wire.CodeUnavailable, wire.CodeDeadlineExceeded:
-		return types.NewError(unreachableCode, fmt.Sprintf("ipamd could not serve %s now", m), werr.Message)
-	default:
-		return types.NewError(ErrIPAMDRejected, fmt.Sprintf("ipamd rejected %s (code %d)", m, werr.Code), werr.Message)
-	}
+	code, msg := apierr.CNI(m, werr.Code)
+	return types.NewError(code, msg, werr.Message)
 }
 
 func attachment(conf *NetConf, args *Args) msg.Attachment {

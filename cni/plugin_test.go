@@ -12,6 +12,7 @@ import (
 
 	"github.com/sandboxipam/sandboxipam/cni"
 	"github.com/sandboxipam/sandboxipam/cni/internal/cnitest"
+	"github.com/sandboxipam/sandboxipam/internal/testsupport"
 	"github.com/sandboxipam/sandboxipam/ipamd/api/wire"
 	"github.com/sandboxipam/sandboxipam/ipamd/datastore"
 )
@@ -24,7 +25,7 @@ type wireEnv struct {
 
 func newPodEnv(t *testing.T) *wireEnv {
 	t.Helper()
-	cnitest.RequireRoot(t)
+	testsupport.RequireRoot(t, "ip")
 	ipamd := cnitest.StartWireIPAMD(t, 16)
 	return &wireEnv{PodEnv: cnitest.NewPodEnv(t, ipamd.Socket), IPAMD: ipamd}
 }

@@ -13,6 +13,7 @@ import (
 
 	"github.com/sandboxipam/sandboxipam/cni"
 	"github.com/sandboxipam/sandboxipam/cni/internal/cnitest"
+	"github.com/sandboxipam/sandboxipam/internal/testsupport"
 	"github.com/sandboxipam/sandboxipam/ipamd/datastore"
 )
 
@@ -170,7 +171,7 @@ func TestAddFailsWhenIPAMDHangs(t *testing.T) {
 // TestAddReleasesWhenAnswerIsLost: ipamd assigned, but its answer never
 // arrived; the failed ADD must not leave that address behind.
 func TestAddReleasesWhenAnswerIsLost(t *testing.T) {
-	cnitest.RequireRoot(t)
+	testsupport.RequireRoot(t, "ip")
 	ipamd := cnitest.StartAnswerLosingIPAMD(t, 4)
 	env := cnitest.NewPodEnv(t, ipamd.Socket)
 	conf := cnitest.NetConf(ipamd.Socket, "1.1.0", `,"timeout":"500ms"`)

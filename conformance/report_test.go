@@ -84,11 +84,15 @@ func TestWriteJSONRoundTrips(t *testing.T) {
 	}
 }
 
-func TestWriteTextShowsExpectedAndActual(t *testing.T) {
+func TestTextReportShowsExpectedAndActual(t *testing.T) {
 	var buf bytes.Buffer
-	if err := WriteText(&buf, sampleReport()); err != nil {
-		t.Fatal(err)
+	report := sampleReport()
+	buf.WriteString(FormatHeader(report))
+	r := NewTextReporter(&buf)
+	for _, result := range report.Results {
+		r.CheckFinished(result)
 	}
+	buf.WriteString(FormatSummary(report))
 	want := `adapter: /opt/adapters/docker --endpoint=unix:///run/docker.sock
 reports: adapter docker , runtime docker 20.10.24 at 
 fixture: docker

@@ -9,7 +9,8 @@ import (
 )
 
 // TextReporter prints each check's result as it finishes, in the form
-// WriteText uses for a whole report. It is safe for concurrent use.
+// the runner frames with FormatHeader and FormatSummary. It is safe for
+// concurrent use.
 type TextReporter struct {
 	mu sync.Mutex
 	w  io.Writer
@@ -28,19 +29,6 @@ func (r *TextReporter) CheckFinished(result Result) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	_, _ = io.WriteString(r.w, formatResult(result))
-}
-
-// WriteText writes a readable report: a header, one block per check, and
-// the summary.
-func WriteText(w io.Writer, report Report) error {
-	var b strings.Builder
-	b.WriteString(FormatHeader(report))
-	for _, result := range report.Results {
-		b.WriteString(formatResult(result))
-	}
-	b.WriteString(FormatSummary(report))
-	_, err := io.WriteString(w, b.String())
-	return err
 }
 
 // FormatHeader says what was tested.

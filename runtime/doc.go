@@ -24,4 +24,7 @@
 // The errors in this package are the only ones callers branch on; they
 // survive the plugin boundary, so errors.Is works on the host exactly as it
 // does in process.
+//
+// See docs/architecture.md for where this package sits and the life of an
+// ADD, a DEL, a reconcile pass and a restart through it.
 package runtime

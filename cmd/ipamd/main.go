@@ -3,6 +3,9 @@
 //
 //	ipamd --config /etc/sandboxipam/ipamd.yaml
 //	ipamd config-reference     # every field, its IPAMD_* variable, its default
+//
+// See docs/architecture.md for where this package sits and the life of an
+// ADD, a DEL, a reconcile pass and a restart through it.
 package main
 
 import (

@@ -3,6 +3,9 @@
 //
 // The plugin lives for one CNI call: build it with CGO_ENABLED=0, as a
 // static binary skips the dynamic loader at every exec.
+//
+// See docs/architecture.md for where this package sits and the life of an
+// ADD, a DEL, a reconcile pass and a restart through it.
 package main
 
 import (

@@ -63,7 +63,7 @@ type benchEnv struct {
 
 func newBenchEnv(b *testing.B) *benchEnv {
 	b.Helper()
-	cnitest.RequireRoot(b)
+	testsupport.RequireRoot(b, "ip")
 	if _, err := os.Stat(refPluginDir + "/host-local"); err != nil {
 		testsupport.SkipOrFail(b, "needs Debian's containernetworking-plugins in %s: %v", refPluginDir, err)
 	}

@@ -15,6 +15,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/sandboxipam/sandboxipam/cni/internal/cnitest"
+	"github.com/sandboxipam/sandboxipam/internal/testsupport"
 	"github.com/sandboxipam/sandboxipam/ipamd/api/wire"
 )
 
@@ -31,7 +32,7 @@ var (
 // once (no DAD, no neighbour discovery to wait for); CHECK passes; DEL
 // releases both together.
 func TestDualStackPodAgainstRealIPAMD(t *testing.T) {
-	cnitest.RequireRoot(t)
+	testsupport.RequireRoot(t, "ip")
 	ipamd := startIPAMDWith(t, os.TempDir(), 30*time.Second, "198.18.0.0/24", "2001:db8:12::/64")
 	env := cnitest.NewPodEnv(t, ipamd.Socket)
 	conf := cnitest.NetConf(ipamd.Socket, "1.1.0", "")
@@ -206,7 +207,7 @@ func inNetns(t *testing.T, name string, f func() error) {
 // ADD returns both addresses with ipamd's subnet lengths; GC releases an
 // attachment that is not valid as one, both of its addresses.
 func TestDualStackIPAMModeAndGCAgainstRealIPAMD(t *testing.T) {
-	cnitest.RequireRoot(t)
+	testsupport.RequireRoot(t, "ip")
 	ipamd := startIPAMDWith(t, os.TempDir(), 30*time.Second, "198.18.0.0/24", "2001:db8:12::/64")
 	env := cnitest.NewPodEnv(t, ipamd.Socket)
 	ids := []string{cnitest.SandboxID("keep"), cnitest.SandboxID("drop")}

@@ -12,6 +12,7 @@ import (
 	"github.com/vishvananda/netlink"
 
 	"github.com/sandboxipam/sandboxipam/cni/internal/cnitest"
+	"github.com/sandboxipam/sandboxipam/internal/testsupport"
 	"github.com/sandboxipam/sandboxipam/ipamd/api/wire"
 	"github.com/sandboxipam/sandboxipam/ipamd/datastore"
 )
@@ -19,7 +20,7 @@ import (
 // TestLifecycleAgainstRealIPAMD is the runtime's view of one pod: ADD,
 // CHECK, DEL, DEL again, with the address ipamd's datastore recorded.
 func TestLifecycleAgainstRealIPAMD(t *testing.T) {
-	cnitest.RequireRoot(t)
+	testsupport.RequireRoot(t, "ip")
 	ipamd := startIPAMD(t, "198.18.0.0/24", 30*time.Second)
 	env := cnitest.NewPodEnv(t, ipamd.Socket)
 	conf := cnitest.NetConf(ipamd.Socket, "1.1.0", "")
@@ -85,7 +86,7 @@ func withPrevResult(t *testing.T, conf, prev []byte) []byte {
 }
 
 func TestFailedAddReleasesAddressInRealIPAMD(t *testing.T) {
-	cnitest.RequireRoot(t)
+	testsupport.RequireRoot(t, "ip")
 	ipamd := startIPAMD(t, "198.18.0.0/24", 30*time.Second)
 	env := cnitest.NewPodEnv(t, ipamd.Socket)
 	pod := cnitest.HandleIn(t, env.PodNS)
@@ -103,7 +104,7 @@ func TestFailedAddReleasesAddressInRealIPAMD(t *testing.T) {
 }
 
 func TestGCAndStatusAgainstRealIPAMD(t *testing.T) {
-	cnitest.RequireRoot(t)
+	testsupport.RequireRoot(t, "ip")
 	ipamd := startIPAMD(t, "198.18.0.0/24", 30*time.Second)
 	env := cnitest.NewPodEnv(t, ipamd.Socket)
 	ids := []string{cnitest.SandboxID("keep"), cnitest.SandboxID("drop")}

@@ -16,7 +16,7 @@ import (
 // attachment ipamd holds answers with its address), and its DEL releases
 // that attachment. Otherwise the floor would measure some other call.
 func TestWireFloorMakesThePluginsCall(t *testing.T) {
-	cnitest.RequireRoot(t)
+	testsupport.RequireRoot(t, "ip")
 	ipamd := startIPAMD(t, "198.18.6.0/29", time.Millisecond)
 	floor := testsupport.StaticBinary(t, "./cni/internal/wirefloor")
 	id := cnitest.SandboxID("floor")

@@ -202,3 +202,35 @@ func TestStaticBinaryIsBuiltOnce(t *testing.T) {
 		t.Errorf("the second call rebuilt %s", p)
 	}
 }
+
+func TestRequireRootNamesWhatIsMissing(t *testing.T) {
+	found := func(string) (string, error) { return "/usr/sbin/ip", nil }
+	absent := func(name string) (string, error) {
+		return "", &os.PathError{Op: "lookpath", Path: name, Err: os.ErrNotExist}
+	}
+	cases := []struct {
+		euid     int
+		lookPath func(string) (string, error)
+		tools    []string
+		want     string
+	}{
+		{0, found, []string{"ip"}, ""},
+		{0, absent, nil, ""},
+		{1000, found, nil, "needs root: runs as uid 1000"},
+		{1000, found, []string{"ip", "mount"}, "needs root and ip, mount: runs as uid 1000"},
+		{0, absent, []string{"ip"}, "needs root and ip: ip is not on PATH"},
+	}
+	for _, tc := range cases {
+		if got := missing(tc.euid, tc.lookPath, tc.tools); got != tc.want {
+			t.Errorf("missing(%d, %v) = %q, want %q", tc.euid, tc.tools, got, tc.want)
+		}
+	}
+	t.Setenv("CI", "1")
+	if os.Geteuid() == 0 {
+		r := &recorder{TB: t}
+		RequireRoot(r, "no-such-tool-sandboxipam")
+		if r.fatal != "CI is set and this test cannot run: needs root and no-such-tool-sandboxipam: no-such-tool-sandboxipam is not on PATH" {
+			t.Errorf("RequireRoot in CI without the tool: fatal %q, skip %q", r.fatal, r.skip)
+		}
+	}
+}

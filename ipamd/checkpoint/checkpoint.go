@@ -22,6 +22,9 @@
 // file of a version newer than this build is refused with ErrNewer and
 // left untouched: a downgrade never misreads it, and never moves it aside
 // as corrupt either, so the newer build finds it again.
+//
+// See docs/architecture.md for where this package sits and the life of an
+// ADD, a DEL, a reconcile pass and a restart through it.
 package checkpoint
 
 import (

@@ -39,8 +39,8 @@ import (
 // Config is ipamd's whole configuration. The comment on each field states
 // its default; DefaultConfig builds exactly those values.
 type Config struct {
-	// Socket is the unix socket the CNI plugin calls (gRPC and the lean
-	// wire framing share it). It is created owner-only (0600) in a 0700
+	// Socket is the unix socket the CNI plugin calls; it serves the wire
+	// framing (package wire) alone. It is created owner-only (0600) in a 0700
 	// directory. Default /run/sandboxipam/ipamd.sock.
 	Socket string `yaml:"socket" desc:"unix socket of the CNI-facing API (created 0600)"`
 	// StateDir holds the checkpoint. Default /var/lib/sandboxipam.

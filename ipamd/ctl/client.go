@@ -7,7 +7,6 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
 	"net"
@@ -175,12 +174,6 @@ func (c *Client) doBody(ctx context.Context, method, path string, in, out any) e
 		return fmt.Errorf("%s %s: decode answer: %w", method, path, err)
 	}
 	return nil
-}
-
-// IsUnavailable reports whether err means ipamd has no adapter to ask.
-func IsUnavailable(err error) bool {
-	var apiErr *APIError
-	return errors.As(err, &apiErr) && apiErr.Status == http.StatusServiceUnavailable
 }
 
 // Check compares ipamd, the runtime and the kernel on ipamd's node.

@@ -118,7 +118,7 @@ func TestFailedPassAndNoAdapter(t *testing.T) {
 		t.Fatalf("failed pass = %+v, %v", res, err)
 	}
 	none, _ := newIpamd(t, nil)
-	if _, err := none.Adapter(t.Context()); !ctl.IsUnavailable(err) {
+	if _, err := none.Adapter(t.Context()); !errors.As(err, &apiErr) || apiErr.Status != 503 {
 		t.Fatalf("adapter without one = %v, want 503", err)
 	}
 	var out bytes.Buffer

@@ -78,13 +78,6 @@ func startLogged(t *testing.T, n *node) (*daemon.Daemon, cniClient, *ctl.Client,
 	return d, cniClient{socket: n.cfg.Socket}, ctl.NewAdmin(n.cfg.AdminSocketPath()), logs
 }
 
-func requireRoot(t *testing.T) {
-	t.Helper()
-	if os.Geteuid() != 0 {
-		testsupport.SkipOrFail(t, "running a caller as uid %d needs root (uid %d)", nobody, os.Geteuid())
-	}
-}
-
 // The victim: a pod the runtime lists, Ready, reporting the address ipamd
 // gave it, as in the issue.
 const victim = "0b5a1f1d6e4c4a3b9f8e7d6c5b4a39281706f5e4d3c2b1a0f9e8d7c6b5a49382"
@@ -211,7 +204,7 @@ func victimIntact(t *testing.T, d *daemon.Daemon, admin *ctl.Client) {
 // (refused) or the admin socket (it cannot even connect); the victim
 // keeps its address, and the next pods never get it.
 func TestUnprivilegedCallerCannotFreeALivePodsAddress(t *testing.T) {
-	requireRoot(t)
+	testsupport.RequireRoot(t)
 	n, d, cni, admin, logs := startWithVictim(t)
 	r := runAsNobody(t, d.IntrospectionAddr().String(), n.cfg.AdminSocketPath())
 	if r.UID != nobody {
@@ -254,7 +247,7 @@ func TestUnprivilegedCallerCannotFreeALivePodsAddress(t *testing.T) {
 // unprivileged caller connects, and SO_PEERCRED refuses it: 403, logged
 // with its uid and pid, and nothing changes.
 func TestAdminSocketRefusesOtherUIDsByPeerCredentials(t *testing.T) {
-	requireRoot(t)
+	testsupport.RequireRoot(t)
 	n, d, _, admin, logs := startWithVictim(t)
 	sock := n.cfg.AdminSocketPath()
 	for path, mode := range map[string]os.FileMode{n.dir: 0o755, filepath.Dir(sock): 0o755, sock: 0o666} {

@@ -22,21 +22,6 @@ import (
 	"github.com/vishvananda/netns"
 )
 
-// requireRootAndIP skips a test that makes namespaces and veths unless it
-// runs as root with iproute2; under CI=true it fails instead.
-func requireRootAndIP(t *testing.T) {
-	t.Helper()
-	reason := ""
-	if os.Geteuid() != 0 {
-		reason = "needs root to create network namespaces and veths"
-	} else if _, err := exec.LookPath("ip"); err != nil {
-		reason = "needs iproute2's ip to create network namespaces"
-	}
-	if reason != "" {
-		testsupport.SkipOrFail(t, "%s", reason)
-	}
-}
-
 // buildPlugin builds cmd/sandboxipam as it ships (static, with make
 // build's flags).
 func buildPlugin(t *testing.T) string {
@@ -168,7 +153,7 @@ func expectCheck(t *testing.T, c *ctl.Client, want ...string) api.Check {
 // its exact address; who answers after an ADD, a DEL and a reconcile
 // release; the scrape after the scenario has exact values and lints clean.
 func TestCheckWhoAndMetricsOnARealNode(t *testing.T) {
-	requireRootAndIP(t)
+	testsupport.RequireRoot(t, "ip")
 	n := newNode(t, "198.18.0.0/28")
 	p := &plugNode{node: n, hostNS: newNetns(t, "h"), plugin: buildPlugin(t), pods: map[string]string{}}
 	n.cfg.Node.NetNS = "/run/netns/" + p.hostNS

@@ -32,6 +32,9 @@
 // Stop reverses it: the conflist ipamd wrote is withdrawn (and not written
 // again), listeners close, calls in flight finish, the reconciler
 // stops, the plugin process is killed, the checkpoint is flushed.
+//
+// See docs/architecture.md for where this package sits and the life of an
+// ADD, a DEL, a reconcile pass and a restart through it.
 package daemon
 
 import (

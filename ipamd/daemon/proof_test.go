@@ -147,7 +147,8 @@ func TestAutoWithTwoRuntimesRefusesToReconcile(t *testing.T) {
 		a, err := intro.Adapter(t.Context())
 		return err == nil && strings.Contains(a.Error, "/run/containerd/containerd.sock") && strings.Contains(a.Error, "/var/run/docker.sock"), a.Error
 	})
-	if _, err := intro.Reconcile(t.Context(), false); !ctl.IsUnavailable(err) || !strings.Contains(err.Error(), "set runtime.adapter") {
+	var apiErr *ctl.APIError
+	if _, err := intro.Reconcile(t.Context(), false); !errors.As(err, &apiErr) || apiErr.Status != 503 || !strings.Contains(err.Error(), "set runtime.adapter") {
 		t.Fatalf("reconcile = %v; want 503 saying to set runtime.adapter", err)
 	}
 	_, err := (cniClient{socket: n.cfg.Socket}).add(t.Context(), "new-pod")
@@ -158,9 +159,7 @@ func TestAutoWithTwoRuntimesRefusesToReconcile(t *testing.T) {
 // checkpoint path, never a temporary file; the address is not lost once
 // space is back.
 func TestFullStateDiskAnswersTryAgainLater(t *testing.T) {
-	if os.Geteuid() != 0 {
-		testsupport.SkipOrFail(t, "mounting a tmpfs needs root")
-	}
+	testsupport.RequireRoot(t, "mount", "umount")
 	n := newNode(t, "198.18.0.0/28")
 	if err := os.MkdirAll(n.cfg.StateDir, 0o700); err != nil {
 		t.Fatal(err)

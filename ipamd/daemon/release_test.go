@@ -9,6 +9,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/sandboxipam/sandboxipam/internal/testsupport"
 	"github.com/sandboxipam/sandboxipam/ipamd/api/hostveth"
 	"github.com/sandboxipam/sandboxipam/ipamd/api/wire"
 	"github.com/sandboxipam/sandboxipam/ipamd/ctl"
@@ -146,7 +147,7 @@ func quarantineLastsWhileReported(t *testing.T, n *node, cni cniClient, admin *c
 // are still on the node is refused, naming the link and the route; forced,
 // its address is quarantined while the node shows it.
 func TestReleaseRefusedWhileTheNodeShowsThePod(t *testing.T) {
-	requireRootAndIP(t)
+	testsupport.RequireRoot(t, "ip")
 	n := newNode(t, "198.18.0.0/28")
 	p := &plugNode{node: n, hostNS: newNetns(t, "h"), plugin: buildPlugin(t), pods: map[string]string{}}
 	n.cfg.Node.NetNS = "/run/netns/" + p.hostNS

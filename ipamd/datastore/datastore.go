@@ -64,6 +64,9 @@
 // files), and the store starts unproven: every
 // address is quarantined and Assign fails with ErrUnproven until Adopt
 // rebuilds the assignments from the container runtime's listing.
+//
+// See docs/architecture.md for where this package sits and the life of an
+// ADD, a DEL, a reconcile pass and a restart through it.
 package datastore
 
 import (
@@ -78,6 +81,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/sandboxipam/sandboxipam/ipamd/api/apierr"
 	"github.com/sandboxipam/sandboxipam/ipamd/checkpoint"
 	"github.com/sandboxipam/sandboxipam/ipamd/ipsource"
 )
@@ -88,21 +92,23 @@ const DefaultCooldown = 30 * time.Second
 
 // Errors callers branch on.
 var (
-	// ErrPoolExhausted: no address is free and past its cooldown.
-	ErrPoolExhausted = errors.New("address pool exhausted")
+	// ErrPoolExhausted: no address is free and past its cooldown. It and
+	// ErrClosed, ErrUnproven and ErrInvalidKey are package apierr's, whose
+	// table says what the CNI plugin prints for each.
+	ErrPoolExhausted = apierr.ErrPoolExhausted
 	// ErrCheckpointCorrupt: the checkpoint could not be trusted.
 	ErrCheckpointCorrupt = errors.New("checkpoint corrupt")
 	// ErrClosed: the store was closed.
-	ErrClosed = errors.New("datastore closed")
+	ErrClosed = apierr.ErrClosed
 	// ErrPoolNotReady: the pool has no address yet because its source
 	// waits for something (the node source: the Node's podCIDRs); the
 	// error names it. A condition that clears: try again later.
-	ErrPoolNotReady = errors.New("the pool has no addresses yet")
+	ErrPoolNotReady = apierr.ErrPoolNotReady
 	// ErrUnproven: there is no trusted checkpoint and the runtime has not yet
 	// proven which addresses are free, so none is handed out.
-	ErrUnproven = errors.New("datastore unproven: there is no trusted checkpoint and the runtime and the node have not yet accounted for every pod's address")
+	ErrUnproven = apierr.ErrUnproven
 	// ErrInvalidKey: a key lacks its network, sandbox ID or interface name.
-	ErrInvalidKey = errors.New("invalid assignment key")
+	ErrInvalidKey = apierr.ErrInvalidKey
 	// ErrLocked: another process has the checkpoint open.
 	ErrLocked = errors.New("checkpoint is in use by another process")
 )

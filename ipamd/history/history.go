@@ -10,7 +10,6 @@
 package history
 
 import (
-	"net/netip"
 	"sync"
 
 	"github.com/sandboxipam/sandboxipam/ipamd/datastore"
@@ -80,28 +79,9 @@ func (h *History) Select(match func(datastore.Event) bool) []datastore.Event {
 	return out
 }
 
-// ForAddress returns the events of ip, oldest first.
-func (h *History) ForAddress(ip netip.Addr) []datastore.Event {
-	return h.Select(func(e datastore.Event) bool { return e.Assignment.Address.IP == ip })
-}
-
-// ForSandbox returns the events of sandbox id, oldest first.
-func (h *History) ForSandbox(id string) []datastore.Event {
-	return h.Select(func(e datastore.Event) bool { return e.Assignment.SandboxID == id })
-}
-
-// ForPod returns the events of the pod named name, or namespace/name,
-// oldest first. Pod names are reused (StatefulSets), so this may span
-// several sandboxes: that is the point of asking.
-func (h *History) ForPod(name string) []datastore.Event {
-	return h.Select(func(e datastore.Event) bool { return podMatches(e.Assignment.Pod, name) })
-}
-
-// podMatches reports whether name is the pod's name or namespace/name.
-func podMatches(p datastore.Pod, name string) bool {
+// PodMatches reports whether name is the pod's name or namespace/name.
+// Pod names are reused (StatefulSets), so a query by pod may span several
+// sandboxes: that is the point of asking.
+func PodMatches(p datastore.Pod, name string) bool {
 	return p.Name != "" && (p.Name == name || p.Namespace+"/"+p.Name == name)
 }
-
-// PodMatches is the rule ForPod applies, for callers matching
-// assignments the same way.
-func PodMatches(p datastore.Pod, name string) bool { return podMatches(p, name) }

@@ -21,7 +21,7 @@ func TestRingKeepsTheLastEventsInOrder(t *testing.T) {
 	for i := range 5 {
 		h.Record([]datastore.Event{event(i, datastore.EventAssigned, fmt.Sprint("sb", i), "10.0.0.1")})
 	}
-	got := h.ForAddress(netip.MustParseAddr("10.0.0.1"))
+	got := h.Select(func(e datastore.Event) bool { return e.Assignment.Address.IP == netip.MustParseAddr("10.0.0.1") })
 	if len(got) != 3 || got[0].Assignment.SandboxID != "sb2" || got[2].Assignment.SandboxID != "sb4" {
 		t.Fatalf("kept %+v, want sb2, sb3, sb4", got)
 	}
@@ -37,16 +37,19 @@ func TestSelectBySandboxAndPod(t *testing.T) {
 		event(2, datastore.EventReleased, "a", "10.0.0.1"),
 		event(3, datastore.EventAssigned, "b", "10.0.0.2"),
 	})
-	if got := h.ForSandbox("a"); len(got) != 2 || got[1].Kind != datastore.EventReleased {
-		t.Fatalf("ForSandbox(a) = %+v", got)
+	byPod := func(name string) []datastore.Event {
+		return h.Select(func(e datastore.Event) bool { return PodMatches(e.Assignment.Pod, name) })
 	}
-	if got := h.ForPod("prod/web-0"); len(got) != 3 {
+	if got := h.Select(func(e datastore.Event) bool { return e.Assignment.SandboxID == "a" }); len(got) != 2 || got[1].Kind != datastore.EventReleased {
+		t.Fatalf("sandbox a: %+v", got)
+	}
+	if got := byPod("prod/web-0"); len(got) != 3 {
 		t.Fatalf("ForPod(prod/web-0) = %d events, want 3", len(got))
 	}
-	if got := h.ForPod("web-0"); len(got) != 3 {
+	if got := byPod("web-0"); len(got) != 3 {
 		t.Fatalf("ForPod(web-0) = %d events, want 3", len(got))
 	}
-	if got := h.ForPod("other/web-0"); len(got) != 0 {
+	if got := byPod("other/web-0"); len(got) != 0 {
 		t.Fatalf("ForPod(other/web-0) = %+v, want none", got)
 	}
 }

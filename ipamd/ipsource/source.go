@@ -103,19 +103,6 @@ func Count(first, last netip.Addr, excluded int) uint64 {
 	return lo
 }
 
-// Distance is b-a for addresses a <= b of one family, saturating at
-// MaxUint64.
-func Distance(a, b netip.Addr) uint64 {
-	ah, al := halves(a)
-	bh, bl := halves(b)
-	lo, borrow := bits.Sub64(bl, al, 0)
-	hi, _ := bits.Sub64(bh, ah, borrow)
-	if hi != 0 {
-		return math.MaxUint64
-	}
-	return lo
-}
-
 func halves(ip netip.Addr) (hi, lo uint64) {
 	b := ip.As16()
 	for i := range 8 {

@@ -14,9 +14,9 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
+	"github.com/sandboxipam/sandboxipam/ipamd/api/apierr"
 	"github.com/sandboxipam/sandboxipam/ipamd/datastore"
 	"github.com/sandboxipam/sandboxipam/ipamd/reconcile"
-	"google.golang.org/grpc/status"
 )
 
 const namespace = "ipamd"
@@ -84,7 +84,7 @@ func New(src Sources) *Metrics {
 		registry: prometheus.NewRegistry(),
 		callDuration: prometheus.NewHistogramVec(prometheus.HistogramOpts{
 			Namespace: namespace, Name: "cni_request_duration_seconds",
-			Help: "Time to answer one CNI-facing API call (Add, Del, Check, GC, Status), by method and gRPC status code.",
+			Help: "Time to answer one CNI-facing API call (Add, Del, Check, GC, Status), by method and the wire code ipamd answered (OK, ResourceExhausted, Unavailable, ...).",
 			// 50µs to 2.5s: a durable Add is about a millisecond.
 			Buckets: prometheus.ExponentialBuckets(50e-6, 2.5, 13),
 		}, []string{"method", "code"}),
@@ -348,7 +348,7 @@ func (m *Metrics) ObserveWiringRefused() { m.wiringRefused.Inc() }
 
 // ObserveCall records one CNI-facing call; it fits server.Observer.
 func (m *Metrics) ObserveCall(method string, took time.Duration, err error) {
-	m.callDuration.WithLabelValues(method, status.Code(err).String()).Observe(took.Seconds())
+	m.callDuration.WithLabelValues(method, apierr.Code(err).String()).Observe(took.Seconds())
 }
 
 // ObserveReconcile records one reconcile pass; it fits

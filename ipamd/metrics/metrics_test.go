@@ -7,11 +7,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/sandboxipam/sandboxipam/ipamd/api/wire"
 	"github.com/sandboxipam/sandboxipam/ipamd/datastore"
 	"github.com/sandboxipam/sandboxipam/ipamd/metrics"
 	"github.com/sandboxipam/sandboxipam/ipamd/reconcile"
-	"google.golang.org/grpc/codes"
-	"google.golang.org/grpc/status"
 )
 
 func TestMetricsExposition(t *testing.T) {
@@ -22,7 +21,7 @@ func TestMetricsExposition(t *testing.T) {
 		Adapter: func() (bool, int) { return healthy, restarts },
 	})
 	m.ObserveCall("Add", 800*time.Microsecond, nil)
-	m.ObserveCall("Add", 2*time.Millisecond, status.Error(codes.ResourceExhausted, "full"))
+	m.ObserveCall("Add", 2*time.Millisecond, &wire.Error{Code: wire.CodeResourceExhausted, Message: "full"})
 	m.ObserveCall("Del", time.Millisecond, nil)
 	m.ObserveReconcile(reconcile.Result{Released: make([]datastore.Assignment, 3)})
 	m.ObserveReconcile(reconcile.Result{DryRun: true, Released: make([]datastore.Assignment, 5)})

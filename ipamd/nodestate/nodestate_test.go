@@ -18,12 +18,7 @@ import (
 // netns makes a network namespace for the test and returns its path.
 func netns(t *testing.T, name string) string {
 	t.Helper()
-	if os.Geteuid() != 0 {
-		testsupport.SkipOrFail(t, "creating network namespaces needs root")
-	}
-	if _, err := exec.LookPath("ip"); err != nil {
-		testsupport.SkipOrFail(t, "ip (iproute2) is not installed")
-	}
+	testsupport.RequireRoot(t, "ip")
 	run(t, "ip", "netns", "add", name)
 	t.Cleanup(func() { _ = exec.Command("ip", "netns", "delete", name).Run() })
 	return filepath.Join("/run/netns", name)

@@ -29,6 +29,9 @@
 // nor adopts anything. A NotReady sandbox still owns its IP.
 //
 // All of a pass's releases go to the datastore as one batch, one write.
+//
+// See docs/architecture.md for where this package sits and the life of an
+// ADD, a DEL, a reconcile pass and a restart through it.
 package reconcile
 
 import (

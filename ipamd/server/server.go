@@ -5,30 +5,32 @@
 //
 // Every request is validated before it reaches the datastore; a bad field
 // is answered with CodeInvalidArgument and a message that names it
-// (attachment.ifname "eth0/x" contains '/'). The methods keep gRPC status
-// codes internally, the wire codes being the same numbers; nothing serves
-// gRPC on the socket (health and readiness are on the introspection HTTP
-// listener, where kubelet's probes can reach them).
+// (attachment.ifname "eth0/x" contains '/'). The methods return wire
+// errors (*wire.Error): package apierr's one table says which code each
+// store or server error gets, and what the plugin prints for it. Health
+// and readiness are on the introspection HTTP listener, where kubelet's
+// probes can reach them.
 //
 // Nothing here talks to the container runtime: ADD and DEL never wait on
 // the adapter.
+//
+// See docs/architecture.md for where this package sits and the life of an
+// ADD, a DEL, a reconcile pass and a restart through it.
 package server
 
 import (
 	"context"
-	"errors"
+	"fmt"
 	"log/slog"
 	"math"
 	"net/netip"
 	"strings"
-	"syscall"
 	"time"
 
+	"github.com/sandboxipam/sandboxipam/ipamd/api/apierr"
 	ipamdv1 "github.com/sandboxipam/sandboxipam/ipamd/api/v1"
 	"github.com/sandboxipam/sandboxipam/ipamd/datastore"
 	"github.com/sandboxipam/sandboxipam/ipamd/ipsource"
-	"google.golang.org/grpc/codes"
-	"google.golang.org/grpc/status"
 )
 
 // Observer receives the duration and outcome of every call, by method name
@@ -87,7 +89,7 @@ func (s *Server) Add(ctx context.Context, req *ipamdv1.AddRequest) (resp *ipamdv
 	a, err := s.store.AssignWired(ctx, key, pod, wiring)
 	if err != nil {
 		s.log.Warn("ADD failed", slog.Any("key", key), slog.Any("pod", pod), slog.Any("error", err))
-		return nil, toStatus(err)
+		return nil, err
 	}
 	s.log.Debug("ADD", slog.Any("key", key), slog.Any("pod", pod), slog.Any("ips", a.IPs()))
 	return &ipamdv1.AddResponse{Ips: ipConfigs(a)}, nil
@@ -106,9 +108,8 @@ func (s *Server) wiring(w ipamdv1.Wiring) (datastore.Wiring, error) {
 		if s.opts.OnWiringRefused != nil {
 			s.opts.OnWiringRefused()
 		}
-		return "", status.Errorf(codes.FailedPrecondition,
-			"the sandboxipam CNI plugin runs as IPAM only (an \"ipam\" section of another main plugin), but ipamd is configured as the plugin wiring every pod (%s): "+
-				"set node.podWiring to ipamOnly (and empty cni.confListPath), or make sandboxipam the main plugin", s.opts.RefuseIPAMOnly)
+		return "", fmt.Errorf("%w: the sandboxipam CNI plugin runs as IPAM only (an \"ipam\" section of another main plugin), but ipamd is configured as the plugin wiring every pod (%s): "+
+			"set node.podWiring to ipamOnly (and empty cni.confListPath), or make sandboxipam the main plugin", apierr.ErrWiringRefused, s.opts.RefuseIPAMOnly)
 	}
 	return datastore.WiringUnknown, nil
 }
@@ -124,7 +125,7 @@ func (s *Server) Del(ctx context.Context, req *ipamdv1.DelRequest) (resp *ipamdv
 	a, found, err := s.store.Release(ctx, key)
 	if err != nil {
 		s.log.Warn("DEL failed", slog.Any("key", key), slog.Any("error", err))
-		return nil, toStatus(err)
+		return nil, err
 	}
 	if !found {
 		s.log.Info("DEL of an attachment ipamd holds nothing for; nothing to release", slog.Any("key", key))
@@ -143,7 +144,7 @@ func (s *Server) Check(_ context.Context, req *ipamdv1.CheckRequest) (resp *ipam
 	}
 	a, ok := s.store.Lookup(key)
 	if !ok {
-		return nil, status.Errorf(codes.NotFound, "no address held for network %q sandbox %q ifname %q",
+		return nil, fmt.Errorf("%w for network %q sandbox %q ifname %q", apierr.ErrNotHeld,
 			key.Network, key.SandboxID, key.IfName)
 	}
 	return &ipamdv1.CheckResponse{Ips: ipConfigs(a)}, nil
@@ -158,7 +159,7 @@ func (s *Server) GC(ctx context.Context, req *ipamdv1.GCRequest) (resp *ipamdv1.
 	}
 	released, err := s.store.GC(ctx, req.GetNetwork(), keep)
 	if err != nil {
-		return nil, toStatus(err)
+		return nil, err
 	}
 	resp = &ipamdv1.GCResponse{Released: make([]*ipamdv1.Attachment, 0, len(released))}
 	for _, a := range released {
@@ -217,7 +218,12 @@ func freeForAnADD(ranges []datastore.RangeInfo) (free uint64, short string) {
 	return free, short
 }
 
+// track observes a call and turns its error into the wire error it is
+// answered with (apierr's table), in this one place for every method.
 func (s *Server) track(method string, start time.Time, err *error) {
+	if *err != nil {
+		*err = apierr.ToWire(*err)
+	}
 	s.observe(method, time.Since(start), *err)
 }
 
@@ -238,34 +244,4 @@ func ipConfigs(a datastore.Assignment) []*ipamdv1.IPConfig {
 		out = append(out, c)
 	}
 	return out
-}
-
-// toStatus maps datastore errors onto the codes the CNI plugin branches
-// on: an unproven pool, a closing store and a state disk that is full or
-// read-only are conditions that clear (or that an operator clears) while
-// the runtime retries, so they are Unavailable, which the plugin answers
-// with CNI code 11 (try again later); exhaustion has its own code.
-func toStatus(err error) error {
-	var code codes.Code
-	switch {
-	case errors.Is(err, datastore.ErrPoolExhausted):
-		code = codes.ResourceExhausted
-	case errors.Is(err, datastore.ErrUnproven), errors.Is(err, datastore.ErrPoolNotReady), errors.Is(err, datastore.ErrClosed), diskCondition(err):
-		code = codes.Unavailable
-	case errors.Is(err, datastore.ErrInvalidKey):
-		code = codes.InvalidArgument
-	case errors.Is(err, context.DeadlineExceeded):
-		code = codes.DeadlineExceeded
-	case errors.Is(err, context.Canceled):
-		code = codes.Canceled
-	default:
-		code = codes.Internal
-	}
-	return status.Error(code, err.Error())
-}
-
-// diskCondition reports whether err is the state disk being full, out of
-// quota or read-only.
-func diskCondition(err error) bool {
-	return errors.Is(err, syscall.ENOSPC) || errors.Is(err, syscall.EDQUOT) || errors.Is(err, syscall.EROFS)
 }

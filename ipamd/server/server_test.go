@@ -8,12 +8,11 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/sandboxipam/sandboxipam/ipamd/api/apierr"
 	ipamdv1 "github.com/sandboxipam/sandboxipam/ipamd/api/v1"
 	"github.com/sandboxipam/sandboxipam/ipamd/api/wire"
 	"github.com/sandboxipam/sandboxipam/ipamd/api/wire/wireproto"
 	"github.com/sandboxipam/sandboxipam/ipamd/server"
-	"google.golang.org/grpc/codes"
-	"google.golang.org/grpc/status"
 )
 
 func TestAddDelCheck(t *testing.T) {
@@ -50,7 +49,7 @@ func TestAddDelCheck(t *testing.T) {
 		t.Fatalf("second Del a = %v, %v; want success, not released", del, err)
 	}
 	_, err = c.Check(ctx, &ipamdv1.CheckRequest{Attachment: attachment("sandbox-a")})
-	if status.Code(err) != codes.NotFound {
+	if apierr.Code(err) != wire.CodeNotFound {
 		t.Fatalf("Check after Del = %v, want NotFound", err)
 	}
 	if got := h.store.Stats(); got.Assigned != 1 || got.Total != 14 {
@@ -135,7 +134,7 @@ func TestInvalidArgumentNamesTheField(t *testing.T) {
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			_, err := g.Add(t.Context(), tc.req)
-			if st := status.Convert(err); st.Code() != codes.InvalidArgument || st.Message() != tc.want {
+			if werr := apierr.ToWire(err); werr == nil || werr.Code != wire.CodeInvalidArgument || werr.Message != tc.want {
 				t.Errorf("Add = %v\nwant InvalidArgument %q", err, tc.want)
 			}
 			err = wireproto.Call(t.Context(), w, wire.MethodAdd, tc.req, &ipamdv1.AddResponse{})
@@ -146,15 +145,15 @@ func TestInvalidArgumentNamesTheField(t *testing.T) {
 		})
 	}
 	_, err := g.Del(t.Context(), &ipamdv1.DelRequest{Attachment: &ipamdv1.Attachment{Network: "n", SandboxId: "s", Ifname: "a/b"}})
-	if st := status.Convert(err); st.Code() != codes.InvalidArgument || st.Message() != `attachment.ifname "a/b" contains '/'` {
+	if werr := apierr.ToWire(err); werr == nil || werr.Code != wire.CodeInvalidArgument || werr.Message != `attachment.ifname "a/b" contains '/'` {
 		t.Errorf("Del = %v", err)
 	}
 	_, err = g.GC(t.Context(), &ipamdv1.GCRequest{})
-	if st := status.Convert(err); st.Code() != codes.InvalidArgument || st.Message() != "network must not be empty" {
+	if werr := apierr.ToWire(err); werr == nil || werr.Code != wire.CodeInvalidArgument || werr.Message != "network must not be empty" {
 		t.Errorf("GC = %v", err)
 	}
 	_, err = g.GC(t.Context(), &ipamdv1.GCRequest{Network: "n", Valid: []*ipamdv1.Attachment{{SandboxId: "s", Ifname: ""}}})
-	if st := status.Convert(err); st.Code() != codes.InvalidArgument || st.Message() != `valid[0].ifname "" must not be empty` {
+	if werr := apierr.ToWire(err); werr == nil || werr.Code != wire.CodeInvalidArgument || werr.Message != `valid[0].ifname "" must not be empty` {
 		t.Errorf("GC = %v", err)
 	}
 	if st := h.store.Stats(); st.Assigned != 0 {

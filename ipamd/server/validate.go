@@ -6,11 +6,10 @@ import (
 	"unicode"
 	"unicode/utf8"
 
+	"github.com/sandboxipam/sandboxipam/ipamd/api/apierr"
 	ipamdv1 "github.com/sandboxipam/sandboxipam/ipamd/api/v1"
 	"github.com/sandboxipam/sandboxipam/ipamd/config/validname"
 	"github.com/sandboxipam/sandboxipam/ipamd/datastore"
-	"google.golang.org/grpc/codes"
-	"google.golang.org/grpc/status"
 )
 
 // Limits on request fields. A sandbox ID is 64 hex digits in every runtime
@@ -22,10 +21,8 @@ const (
 	maxPodFieldLen = 256
 )
 
-// invalid is a codes.InvalidArgument status whose message names the field.
-func invalid(format string, args ...any) error {
-	return status.Errorf(codes.InvalidArgument, format, args...)
-}
+// invalid is an apierr.ErrInvalidRequest whose message names the field.
+func invalid(format string, args ...any) error { return apierr.Invalid(format, args...) }
 
 // attachmentKey validates an attachment and turns it into a datastore key.
 func attachmentKey(field string, a *ipamdv1.Attachment) (datastore.Key, error) {

@@ -6,12 +6,12 @@ import (
 
 	ipamdv1 "github.com/sandboxipam/sandboxipam/ipamd/api/v1"
 	"github.com/sandboxipam/sandboxipam/ipamd/api/wire"
-	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/proto"
 )
 
-// WireHandler answers the lean wire framing with the same methods as the
-// gRPC service; errors carry the same status codes.
+// WireHandler answers the wire framing, the only protocol the socket
+// serves, with the Server's methods; their errors are already wire errors
+// (apierr's table).
 func (s *Server) WireHandler() Handler {
 	return func(ctx context.Context, m wire.Method, payload []byte) ([]byte, error) {
 		switch m {
@@ -38,8 +38,7 @@ func serveWire[Req, Resp proto.Message](ctx context.Context, m wire.Method, payl
 	}
 	resp, err := call(ctx, req)
 	if err != nil {
-		st := status.Convert(err)
-		return nil, &wire.Error{Code: wire.Code(st.Code()), Message: st.Message()}
+		return nil, err // a *wire.Error already (Server.track)
 	}
 	out, err := proto.Marshal(resp)
 	if err != nil {

@@ -5,11 +5,11 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/sandboxipam/sandboxipam/ipamd/api/apierr"
 	ipamdv1 "github.com/sandboxipam/sandboxipam/ipamd/api/v1"
+	"github.com/sandboxipam/sandboxipam/ipamd/api/wire"
 	"github.com/sandboxipam/sandboxipam/ipamd/datastore"
 	"github.com/sandboxipam/sandboxipam/ipamd/server"
-	"google.golang.org/grpc/codes"
-	"google.golang.org/grpc/status"
 )
 
 // How the plugin ran is recorded with each assignment; an old plugin that
@@ -34,7 +34,7 @@ func TestAddRecordsHowThePluginRan(t *testing.T) {
 	}
 	req := addReq("bad")
 	req.Wiring = 7
-	if _, err := h.srv.Add(context.Background(), req); status.Code(err) != codes.InvalidArgument || !strings.Contains(err.Error(), "wiring 7") {
+	if _, err := h.srv.Add(context.Background(), req); apierr.Code(err) != wire.CodeInvalidArgument || !strings.Contains(err.Error(), "wiring 7") {
 		t.Errorf("Add with wiring 7 = %v; want InvalidArgument naming wiring", err)
 	}
 }
@@ -49,7 +49,7 @@ func TestIPAMOnlyAddRefusedWhenThePluginWiresEveryPod(t *testing.T) {
 	req := addReq("ipam-pod")
 	req.Wiring = ipamdv1.Wiring_WIRING_IPAM_ONLY
 	_, err := srv.Add(context.Background(), req)
-	if status.Code(err) != codes.FailedPrecondition || !strings.Contains(err.Error(), "node.podWiring is plugin") ||
+	if apierr.Code(err) != wire.CodeFailedPrecondition || !strings.Contains(err.Error(), "node.podWiring is plugin") ||
 		!strings.Contains(err.Error(), "set node.podWiring to ipamOnly") {
 		t.Fatalf("Add = %v; want FailedPrecondition naming node.podWiring", err)
 	}

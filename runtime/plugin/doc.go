@@ -46,4 +46,7 @@
 // to bind the start to ctx, to learn the moment the process exits, and to
 // quote the plugin's stderr in launch errors; the process gets go-plugin's
 // environment, AutoMTLS's certificate included.
+//
+// See docs/architecture.md for where this package sits and the life of an
+// ADD, a DEL, a reconcile pass and a restart through it.
 package plugin

@@ -58,13 +58,3 @@ func IsAbsent(err error) bool {
 	return errors.Is(err, os.ErrNotExist) || errors.Is(err, syscall.ENOENT) ||
 		errors.Is(err, syscall.ECONNREFUSED)
 }
-
-// Exists reports whether the socket file behind uri exists.
-func Exists(uri string) bool {
-	path, err := SocketPath(uri)
-	if err != nil {
-		return false
-	}
-	_, err = os.Stat(path)
-	return err == nil
-}

@@ -24,17 +24,6 @@ import (
 	"github.com/sandboxipam/sandboxipam/internal/testsupport"
 )
 
-// RequireRoot skips a test that needs root and `ip`, except in CI
-// (testsupport.IsCI), where a missing prerequisite is a failure.
-func RequireRoot(tb testing.TB) {
-	tb.Helper()
-	if os.Geteuid() != 0 {
-		testsupport.SkipOrFail(tb, "needs root to create network namespaces and veths")
-	} else if _, err := exec.LookPath("ip"); err != nil {
-		testsupport.SkipOrFail(tb, "needs iproute2's ip to create network namespaces")
-	}
-}
-
 // RunTests runs a package's tests; call it from TestMain:
 // os.Exit(cnitest.RunTests(m)). The plugin build is shared between test
 // processes (testsupport.StaticBinary), so nothing is left to remove.

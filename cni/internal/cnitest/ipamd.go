@@ -12,8 +12,7 @@ import (
 	"testing"
 	"time"
 
-	"google.golang.org/protobuf/proto"
-
+	"github.com/sandboxipam/sandboxipam/ipamd/api/apierr"
 	ipamdv1 "github.com/sandboxipam/sandboxipam/ipamd/api/v1"
 	"github.com/sandboxipam/sandboxipam/ipamd/api/wire"
 	"github.com/sandboxipam/sandboxipam/ipamd/api/wire/wireproto"
@@ -22,8 +21,8 @@ import (
 	"github.com/sandboxipam/sandboxipam/ipamd/server"
 )
 
-// IPAMD speaks ipamd's real wire protocol on a unix socket, backed by
-// ipamd's real datastore (checkpoint, fsync and all). It stands in for
+// IPAMD is ipamd's real server (package server) on a unix socket, backed
+// by ipamd's real datastore (checkpoint, fsync and all). It stands in for
 // the daemon binary so these tests need none of its adapters or config.
 type IPAMD struct {
 	Socket string
@@ -105,106 +104,26 @@ func poolOf(n int) []ipsource.Address {
 	return addrs
 }
 
+// wireHandler is ipamd's real server on store: the same validation and
+// the same error table (package apierr) the daemon answers with.
 func wireHandler(store *datastore.Store) server.Handler {
-	return func(ctx context.Context, m wire.Method, payload []byte) ([]byte, error) {
-		var resp proto.Message
-		var err error
-		switch m {
-		case wire.MethodAdd:
-			resp, err = handleAdd(ctx, store, payload)
-		case wire.MethodDel:
-			resp, err = handleDel(ctx, store, payload)
-		case wire.MethodCheck:
-			resp, err = handleCheck(store, payload)
-		case wire.MethodGC:
-			resp, err = handleGC(ctx, store, payload)
-		case wire.MethodStatus:
-			stats := store.Stats()
-			resp = &ipamdv1.StatusResponse{Ready: stats.Free > 0, Free: uint32(stats.Free)}
-		default:
-			err = &wire.Error{Code: wire.CodeUnimplemented, Message: m.String()}
+	return server.New(store, server.Options{}).WireHandler()
+}
+
+// StartFailingIPAMD is StartWireIPAMD, except that every Add fails with
+// err as if the store had returned it, answered through apierr.ToWire
+// exactly as ipamd's server answers a store error.
+func StartFailingIPAMD(tb testing.TB, err error) *IPAMD {
+	tb.Helper()
+	return startWire(tb, 1, func(store *datastore.Store) server.Handler {
+		serve := wireHandler(store)
+		return func(ctx context.Context, m wire.Method, payload []byte) ([]byte, error) {
+			if m == wire.MethodAdd {
+				return nil, apierr.ToWire(fmt.Errorf("assign: %w", err))
+			}
+			return serve(ctx, m, payload)
 		}
-		if err != nil {
-			return nil, err
-		}
-		return proto.Marshal(resp)
-	}
-}
-
-func keyOf(a *ipamdv1.Attachment) datastore.Key {
-	return datastore.Key{Network: a.GetNetwork(), SandboxID: a.GetSandboxId(), IfName: a.GetIfname()}
-}
-
-func ipConfigOf(a datastore.Assignment) *ipamdv1.IPConfig {
-	return &ipamdv1.IPConfig{
-		Address: netip.PrefixFrom(a.Address.IP, a.Address.Subnet.Bits()).String(),
-		Gateway: a.Address.Gateway.String(),
-	}
-}
-
-func handleAdd(ctx context.Context, store *datastore.Store, payload []byte) (proto.Message, error) {
-	req := &ipamdv1.AddRequest{}
-	if err := proto.Unmarshal(payload, req); err != nil {
-		return nil, &wire.Error{Code: wire.CodeInvalidArgument, Message: err.Error()}
-	}
-	pod := datastore.Pod{Name: req.GetPod().GetName(), Namespace: req.GetPod().GetNamespace(), UID: req.GetPod().GetUid()}
-	wiring := map[ipamdv1.Wiring]datastore.Wiring{
-		ipamdv1.Wiring_WIRING_MAIN_PLUGIN: datastore.WiringMainPlugin, ipamdv1.Wiring_WIRING_IPAM_ONLY: datastore.WiringIPAMOnly,
-	}[req.GetWiring()]
-	a, err := store.AssignWired(ctx, keyOf(req.GetAttachment()), pod, wiring)
-	switch {
-	case errors.Is(err, datastore.ErrPoolExhausted):
-		return nil, &wire.Error{Code: wire.CodeResourceExhausted, Message: err.Error()}
-	case errors.Is(err, datastore.ErrInvalidKey):
-		return nil, &wire.Error{Code: wire.CodeInvalidArgument, Message: err.Error()}
-	case err != nil:
-		return nil, err
-	}
-	return &ipamdv1.AddResponse{Ips: []*ipamdv1.IPConfig{ipConfigOf(a)}}, nil
-}
-
-func handleDel(ctx context.Context, store *datastore.Store, payload []byte) (proto.Message, error) {
-	req := &ipamdv1.DelRequest{}
-	if err := proto.Unmarshal(payload, req); err != nil {
-		return nil, &wire.Error{Code: wire.CodeInvalidArgument, Message: err.Error()}
-	}
-	_, released, err := store.Release(ctx, keyOf(req.GetAttachment()))
-	if err != nil {
-		return nil, err
-	}
-	return &ipamdv1.DelResponse{Released: released}, nil
-}
-
-func handleCheck(store *datastore.Store, payload []byte) (proto.Message, error) {
-	req := &ipamdv1.CheckRequest{}
-	if err := proto.Unmarshal(payload, req); err != nil {
-		return nil, &wire.Error{Code: wire.CodeInvalidArgument, Message: err.Error()}
-	}
-	a, ok := store.Lookup(keyOf(req.GetAttachment()))
-	if !ok {
-		return nil, &wire.Error{Code: wire.CodeNotFound, Message: fmt.Sprintf("no address held for %v", req.GetAttachment())}
-	}
-	return &ipamdv1.CheckResponse{Ips: []*ipamdv1.IPConfig{ipConfigOf(a)}}, nil
-}
-
-func handleGC(ctx context.Context, store *datastore.Store, payload []byte) (proto.Message, error) {
-	req := &ipamdv1.GCRequest{}
-	if err := proto.Unmarshal(payload, req); err != nil {
-		return nil, &wire.Error{Code: wire.CodeInvalidArgument, Message: err.Error()}
-	}
-	valid := make([]datastore.Key, 0, len(req.GetValid()))
-	for _, v := range req.GetValid() {
-		valid = append(valid, keyOf(v))
-	}
-	released, err := store.GC(ctx, req.GetNetwork(), valid)
-	if err != nil {
-		return nil, err
-	}
-	resp := &ipamdv1.GCResponse{}
-	for _, a := range released {
-		resp.Released = append(resp.Released, &ipamdv1.Attachment{Network: a.Network, SandboxId: a.SandboxID, Ifname: a.IfName})
-	}
-	return resp, nil
+	})
 }
 
 // CheckViaWire asks ipamd over the wire, as an operator's tool would, and

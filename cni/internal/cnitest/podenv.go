@@ -4,6 +4,7 @@ import (
 	"testing"
 
 	"github.com/sandboxipam/sandboxipam/cni"
+	"github.com/sandboxipam/sandboxipam/internal/testsupport"
 	"github.com/sandboxipam/sandboxipam/ipamd/datastore"
 )
 
@@ -20,7 +21,7 @@ type PodEnv struct {
 // NewPodEnv creates both namespaces; it needs root.
 func NewPodEnv(tb testing.TB, socket string) *PodEnv {
 	tb.Helper()
-	RequireRoot(tb)
+	testsupport.RequireRoot(tb, "ip")
 	return &PodEnv{
 		Socket:    socket,
 		HostNS:    NewNetns(tb, "host"),

@@ -13,10 +13,6 @@ import (
 // config sets hostVethPrefix.
 const DefaultPrefix = "sbx"
 
-// MaxPrefix leaves at least eight hex characters of the hash in a
-// 15-character interface name.
-const MaxPrefix = 7
-
 // maxIfNameLen is the kernel's limit on interface names (IFNAMSIZ - 1).
 const maxIfNameLen = 15
 

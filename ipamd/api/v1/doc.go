@@ -1,4 +1,5 @@
 // Package ipamdv1 holds the messages of ipamd's CNI-facing API, generated
-// from messages.proto. It depends on protobuf only, so the CNI plugin can
-// import it without grpc; ipamd serves them over the wire framing alone.
+// from messages.proto. ipamd encodes them in the wire framing (package
+// wire), the only protocol its socket serves; the CNI plugin encodes the
+// same messages with package msg and links no protobuf runtime.
 package ipamdv1

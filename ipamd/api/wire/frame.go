@@ -14,8 +14,12 @@
 //
 // The request payload is the method's protobuf request. The response payload
 // is the protobuf response when Code is OK, and a UTF-8 error message
-// otherwise. Codes are gRPC's status code numbers, so errors read the same
-// as any protobuf API's.
+// otherwise. Codes keep gRPC's status code numbers and names, so errors
+// read the same as any protobuf API's; package apierr maps errors onto them
+// and them onto CNI codes. Nothing on the socket speaks gRPC.
+//
+// See docs/architecture.md for where this package sits and the life of an
+// ADD, a DEL, a reconcile pass and a restart through it.
 package wire
 
 import (
@@ -64,7 +68,7 @@ func (m Method) String() string {
 	}
 }
 
-// Code is a gRPC status code number, carried in one byte.
+// Code is a status code, carried in one byte; the numbers are gRPC's.
 type Code uint8
 
 // The codes ipamd returns; the numbers are gRPC's.
@@ -81,6 +85,24 @@ const (
 	CodeInternal           Code = 13
 	CodeUnavailable        Code = 14
 )
+
+// codeNames is an array, not a map, so the plugin pays nothing for it at
+// start-up.
+var codeNames = [...]string{
+	CodeOK: "OK", CodeCanceled: "Canceled", CodeUnknown: "Unknown", CodeInvalidArgument: "InvalidArgument",
+	CodeDeadlineExceeded: "DeadlineExceeded", CodeNotFound: "NotFound", CodeResourceExhausted: "ResourceExhausted",
+	CodeFailedPrecondition: "FailedPrecondition", CodeUnimplemented: "Unimplemented", CodeInternal: "Internal",
+	CodeUnavailable: "Unavailable",
+}
+
+// String is the code's gRPC name (ResourceExhausted), the label value the
+// call metrics carry.
+func (c Code) String() string {
+	if int(c) < len(codeNames) && codeNames[c] != "" {
+		return codeNames[c]
+	}
+	return fmt.Sprintf("Code(%d)", uint8(c))
+}
 
 // Error is a non-OK response.
 type Error struct {

@@ -81,7 +81,6 @@ type Source struct {
 
 	started atomic.Bool
 	ready   chan struct{} // closed when the initial fill is done
-	kick    chan struct{}
 
 	// adjustMu makes the loop, Adjust and CleanupLeakedENIs take turns, so
 	// clean-up never sees an ENI that growth created but has not attached.
@@ -137,7 +136,6 @@ func New(cfg Config, opts Options) (*Source, error) {
 		opts:    opts,
 		log:     opts.Logger.With(slog.String("source", Name)),
 		ready:   make(chan struct{}),
-		kick:    make(chan struct{}, 1),
 		enis:    map[string]*eni{},
 		foreign: map[int]string{},
 	}, nil
@@ -173,15 +171,6 @@ func (s *Source) Run(ctx context.Context, pool ipsource.Pool) error {
 // Ready is closed once Run has adopted the attached ENIs and done the
 // first fill.
 func (s *Source) Ready() <-chan struct{} { return s.ready }
-
-// Kick asks for an adjustment now rather than at the next
-// PoolCheckInterval; it never blocks. The daemon may call it after an ADD.
-func (s *Source) Kick() {
-	select {
-	case s.kick <- struct{}{}:
-	default:
-	}
-}
 
 // Adjust compares the pool with the targets once and grows or shrinks it,
 // as the loop does every PoolCheckInterval. It waits for an adjustment in
@@ -225,7 +214,7 @@ func (s *Source) start(ctx context.Context, pool ipsource.Pool) error {
 	return nil
 }
 
-// loop adjusts on every tick or kick, re-reads EC2 every ResyncInterval
+// loop adjusts on every tick, re-reads EC2 every ResyncInterval
 // and cleans up leaked ENIs every LeakedENICleanupInterval.
 func (s *Source) loop(ctx context.Context) {
 	check := time.NewTicker(s.cfg.PoolCheckInterval)
@@ -240,8 +229,6 @@ func (s *Source) loop(ctx context.Context) {
 		case <-ctx.Done():
 			return
 		case <-check.C:
-			step = s.adjust
-		case <-s.kick:
 			step = s.adjust
 		case <-resync.C:
 			step = s.resync

@@ -28,8 +28,6 @@ func TestNothingBeforeReady(t *testing.T) {
 	if st, enis := src.Status(), src.ENIs(); st != (Status{}) || enis != nil {
 		t.Fatalf("before Run: Status %+v, ENIs %+v; want zero", st, enis)
 	}
-	src.Kick() // never blocks, even with nobody listening
-	src.Kick()
 }
 
 func TestIdentityComesFromIMDS(t *testing.T) {
@@ -44,13 +42,4 @@ func TestIdentityComesFromIMDS(t *testing.T) {
 	if len(enis) != 1 || enis[0].ID != primary.ID || enis[0].SubnetID != primary.SubnetID || enis[0].PrimaryIP != primary.PrimaryIP || !enis[0].Primary {
 		t.Fatalf("ENIs() = %+v, want the primary %s", enis, primary.ID)
 	}
-}
-
-func TestKickAdjustsWithoutWaitingForTheInterval(t *testing.T) {
-	n := newNode(t, awslocal.Options{InstanceType: "t3.medium"})
-	n.start(n.config(func(c *Config) { c.WarmIPTarget = 2 })) // PoolCheckInterval is an hour
-	n.add(0)
-	n.add(1)
-	n.src.Kick()
-	eventually(t, "the kicked adjustment", func() bool { total, free := n.pool(); return total == 4 && free == 2 })
 }
