@@ -245,6 +245,9 @@ type Store struct {
 	// unproven, so a listing that started earlier never adopts back a
 	// sandbox its DEL already released; cleared once proven.
 	delsWhileUnproven map[Key]time.Time
+	// deleted holds the sandboxes whose CNI DEL this store answered, while
+	// a listing still shows them (see noteDeletedLocked).
+	deleted map[Key]time.Time
 	recovery          Recovery
 	closed            bool
 	commit            commitState

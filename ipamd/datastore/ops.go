@@ -55,6 +55,8 @@ func (s *Store) assignLocked(key Key, pod Pod) (Assignment, *batch, error) {
 	if s.closed {
 		return Assignment{}, nil, fmt.Errorf("assign: %w", ErrClosed)
 	}
+	// An ADD after the DEL wires the sandbox again: its reports hold.
+	delete(s.deleted, key)
 	if a, ok := s.assignments[key]; ok {
 		if a.Pod != pod {
 			s.log.Warn("repeated ADD for a key with other pod metadata; keeping the first",
@@ -110,6 +112,9 @@ func (s *Store) ReleaseFor(ctx context.Context, key Key, reason string) (Assignm
 	}
 	now := s.now()
 	a, found := s.releaseLocked(key, now)
+	if reason == ReasonCNIDel {
+		s.noteDeletedLocked(key, now)
+	}
 	if s.unproven {
 		// A listing that started before this DEL may still show the
 		// sandbox: it must not adopt it back (see adoptLocked).
