@@ -247,10 +247,10 @@ type Store struct {
 	delsWhileUnproven map[Key]time.Time
 	// deleted holds the sandboxes whose CNI DEL this store answered, while
 	// a listing still shows them (see noteDeletedLocked).
-	deleted map[Key]time.Time
-	recovery          Recovery
-	closed            bool
-	commit            commitState
+	deleted  map[Key]time.Time
+	recovery Recovery
+	closed   bool
+	commit   commitState
 	// dirtyIPs and dirtyKeys are the addresses and assignments changed
 	// since the last journal record was taken; needFull makes the next
 	// write a compaction instead (see the package doc).
