@@ -245,12 +245,9 @@ type Store struct {
 	// unproven, so a listing that started earlier never adopts back a
 	// sandbox its DEL already released; cleared once proven.
 	delsWhileUnproven map[Key]time.Time
-	// deleted holds the sandboxes whose CNI DEL this store answered, while
-	// a listing still shows them (see noteDeletedLocked).
-	deleted  map[Key]time.Time
-	recovery Recovery
-	closed   bool
-	commit   commitState
+	recovery          Recovery
+	closed            bool
+	commit            commitState
 	// dirtyIPs and dirtyKeys are the addresses and assignments changed
 	// since the last journal record was taken; needFull makes the next
 	// write a compaction instead (see the package doc).
@@ -268,6 +265,10 @@ type Store struct {
 	wake    chan struct{}
 	stop    chan struct{}
 	stopped chan struct{}
+
+	// deleted holds the sandboxes whose CNI DEL this store answered, while
+	// a listing still shows them (see noteDeletedLocked).
+	deleted map[Key]time.Time
 }
 
 var _ ipsource.Pool = (*Store)(nil)
