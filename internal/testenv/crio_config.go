@@ -19,6 +19,8 @@ import (
 //     oomScoreAdj (-998), which root without CAP_SYS_RESOURCE cannot set
 //     ("can't get final child's PID from pipe: EOF", as containerd's
 //     restrict_oom_score_adj works around);
+//   - apparmor_profile "unconfined": the default would install CRI-O's
+//     profile into the host's kernel where AppArmor is enabled;
 //   - drop_infra_ctr false: every sandbox gets a pause process and runc
 //     state under the runtime root, where teardown finds its ID (and the
 //     CNI results to remove) even after the daemon was killed;
@@ -44,7 +46,7 @@ default_runtime = "runc"
 cgroup_manager = "cgroupfs"
 drop_infra_ctr = false
 selinux = false
-apparmor_profile = ""
+apparmor_profile = "unconfined"
 pinns_path = %[8]s
 namespaces_dir = %[9]s
 container_exits_dir = %[10]s
