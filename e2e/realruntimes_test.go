@@ -127,17 +127,16 @@ func TestCompletedPodAddressReusedCRIO(t *testing.T) {
 	if view[job.SandboxID] != "198.18.0.2" {
 		t.Fatalf("CRI-O reports %q for the stopped sandbox, want its released 198.18.0.2: the test would prove nothing", view[job.SandboxID])
 	}
-	// Several reconcile passes see the stopped sandbox report .2 while
-	// it cools down and after: none may quarantine it.
+	// Reconcile passes see the stopped sandbox report .2 while it cools
+	// down and after: none may keep it quarantined. (A listing that
+	// started before the DEL shows the sandbox still running with .2, a
+	// holding: the next one lifts that.)
 	waitFor(t, 20*time.Second, "the cooldown to pass with .2 neither held nor quarantined", func() (bool, string) {
 		pool, err := node.IPAMD.Client().Pool(ctx)
 		if err != nil {
 			return false, err.Error()
 		}
-		if pool.Proof.Quarantined != 0 || pool.Unproven != 0 {
-			t.Fatalf("pool %+v: the stopped sandbox's stale report was quarantined", pool)
-		}
-		return pool.Assigned == 1 && pool.Cooling == 0 && pool.Free == 1, describe(pool)
+		return pool.Assigned == 1 && pool.Cooling == 0 && pool.Free == 1 && pool.Proof.Quarantined == 0, describe(pool)
 	})
 	next := createPods(t, ctx, node, "next")[0]
 	got := ipamdView(t, ctx, node.IPAMD)

@@ -275,6 +275,15 @@ func (n *Node) LoseDEL(ctx context.Context, pod fixture.Pod) error {
 		return err
 	}
 	defer func() { _ = writeAtomic(confPath, original) }()
+	if n.CRIO != nil {
+		// CRI-O (ocicni) tears a pod down with the config libcni cached
+		// with its result at ADD, not the current one: without that
+		// cache it falls back to the current, loopback-only config.
+		cached, _ := filepath.Glob(filepath.Join(cniResultsDir, "*-"+pod.SandboxID+"-*"))
+		for _, path := range cached {
+			_ = os.Remove(path)
+		}
+	}
 	// containerd reloads its CNI config when the directory changes; retry
 	// until the removal goes through with the loopback-only config.
 	deadline := time.Now().Add(20 * time.Second)
@@ -289,6 +298,10 @@ func (n *Node) LoseDEL(ctx context.Context, pod fixture.Pod) error {
 		time.Sleep(200 * time.Millisecond)
 	}
 }
+
+// cniResultsDir is where libcni caches each attachment's result and config;
+// CRI-O offers no setting to move it.
+const cniResultsDir = "/var/lib/cni/results"
 
 // currentConf returns the path and content of containerd's conflist.
 func (n *Node) currentConf() (string, []byte, error) {
