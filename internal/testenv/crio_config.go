@@ -99,7 +99,8 @@ func crioConfig(c *CRIO, pinns, conmon string) string {
 
 // runcWrapperScript runs runc after replacing, in a bundle it is about to
 // create, the OCI process's oomScoreAdj with the wrapper's own value: CRI-O
-// gives every infra container -998, which only a process with
+// gives every infra container -998, and cri-dockerd every sandbox
+// container -998 through dockerd, which only a process with
 // CAP_SYS_RESOURCE may set (a VM's or container's root may lack it).
 const runcWrapperScript = `#!/bin/sh
 bundle=
@@ -118,8 +119,13 @@ exec %s "$@"
 
 // writeRuncWrapper writes the runc wrapper CRI-O runs as its runtime.
 func (c *CRIO) writeRuncWrapper(runc string) error {
+	return writeRuncWrapper(c.runcWrapper(), runc)
+}
+
+// writeRuncWrapper writes runcWrapperScript, running runc, to path.
+func writeRuncWrapper(path, runc string) error {
 	script := fmt.Sprintf(runcWrapperScript, strconv.Quote(runc))
-	if err := os.WriteFile(c.runcWrapper(), []byte(script), 0o755); err != nil {
+	if err := os.WriteFile(path, []byte(script), 0o755); err != nil {
 		return fmt.Errorf("write runc wrapper: %w", err)
 	}
 	return nil
