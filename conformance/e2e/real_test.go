@@ -16,8 +16,9 @@ const realScale = "5"
 // with its shipped defaults (runtime names "cri-o" and "docker"), pods
 // made through the runtime's own CRI by the CRI fixture. The wrong runtime
 // is the other real one; Docker's own containerd is containerd without
-// CRI. Every check must pass; none may skip (runtime-restart runs in
-// TestRuntimeRestart, on runtimes of its own).
+// CRI. Every check must pass; only no-plain-containers may skip (see
+// below), and runtime-restart runs in TestRealRuntimeRestart, on runtimes
+// of their own.
 func TestRealCRIRuntimesConform(t *testing.T) {
 	t.Parallel()
 	c := crio.Get(t)
@@ -34,7 +35,12 @@ func TestRealCRIRuntimesConform(t *testing.T) {
 	results := runCLIConcurrently(t, runs)
 	for name := range runs {
 		t.Run(name, func(t *testing.T) {
-			expectShippedOutcome(t, results[name])
+			// no-plain-containers skips: the CRI fixture makes a container
+			// that is no pod only in containerd's namespace, and CRI-O and
+			// cri-dockerd serve nothing but CRI at their endpoints. (A plain
+			// Docker container beside cri-dockerd's pods would do; the
+			// runner has no flag for it yet.)
+			expectOutcome(t, results[name], 0, nil, []string{"no-plain-containers"}, []string{"runtime-restart"})
 			t.Logf("scale-listing: %v", results[name].result(t, "scale-listing").Notes)
 		})
 	}
