@@ -15,7 +15,7 @@ PROTOC_GEN_GO_VERSION      := v1.36.12
 PROTOC_GEN_GO_GRPC_VERSION := v1.5.1
 STATICCHECK_VERSION        := v0.8.2
 
-.PHONY: all build test test-short test-tools fuzz lint generate bench demo clean tools image e2e-kubernetes kubernetes-tools
+.PHONY: all build test test-short test-tools runtime-tools fuzz lint generate bench demo clean tools image e2e-kubernetes kubernetes-tools
 
 all: build
 
@@ -50,7 +50,18 @@ test: test-tools
 TOOLS_BIN      := $(BIN)/tools
 CRICTL_VERSION  = $(shell awk '$$1 == "require" && $$2 == "sigs.k8s.io/cri-tools" { print $$3 }' tools/crictl/go.mod)
 
-test-tools: $(TOOLS_BIN)/crictl
+test-tools: $(TOOLS_BIN)/crictl runtime-tools
+
+# CRI-O (crio, pinns) and cri-dockerd, built from the modules pinned in
+# tools/crio and tools/cri-dockerd and cached by version under
+# ${XDG_CACHE_HOME:-$HOME/.cache}/sandboxipam (cold: about 250 and 300
+# CPU-seconds, see BENCHMARKS.md; warm: nothing to do), linked into
+# bin/tools, where internal/testenv finds them. Needs cgo, a C compiler and
+# Debian's libseccomp-dev (.ci/run installs it).
+runtime-tools:
+	@mkdir -p $(TOOLS_BIN)
+	dir=$$(tools/crio/build.sh) && ln -sf "$$dir/crio" "$$dir/pinns" $(TOOLS_BIN)/
+	dir=$$(tools/cri-dockerd/build.sh) && ln -sf "$$dir/cri-dockerd" $(TOOLS_BIN)/
 
 $(TOOLS_BIN)/crictl: tools/crictl/go.mod tools/crictl/go.sum
 	@mkdir -p $(TOOLS_BIN)

@@ -26,10 +26,14 @@ import (
 	"github.com/sandboxipam/sandboxipam/runtime"
 )
 
-var ctrd = testenv.SharedContainerd(testenv.ContainerdOptions{})
+var (
+	ctrd = testenv.SharedContainerd(testenv.ContainerdOptions{})
+	// A real CRI-O: a CRI-only runtime the native mode must refuse.
+	realCRIO = testenv.SharedCRIO(testenv.CRIOOptions{})
+)
 
 func TestMain(m *testing.M) {
-	os.Exit(testenv.Run(m, ctrd, noCRICtrd))
+	os.Exit(testenv.Run(m, ctrd, noCRICtrd, realCRIO))
 }
 
 const testTimeout = 3 * time.Minute
@@ -221,24 +225,14 @@ func TestCRIModeRefusesAnotherRuntimeName(t *testing.T) {
 	}
 }
 
-// A CRI-only runtime's socket (here one answering as CRI-O) has no
-// containerd API; native mode names the runtime it found.
+// A CRI-only runtime's socket (a real CRI-O's) has no containerd API;
+// native mode names the runtime it found.
 func TestNativeModeRefusesACRIOnlySocket(t *testing.T) {
-	dir, err := os.MkdirTemp("", "ctrd")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { os.RemoveAll(dir) })
-	path := filepath.Join(dir, "crio.sock")
-	stop, err := critest.NewServer(critest.CRIO()).Serve(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(stop)
+	c := realCRIO.Get(t)
 	cfg := containerd.DefaultConfig()
-	cfg.Endpoint = "unix://" + path
-	_, err = newAdapter(t, cfg).ListSandboxes(context.Background())
-	want := fmt.Sprintf(`endpoint unix://%s serves runtime "cri-o" (CRI only), want "containerd" (the containerd API): endpoint serves another runtime`, path)
+	cfg.Endpoint = c.Endpoint
+	_, err := newAdapter(t, cfg).ListSandboxes(context.Background())
+	want := fmt.Sprintf(`endpoint %s serves runtime "cri-o" (CRI only), want "containerd" (the containerd API): endpoint serves another runtime`, c.Endpoint)
 	if !errors.Is(err, runtime.ErrWrongRuntime) || err.Error() != want {
 		t.Fatalf("error = %v\nwant    %s", err, want)
 	}

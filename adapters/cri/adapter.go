@@ -260,15 +260,24 @@ func (a *Adapter) GetSandbox(ctx context.Context, id string) (runtime.Sandbox, e
 }
 
 // listedAs returns the sandbox ListPodSandbox lists under exactly id, or
-// an ErrNotFound error.
+// an ErrNotFound error. The listing filtered by ID comes first; when it
+// does not hold id, the unfiltered listing decides: cri-dockerd adds the
+// sandboxes it knows only from their checkpoint (pause container removed
+// behind its back) to an unfiltered listing alone, and ListSandboxes lists
+// those NotReady. GetSandbox must agree: such a sandbox's app containers
+// may still hold its network namespace and address, and cri-dockerd still
+// sends its CNI DEL when kubelet removes it, so it is reported as existing,
+// NotReady, not as gone.
 func (a *Adapter) listedAs(ctx context.Context, id string) (*criv1.PodSandbox, error) {
-	reply, err := a.client.ListPodSandbox(ctx, &criv1.ListPodSandboxRequest{Filter: &criv1.PodSandboxFilter{Id: id}})
-	if err != nil {
-		return nil, a.translate(ctx, "get sandbox "+id, err)
-	}
-	for _, item := range reply.GetItems() {
-		if item.GetId() == id {
-			return item, nil
+	for _, filter := range []*criv1.PodSandboxFilter{{Id: id}, nil} {
+		reply, err := a.client.ListPodSandbox(ctx, &criv1.ListPodSandboxRequest{Filter: filter})
+		if err != nil {
+			return nil, a.translate(ctx, "get sandbox "+id, err)
+		}
+		for _, item := range reply.GetItems() {
+			if item.GetId() == id {
+				return item, nil
+			}
 		}
 	}
 	return nil, fmt.Errorf("get sandbox %s from %s: no pod sandbox is listed under exactly this ID: %w",

@@ -20,6 +20,15 @@ import (
 	"github.com/sandboxipam/sandboxipam/runtime"
 )
 
+// These are the shared CRI client's unit tests, against the local CRI
+// emulation (critest): they run in milliseconds with no daemon, and
+// critest can answer on demand what no private runtime does (a sandbox
+// that vanishes between the listing and its status call, a status answered
+// under another ID, a hundred pods without starting them). Every behaviour
+// they rely on was seen on the real runtimes, which the crio and
+// dockershim adapters' tests and the conformance suite run against: real
+// CRI-O and cri-dockerd (internal/testenv).
+
 // socketDir returns a short directory for unix sockets: t.TempDir can
 // exceed the 108-byte socket path limit with long test names.
 func socketDir(t *testing.T) string {

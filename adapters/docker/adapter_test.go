@@ -18,7 +18,6 @@ import (
 
 	"github.com/sandboxipam/sandboxipam/adapters/docker"
 	"github.com/sandboxipam/sandboxipam/adapters/internal/adaptertest"
-	"github.com/sandboxipam/sandboxipam/adapters/internal/critest"
 	"github.com/sandboxipam/sandboxipam/conformance/fixture"
 	"github.com/sandboxipam/sandboxipam/internal/testenv"
 	"github.com/sandboxipam/sandboxipam/runtime"
@@ -27,10 +26,12 @@ import (
 var (
 	dockerd = testenv.SharedDocker(testenv.DockerOptions{})
 	ctrd    = testenv.SharedContainerd(testenv.ContainerdOptions{})
+	// A real CRI-O, the CRI runtime the adapter must refuse.
+	realCRIO = testenv.SharedCRIO(testenv.CRIOOptions{})
 )
 
 func TestMain(m *testing.M) {
-	os.Exit(testenv.Run(m, dockerd, ctrd))
+	os.Exit(testenv.Run(m, dockerd, ctrd, realCRIO))
 }
 
 const testTimeout = 2 * time.Minute
@@ -166,25 +167,14 @@ func TestContainerdSocketIsWrongRuntime(t *testing.T) {
 	}
 }
 
-// A CRI socket (here one answering as CRI-O) is named in the refusal.
+// A CRI socket (a real CRI-O's) is named in the refusal.
 func TestCRISocketIsWrongRuntime(t *testing.T) {
-	dir, err := os.MkdirTemp("", "dkr")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { os.RemoveAll(dir) })
-	path := filepath.Join(dir, "crio.sock")
-	stop, err := critest.NewServer(critest.CRIO()).Serve(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(stop)
-
-	_, err = newAdapter(t, "unix://"+path).ListSandboxes(context.Background())
+	c := realCRIO.Get(t)
+	_, err := newAdapter(t, c.Endpoint).ListSandboxes(context.Background())
 	if !errors.Is(err, runtime.ErrWrongRuntime) {
 		t.Fatalf("error = %v, want ErrWrongRuntime", err)
 	}
-	want := fmt.Sprintf(`endpoint unix://%s serves runtime "cri-o" (CRI over gRPC), want "docker" (the Docker Engine API): endpoint serves another runtime`, path)
+	want := fmt.Sprintf(`endpoint %s serves runtime "cri-o" (CRI over gRPC), want "docker" (the Docker Engine API): endpoint serves another runtime`, c.Endpoint)
 	if err.Error() != want {
 		t.Errorf("error = %q\nwant    %q", err, want)
 	}

@@ -38,7 +38,9 @@ func (a *Adapter) identifyOther(ctx context.Context) error {
 	if err != nil || identity.IsDocker() || identity.Protocol == endpoint.ProtocolUnknown {
 		return nil
 	}
-	if identity.Protocol == endpoint.ProtocolHTTP2 {
+	// CRI-O answers HTTP/1 too on its CRI socket (its info API, beside
+	// gRPC on the same listener): ask CRI's Version either way.
+	if identity.Protocol == endpoint.ProtocolHTTP2 || identity.Protocol == endpoint.ProtocolHTTP1 {
 		name, _, err := criversion.Query(ctx, a.endpoint)
 		if err == nil {
 			return fmt.Errorf("endpoint %s serves runtime %q (CRI over gRPC), want %q (the Docker Engine API): %w",

@@ -12,6 +12,7 @@ import (
 	"github.com/docker/docker/api/types/container"
 	"github.com/docker/docker/api/types/network"
 
+	"github.com/sandboxipam/sandboxipam/adapters/internal/proc"
 	"github.com/sandboxipam/sandboxipam/runtime"
 )
 
@@ -83,7 +84,7 @@ func factsFromSummary(summary *container.Summary, inspected inspection) sandboxF
 	facts := sandboxFacts{
 		id:          summary.ID,
 		labels:      summary.Labels,
-		running:     isRunning(summary.State),
+		running:     isRunning(summary.State) || removingWhileRunning(summary, inspected),
 		createdAt:   inspected.createdAt,
 		networkMode: container.NetworkMode(summary.HostConfig.NetworkMode),
 	}
@@ -107,6 +108,17 @@ func isRunning(state container.ContainerState) bool {
 	default:
 		return false
 	}
+}
+
+// removingWhileRunning reports whether a sandbox the list shows as
+// "removing" still has its process: the list state says only that a
+// removal began, while inspection (GetSandbox) says Running until the
+// process has exited, and the process still holds the pod's network
+// namespace and address. The process an earlier inspection found, still
+// in the container's cgroup, answers as inspection would, so List and Get
+// agree without an inspection per listing.
+func removingWhileRunning(summary *container.Summary, inspected inspection) bool {
+	return summary.State == container.StateRemoving && proc.InContainer(inspected.pid, summary.ID)
 }
 
 // attemptFromName parses the attempt from a dockershim sandbox name,

@@ -117,6 +117,8 @@ func newFlagSet(stderr io.Writer) (*flag.FlagSet, *cli.Options) {
 		"(default with --fixture docker: the endpoint flag pointing at Docker's own containerd)")
 	flags.StringVar(&opts.NoCRIEndpoint, "no-cri-endpoint", "", "socket URI of a containerd whose CRI plugin is disabled, as Docker's own is; enables containerd-without-cri-refused "+
 		"(default with --fixture docker: the containerd the Engine runs on, found beside its socket, under /var/run/docker or at /run/containerd)")
+	flags.StringVar(&opts.PlainDockerHost, "plain-docker-host", "", "with --fixture cri against cri-dockerd, the Docker Engine's socket URI behind it: "+
+		"no-plain-containers runs a container there that belongs to no pod (default: none, and that check skips)")
 	flags.StringVar(&opts.PauseImage, "pause-image", "", "image of the pods' sandboxes, already present in the runtime (default: the fixture's)")
 	flags.StringVar(&opts.AppImage, "app-image", "", "image of the pods' app containers with --fixture cri, run with its own entrypoint (default: the pause image)")
 	flags.StringVar(&opts.PodCIDR, "pod-cidr", "", "with --fixture docker, give each pod an address from this CIDR in its sandbox's network namespace "+

@@ -93,6 +93,11 @@ type Options struct {
 	// io.kubernetes.pod.* labels, proving the adapter reads the pod's
 	// identity from sandbox metadata.
 	WithoutPodLabels bool
+	// PlainDockerHost, with the CRI fixture, is the Docker Engine behind a
+	// cri-dockerd endpoint: the no-plain-containers check runs a container
+	// there that belongs to no pod (fixture.CRIConfig.PlainDockerHost).
+	// Default: none.
+	PlainDockerHost string
 	// PodCIDR gives every docker-fixture pod an address from this range
 	// in its sandbox's network namespace, for the pod-ips-match check (see
 	// fixture.DockerConfig.PodAddresses). Default: none.
@@ -296,7 +301,7 @@ func newFixture(ctx context.Context, o Options) (fixture.Fixture, func(*slog.Log
 			CgroupParent: o.CgroupParent, PodAddresses: addrs})
 	case FixtureCRI:
 		fix, err = fixture.NewCRI(ctx, fixture.CRIConfig{Endpoint: o.Endpoint, PauseImage: o.PauseImage,
-			AppImage: o.AppImage, CgroupParent: o.CgroupParent, WithoutPodLabels: o.WithoutPodLabels})
+			AppImage: o.AppImage, CgroupParent: o.CgroupParent, WithoutPodLabels: o.WithoutPodLabels, PlainDockerHost: o.PlainDockerHost})
 	default:
 		return nil, func(*slog.Logger) {}, nil
 	}

@@ -19,14 +19,14 @@ import (
 // and requires the figures in the text, JSON and JUnit reports, with no
 // check run and no verdict. It asserts no timing: the figures for
 // BENCHMARKS.md come from BenchmarkConformanceMode. It runs the crio
-// adapter against the shared containerd: a CRI listing is one call, where
+// adapter against the shared real CRI-O: a CRI listing is one call, where
 // the docker adapter inspects every container on the shared dockerd, 250
 // times over, while the other tests start and remove theirs.
 func TestBenchmarkReport(t *testing.T) {
 	t.Parallel()
-	c := containerd.Get(t)
-	args := append([]string{"--adapter", binary(t, "crio"), "--adapter-arg=--runtime-name=containerd", "--benchmark", "--scale", "3",
-		"--namespace", "conformance-benchmark"}, criFixtureArgs(c)...)
+	c := crio.Get(t)
+	args := append([]string{"--adapter", binary(t, "crio"), "--benchmark", "--scale", "3",
+		"--namespace", "conformance-benchmark"}, realFixtureArgs(c.Endpoint, c.PauseImage, c.CgroupParent)...)
 	run := runCLI(t, args...)
 	b := run.report.Benchmark
 	switch {
@@ -119,10 +119,22 @@ func BenchmarkConformanceMode(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	cleanUpFixture(b, dockerFix)
-	cleanUpFixture(b, criFix)
-	createBenchPods(b, dockerFix)
-	createBenchPods(b, criFix)
+	o, sd := restartCRIO.Get(b), restartCRIDockerd.Get(b)
+	crioFix, err := fixture.NewCRI(b.Context(), fixture.CRIConfig{Endpoint: o.Endpoint, PauseImage: o.PauseImage, CgroupParent: o.CgroupParent})
+	if err != nil {
+		b.Fatal(err)
+	}
+	shimFix, err := fixture.NewCRI(b.Context(), fixture.CRIConfig{Endpoint: sd.Endpoint, PauseImage: sd.PauseImage, CgroupParent: sd.CgroupParent})
+	if err != nil {
+		b.Fatal(err)
+	}
+	for _, fix := range []interface {
+		fixture.Fixture
+		Close() error
+	}{dockerFix, criFix, crioFix, shimFix} {
+		cleanUpFixture(b, fix)
+		createBenchPods(b, fix)
+	}
 	cases := []struct {
 		name, adapter string
 		args          []string
@@ -130,8 +142,8 @@ func BenchmarkConformanceMode(b *testing.B) {
 		{"docker", "docker", []string{"--fixture", "docker", "--endpoint", d.Host}},
 		{"containerd-native", "containerd", []string{"--fixture", "cri", "--endpoint", c.Endpoint}},
 		{"containerd-cri", "containerd", []string{"--adapter-arg=--cri", "--fixture", "cri", "--endpoint", c.Endpoint}},
-		{"dockershim", "dockershim", []string{"--adapter-arg=--runtime-name=containerd", "--fixture", "cri", "--endpoint", c.Endpoint}},
-		{"crio", "crio", []string{"--adapter-arg=--runtime-name=containerd", "--fixture", "cri", "--endpoint", c.Endpoint}},
+		{"dockershim (real cri-dockerd)", "dockershim", []string{"--fixture", "cri", "--endpoint", sd.Endpoint}},
+		{"crio (real CRI-O)", "crio", []string{"--fixture", "cri", "--endpoint", o.Endpoint}},
 	}
 	for range b.N {
 		for _, tc := range cases {

@@ -20,9 +20,18 @@ import (
 var (
 	docker     = testenv.SharedDocker(testenv.DockerOptions{})
 	containerd = testenv.SharedContainerd(testenv.ContainerdOptions{})
+	// The real CRI-O and cri-dockerd (on the shared dockerd) that the
+	// crio and dockershim adapters are held to (real_test.go).
+	crio       = testenv.SharedCRIO(testenv.CRIOOptions{})
+	criDockerd = testenv.SharedCRIDockerd(docker, testenv.CRIDockerdOptions{})
 
 	restartDocker     = testenv.SharedDocker(testenv.DockerOptions{})
 	restartContainerd = testenv.SharedContainerd(testenv.ContainerdOptions{})
+	restartCRIO       = testenv.SharedCRIO(testenv.CRIOOptions{})
+	// A cri-dockerd of its own on a dockerd of its own: restarting it must
+	// not disturb the shared one's pods.
+	restartCRIDockerdEngine = testenv.SharedDocker(testenv.DockerOptions{})
+	restartCRIDockerd       = testenv.SharedCRIDockerd(restartCRIDockerdEngine, testenv.CRIDockerdOptions{})
 )
 
 // binaries is the directory the binaries under test are built into, once
@@ -61,7 +70,8 @@ var brokenFocus = flag.String("broken", "", "run only the broken-adapter cases w
 func TestMain(m *testing.M) {
 	flag.Parse()
 	allowParallel(4)
-	os.Exit(testenv.Run(m, docker, containerd, restartDocker, restartContainerd))
+	os.Exit(testenv.Run(m, docker, containerd, crio, criDockerd,
+		restartDocker, restartContainerd, restartCRIO, restartCRIDockerdEngine, restartCRIDockerd))
 }
 
 // allowParallel lets n of this package's tests run at once unless

@@ -50,8 +50,10 @@ func TestDockerAdapterConforms(t *testing.T) {
 	t.Logf("scale-listing: %v", run.result(t, "scale-listing").Notes)
 }
 
-// TestCRIAdaptersConform runs the suite against every CRI-speaking adapter
-// and the native containerd adapter, all reading the private containerd.
+// TestCRIAdaptersConform runs the suite against the containerd adapter
+// both ways, CRI and native, reading the private containerd. The crio and
+// dockershim adapters run against a real CRI-O and cri-dockerd instead
+// (TestRealCRIRuntimesConform).
 // The CRI fixture's plain container is a record in containerd's k8s.io
 // namespace. Every check must pass; none may skip.
 func TestCRIAdaptersConform(t *testing.T) {
@@ -73,14 +75,6 @@ func TestCRIAdaptersConform(t *testing.T) {
 			// Pod identity must come from containerd's own sandbox
 			// annotations: kubelet's labels are left out.
 			args: []string{"--without-pod-labels", "--wrong-runtime-arg=--endpoint=" + d.Host},
-		},
-		{
-			name: "dockershim", adapter: "dockershim", scale: smallScale,
-			args: []string{"--adapter-arg=--runtime-name=containerd", "--wrong-runtime-arg=--runtime-name=docker"},
-		},
-		{
-			name: "crio", adapter: "crio", scale: smallScale,
-			args: []string{"--adapter-arg=--runtime-name=containerd", "--wrong-runtime-arg=--runtime-name=cri-o"},
 		},
 	}
 	runs := make(map[string][]string, len(cases))
@@ -112,11 +106,12 @@ var shippedAdapters = []string{"docker", "containerd-cri", "containerd-native", 
 
 // TestEveryShippedAdapterMeetsEveryCheck makes sure the one check the
 // whole runs leave out, runtime-restart, is run against every shipped
-// adapter by TestRuntimeRestart.
+// adapter by TestRuntimeRestart and TestRealRuntimeRestart.
 func TestEveryShippedAdapterMeetsEveryCheck(t *testing.T) {
 	t.Parallel()
 	var names []string
-	for _, tc := range slices.Concat(dockerRestartCases("unix:///d.sock"), containerdRestartCases("unix:///c.sock")) {
+	for _, tc := range slices.Concat(dockerRestartCases("unix:///d.sock"), containerdRestartCases("unix:///c.sock"),
+		crioRestartCases("unix:///o.sock"), criDockerdRestartCases("unix:///s.sock")) {
 		if tc.failure == "" {
 			names = append(names, tc.name)
 		}

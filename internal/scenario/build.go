@@ -20,7 +20,7 @@ func BuildBinaries(ctx context.Context, moduleRoot, dir string) error {
 	}{
 		{false, []string{"-o", dir + "/", "./cmd/ipamd", "./cmd/ipamctl"}},
 		{true, []string{"-o", dir + "/", "./cmd/sandboxipam"}},
-		{false, []string{"-o", filepath.Join(dir, "adapters") + "/", "./cmd/adapters/containerd", "./cmd/adapters/docker"}},
+		{false, []string{"-o", filepath.Join(dir, "adapters") + "/", "./cmd/adapters/containerd", "./cmd/adapters/docker", "./cmd/adapters/crio", "./cmd/adapters/dockershim"}},
 	}
 	for _, b := range builds {
 		// The same flags as make build, so the build cache is shared.

@@ -35,22 +35,41 @@ type Options struct {
 	CIDR string
 	// Grace is the reconciler's grace period. Default 3s.
 	Grace time.Duration
+	// Runtime is the CRI runtime that calls the CNI plugin: RuntimeContainerd
+	// (the default), RuntimeCRIO or RuntimeCRIDockerd; ipamd reads it
+	// through the matching adapter (containerd, crio, dockershim).
+	Runtime string
 	// Logger receives the harness's progress; nil discards it.
 	Logger *slog.Logger
 }
 
-// Node is one Kubernetes node's worth of real parts: a private containerd
-// whose CRI plugin calls the sandboxipam CNI plugin, and ipamd with the
-// containerd adapter.
+// The runtimes a Node can run.
+const (
+	RuntimeContainerd = "containerd"
+	RuntimeCRIO       = "crio"
+	RuntimeCRIDockerd = "cri-dockerd"
+)
+
+// Node is one Kubernetes node's worth of real parts: a private CRI runtime
+// (containerd, CRI-O, or cri-dockerd on a dockerd) that calls the
+// sandboxipam CNI plugin, and ipamd with the matching adapter.
 type Node struct {
-	Containerd *testenv.Containerd
+	Containerd *testenv.Containerd // set when Options.Runtime is containerd
+	CRIO       *testenv.CRIO       // set when it is crio
+	Docker     *testenv.Docker     // set when it is cri-dockerd
+	CRIDockerd *testenv.CRIDockerd // set when it is cri-dockerd
 	Pods       *fixture.CRI
 	IPAMD      *IPAMD
 
-	opts    Options
-	runtime criapi.RuntimeServiceClient
-	conn    *grpc.ClientConn
+	opts       Options
+	endpoint   string // the runtime's CRI endpoint
+	cniConfDir string
+	runtime    criapi.RuntimeServiceClient
+	conn       *grpc.ClientConn
 }
+
+// adapters name ipamd's adapter for each runtime.
+var adapters = map[string]string{RuntimeContainerd: "containerd", RuntimeCRIO: "crio", RuntimeCRIDockerd: "dockershim"}
 
 // StartNode starts containerd with the sandboxipam CNI config, then ipamd.
 func StartNode(ctx context.Context, opts Options) (*Node, error) {
@@ -60,17 +79,24 @@ func StartNode(ctx context.Context, opts Options) (*Node, error) {
 	if opts.Grace == 0 {
 		opts.Grace = 3 * time.Second
 	}
+	if opts.Runtime == "" {
+		opts.Runtime = RuntimeContainerd
+	}
+	adapter, ok := adapters[opts.Runtime]
+	if !ok {
+		return nil, fmt.Errorf("scenario: Options.Runtime must be containerd, crio or cri-dockerd, got %q", opts.Runtime)
+	}
 	n := &Node{opts: opts}
 	ipamdDir := filepath.Join(opts.Dir, "ipamd")
 	// containerd's CNI config names ipamd's socket, and ipamd's config
 	// names containerd's: containerd starts first, with the socket path
 	// ipamd will serve.
-	if err := n.startContainerd(ctx, IPAMDSocket(ipamdDir)); err != nil {
+	if err := n.startRuntime(ctx, IPAMDSocket(ipamdDir)); err != nil {
 		return nil, err
 	}
 	var err error
 	n.IPAMD, err = NewIPAMD(IPAMDConfig{
-		Dir: ipamdDir, BinDir: opts.BinDir, Adapter: "containerd", Endpoint: n.Containerd.Endpoint,
+		Dir: ipamdDir, BinDir: opts.BinDir, Adapter: adapter, Endpoint: n.endpoint,
 		CIDR: opts.CIDR, Grace: opts.Grace, Cooldown: time.Second,
 	})
 	if err != nil {
@@ -84,28 +110,64 @@ func StartNode(ctx context.Context, opts Options) (*Node, error) {
 	return n, nil
 }
 
-func (n *Node) startContainerd(ctx context.Context, ipamdSocket string) error {
-	c, err := testenv.StartContainerd(ctx, testenv.ContainerdOptions{
-		Dir:         filepath.Join(n.opts.Dir, "ctd"),
-		CNIConfList: conflist(ipamdSocket),
-		CNIBinDirs:  []string{n.opts.BinDir},
-		Logger:      n.opts.Logger,
-	})
-	if err != nil {
-		return err
+// startRuntime starts the runtime with the sandboxipam CNI config and
+// connects the pod fixture to it.
+func (n *Node) startRuntime(ctx context.Context, ipamdSocket string) error {
+	var pauseImage, cgroupParent string
+	switch n.opts.Runtime {
+	case RuntimeContainerd:
+		c, err := testenv.StartContainerd(ctx, testenv.ContainerdOptions{
+			Dir: filepath.Join(n.opts.Dir, "ctd"), CNIConfList: conflist(ipamdSocket), CNIBinDirs: []string{n.opts.BinDir}, Logger: n.opts.Logger,
+		})
+		if err != nil {
+			return err
+		}
+		n.Containerd, n.endpoint, n.cniConfDir, pauseImage, cgroupParent = c, c.Endpoint, c.CNIConfDir, c.PauseImage, c.CgroupParent
+	case RuntimeCRIO:
+		c, err := testenv.StartCRIO(ctx, testenv.CRIOOptions{
+			Dir: filepath.Join(n.opts.Dir, "crio"), CNIConfList: conflist(ipamdSocket), CNIBinDirs: []string{n.opts.BinDir}, Logger: n.opts.Logger,
+		})
+		if err != nil {
+			return err
+		}
+		n.CRIO, n.endpoint, n.cniConfDir, pauseImage, cgroupParent = c, c.Endpoint, c.CNIConfDir, c.PauseImage, c.CgroupParent
+	case RuntimeCRIDockerd:
+		if err := n.startCRIDockerd(ctx, ipamdSocket); err != nil {
+			return err
+		}
+		c := n.CRIDockerd
+		n.endpoint, n.cniConfDir, pauseImage, cgroupParent = c.Endpoint, c.CNIConfDir, c.PauseImage, c.CgroupParent
 	}
-	n.Containerd = c
-	n.Pods, err = fixture.NewCRI(ctx, fixture.CRIConfig{Endpoint: c.Endpoint, PauseImage: c.PauseImage, CgroupParent: c.CgroupParent})
+	var err error
+	n.Pods, err = fixture.NewCRI(ctx, fixture.CRIConfig{Endpoint: n.endpoint, PauseImage: pauseImage, CgroupParent: cgroupParent})
 	if err != nil {
 		n.Stop(ctx)
 		return err
 	}
-	n.conn, err = grpc.NewClient(c.Endpoint, grpc.WithTransportCredentials(insecure.NewCredentials()))
+	n.conn, err = grpc.NewClient(n.endpoint, grpc.WithTransportCredentials(insecure.NewCredentials()))
 	if err != nil {
 		n.Stop(ctx)
 		return err
 	}
 	n.runtime = criapi.NewRuntimeServiceClient(n.conn)
+	return nil
+}
+
+// startCRIDockerd starts a dockerd, then cri-dockerd in front of it.
+func (n *Node) startCRIDockerd(ctx context.Context, ipamdSocket string) error {
+	d, err := testenv.StartDocker(ctx, testenv.DockerOptions{Dir: filepath.Join(n.opts.Dir, "dkr"), Logger: n.opts.Logger})
+	if err != nil {
+		return err
+	}
+	n.Docker = d
+	c, err := testenv.StartCRIDockerd(ctx, testenv.CRIDockerdOptions{
+		Dir: filepath.Join(n.opts.Dir, "crid"), Docker: d, CNIConfList: conflist(ipamdSocket), CNIBinDirs: []string{n.opts.BinDir}, Logger: n.opts.Logger,
+	})
+	if err != nil {
+		_ = d.Stop(ctx)
+		return err
+	}
+	n.CRIDockerd = c
 	return nil
 }
 
@@ -130,6 +192,15 @@ func (n *Node) Stop(ctx context.Context) {
 	}
 	if n.Containerd != nil {
 		_ = n.Containerd.Stop(ctx)
+	}
+	if n.CRIO != nil {
+		_ = n.CRIO.Stop(ctx)
+	}
+	if n.CRIDockerd != nil {
+		_ = n.CRIDockerd.Stop(ctx)
+	}
+	if n.Docker != nil {
+		_ = n.Docker.Stop(ctx)
 	}
 	if n.IPAMD != nil {
 		_ = n.IPAMD.Kill()
@@ -191,7 +262,9 @@ func (n *Node) AddressInPod(ctx context.Context, sandboxID string) (string, erro
 // ipamd, as happens when ipamd is down and the pod is force-removed after
 // the runtime's retries gave up. containerd will not remove a sandbox
 // whose network teardown fails, so the CNI config is swapped for a
-// loopback-only one while the pod is removed, then restored.
+// loopback-only one while the pod is removed, then restored (every
+// runtime here reloads it: containerd and CRI-O watch the directory,
+// cri-dockerd reads it again every few seconds).
 func (n *Node) LoseDEL(ctx context.Context, pod fixture.Pod) error {
 	confPath, original, err := n.currentConf()
 	if err != nil {
@@ -202,6 +275,15 @@ func (n *Node) LoseDEL(ctx context.Context, pod fixture.Pod) error {
 		return err
 	}
 	defer func() { _ = writeAtomic(confPath, original) }()
+	if n.CRIO != nil {
+		// CRI-O (ocicni) tears a pod down with the config libcni cached
+		// with its result at ADD, not the current one: without that
+		// cache it falls back to the current, loopback-only config.
+		cached, _ := filepath.Glob(filepath.Join(cniResultsDir, "*-"+pod.SandboxID+"-*"))
+		for _, path := range cached {
+			_ = os.Remove(path)
+		}
+	}
 	// containerd reloads its CNI config when the directory changes; retry
 	// until the removal goes through with the loopback-only config.
 	deadline := time.Now().Add(20 * time.Second)
@@ -217,20 +299,24 @@ func (n *Node) LoseDEL(ctx context.Context, pod fixture.Pod) error {
 	}
 }
 
+// cniResultsDir is where libcni caches each attachment's result and config;
+// CRI-O offers no setting to move it.
+const cniResultsDir = "/var/lib/cni/results"
+
 // currentConf returns the path and content of containerd's conflist.
 func (n *Node) currentConf() (string, []byte, error) {
-	entries, err := os.ReadDir(n.Containerd.CNIConfDir)
+	entries, err := os.ReadDir(n.cniConfDir)
 	if err != nil {
 		return "", nil, fmt.Errorf("read CNI conf dir: %w", err)
 	}
 	for _, e := range entries {
 		if strings.HasSuffix(e.Name(), ".conflist") {
-			path := filepath.Join(n.Containerd.CNIConfDir, e.Name())
+			path := filepath.Join(n.cniConfDir, e.Name())
 			data, err := os.ReadFile(path)
 			return path, data, err
 		}
 	}
-	return "", nil, fmt.Errorf("no .conflist in %s", n.Containerd.CNIConfDir)
+	return "", nil, fmt.Errorf("no .conflist in %s", n.cniConfDir)
 }
 
 func writeAtomic(path string, data []byte) error {

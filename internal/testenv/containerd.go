@@ -243,28 +243,34 @@ func (c *Containerd) importPauseImage(ctx context.Context) error {
 
 // writeCNI writes the conflist and links the plugins into CNIBinDir.
 func (c *Containerd) writeCNI(opts ContainerdOptions) error {
-	conf := opts.CNIConfList
+	return writeCNIFiles(c.Dir, c.CNIConfDir, c.CNIBinDir, opts.CNIConfList, opts.CNIBinDirs)
+}
+
+// writeCNIFiles writes conf (default: defaultCNIConfList, leases under
+// dir) into confDir and links the plugins of binDirs, then Debian's, into
+// binDir.
+func writeCNIFiles(dir, confDir, binDir string, conf []byte, binDirs []string) error {
 	if conf == nil {
 		var err error
-		if conf, err = defaultCNIConfList(filepath.Join(c.Dir, "cni", "ipam")); err != nil {
+		if conf, err = defaultCNIConfList(filepath.Join(dir, "cni", "ipam")); err != nil {
 			return err
 		}
 	}
-	if err := os.MkdirAll(c.CNIConfDir, 0o755); err != nil {
+	if err := os.MkdirAll(confDir, 0o755); err != nil {
 		return fmt.Errorf("CNI conf dir: %w", err)
 	}
-	if err := os.WriteFile(filepath.Join(c.CNIConfDir, "10-"+cniNetworkName+".conflist"), conf, 0o644); err != nil {
+	if err := os.WriteFile(filepath.Join(confDir, "10-"+cniNetworkName+".conflist"), conf, 0o644); err != nil {
 		return fmt.Errorf("write CNI config: %w", err)
 	}
-	dirs := make([]string, 0, len(opts.CNIBinDirs)+1)
-	for _, dir := range opts.CNIBinDirs {
-		abs, err := filepath.Abs(dir)
+	dirs := make([]string, 0, len(binDirs)+1)
+	for _, d := range binDirs {
+		abs, err := filepath.Abs(d)
 		if err != nil {
-			return fmt.Errorf("CNI bin dir %s: %w", dir, err)
+			return fmt.Errorf("CNI bin dir %s: %w", d, err)
 		}
 		dirs = append(dirs, abs)
 	}
-	return linkCNIPlugins(c.CNIBinDir, append(dirs, DefaultCNIBinDir))
+	return linkCNIPlugins(binDir, append(dirs, DefaultCNIBinDir))
 }
 
 // createNetNS creates a network namespace bound to path, with loopback up
@@ -317,14 +323,20 @@ func (c *Containerd) removeAllPods(ctx context.Context) error {
 	if c.WithoutCRI {
 		return nil
 	}
+	return removeAllSandboxes(ctx, c.daemon, c.Endpoint)
+}
+
+// removeAllSandboxes stops and removes every sandbox of the CRI runtime at
+// endpoint by ID while its daemon d runs.
+func removeAllSandboxes(ctx context.Context, d *daemon, endpoint string) error {
 	select {
-	case <-c.daemon.exited:
+	case <-d.exited:
 		return nil
 	default:
 	}
 	ctx, cancel := context.WithTimeout(ctx, stopGrace)
 	defer cancel()
-	conn, err := grpc.NewClient(c.Endpoint, grpc.WithTransportCredentials(insecure.NewCredentials()))
+	conn, err := grpc.NewClient(endpoint, grpc.WithTransportCredentials(insecure.NewCredentials()))
 	if err != nil {
 		return fmt.Errorf("CRI client: %w", err)
 	}

@@ -114,6 +114,11 @@ const (
 // defaultCNIConfList is Debian's bridge with host-local IPAM, its lease
 // files under Dir. No ipMasq: that would need iptables.
 func defaultCNIConfList(ipamDataDir string) ([]byte, error) {
+	return namedCNIConfList(ipamDataDir, cniNetworkName)
+}
+
+// namedCNIConfList is defaultCNIConfList under another network name.
+func namedCNIConfList(ipamDataDir, name string) ([]byte, error) {
 	ipam := map[string]any{
 		"type":    "host-local",
 		"ranges":  [][]map[string]string{{{"subnet": defaultPodSubnet}}},
@@ -126,7 +131,7 @@ func defaultCNIConfList(ipamDataDir string) ([]byte, error) {
 		"ipMasq":    false,
 		"ipam":      ipam,
 	}
-	conf := map[string]any{"cniVersion": "1.0.0", "name": cniNetworkName, "plugins": []any{bridge}}
+	conf := map[string]any{"cniVersion": "1.0.0", "name": name, "plugins": []any{bridge}}
 	data, err := json.MarshalIndent(conf, "", "  ")
 	if err != nil {
 		return nil, fmt.Errorf("default CNI config: %w", err)

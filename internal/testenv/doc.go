@@ -1,8 +1,13 @@
 // Package testenv starts private, throw-away container runtimes for tests
-// and demos: a containerd with its CRI plugin (StartContainerd) and a Docker
-// Engine (StartDocker), each with its own root, state, sockets, cgroup
-// parent and, for containerd, its own network namespace, so that they never
-// disturb the host or each other and leave nothing behind after Stop.
+// and demos: a containerd with its CRI plugin (StartContainerd), a Docker
+// Engine (StartDocker), a CRI-O (StartCRIO) and a cri-dockerd in front of a
+// Docker Engine (StartCRIDockerd), each with its own root, state, sockets,
+// cgroup parent and, for the CRI runtimes, its own network namespace, so
+// that they never disturb the host or each other and leave nothing behind
+// after Stop. CRI-O and cri-dockerd are built by make test-tools from the
+// modules pinned in tools/crio and tools/cri-dockerd; without them their
+// Start returns an error wrapping ErrUnavailable (a skip, or a failure
+// under CI=true).
 // ContainerdOptions.DisableCRI starts a containerd as Docker starts its
 // own, with the CRI plugin disabled, for tests that an adapter refuses it.
 //
@@ -48,8 +53,10 @@
 //
 // What cannot be moved under Dir: shims put their sockets in
 // /run/containerd/s (removed by ID on teardown), libcni caches results in
-// /var/lib/cni/results (removed by ID on teardown), and dockerd creates
-// the empty directory /run/docker/plugins. The host's network namespace,
+// /var/lib/cni/results (removed by ID on teardown, and for CRI-O's default
+// network, which is named after the instance, by network), CRI-O creates
+// /etc/crio/policies (removed on teardown if it was absent and is empty),
+// and dockerd creates the empty directory /run/docker/plugins. The host's network namespace,
 // /etc, /opt and /var/lib are otherwise untouched.
 //
 // Requires root, Linux, and the Debian packages EnsurePackages installs.

@@ -9,6 +9,7 @@ import (
 	"net"
 	"net/http"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"time"
 
@@ -51,9 +52,21 @@ type Docker struct {
 
 // dockerDaemonConfig is dockerd's daemon.json. deprecated-key-path keeps
 // dockerd 20.10 from writing /etc/docker/key.json; only the file accepts it.
+// The default runtime is runc behind runcWrapperScript: cri-dockerd asks
+// for oom_score_adj -998 on every sandbox, which root without
+// CAP_SYS_RESOURCE cannot set.
 type dockerDaemonConfig struct {
-	DeprecatedKeyPath string `json:"deprecated-key-path"`
+	DeprecatedKeyPath string                   `json:"deprecated-key-path"`
+	Runtimes          map[string]dockerRuntime `json:"runtimes"`
+	DefaultRuntime    string                   `json:"default-runtime"`
 }
+
+type dockerRuntime struct {
+	Path string `json:"path"`
+}
+
+// dockerRuntimeName names the wrapped runc in daemon.json.
+const dockerRuntimeName = "sandboxipam-runc"
 
 // StartDocker starts a containerd and a dockerd on it, without touching the
 // host's network (no bridge, no iptables, no forwarding), waits until the
@@ -110,8 +123,20 @@ func (d *Docker) start(ctx context.Context) error {
 	if err := writeRecord(d.record); err != nil {
 		return err
 	}
+	runc, err := exec.LookPath("runc")
+	if err != nil {
+		return fmt.Errorf("runc: %w", err)
+	}
+	wrapper := filepath.Join(d.Dir, "runc-wrapper")
+	if err := writeRuncWrapper(wrapper, runc); err != nil {
+		return err
+	}
 	configPath := filepath.Join(d.Dir, "daemon.json")
-	config, _ := json.Marshal(dockerDaemonConfig{DeprecatedKeyPath: filepath.Join(d.Dir, "key.json")})
+	config, _ := json.Marshal(dockerDaemonConfig{
+		DeprecatedKeyPath: filepath.Join(d.Dir, "key.json"),
+		Runtimes:          map[string]dockerRuntime{dockerRuntimeName: {Path: wrapper}},
+		DefaultRuntime:    dockerRuntimeName,
+	})
 	if err := os.WriteFile(configPath, config, 0o600); err != nil {
 		return fmt.Errorf("write daemon.json: %w", err)
 	}

@@ -47,8 +47,14 @@ type instanceRecord struct {
 	ShimAddress   string `json:"shimAddress"`
 	ShimNamespace string `json:"shimNamespace"`
 	RuncRoot      string `json:"runcRoot"`
-	OwnerPID      int    `json:"ownerPID"`
-	OwnerStart    string `json:"ownerStart"`
+	// CNINetwork, when set, is a CNI network name of this instance's own:
+	// teardown removes libcni's cached results under it.
+	CNINetwork string `json:"cniNetwork,omitempty"`
+	// HostDirs are directories outside Dir the daemon created (CRI-O's
+	// /etc/crio/policies): teardown removes them when they are empty.
+	HostDirs   []string `json:"hostDirs,omitempty"`
+	OwnerPID   int      `json:"ownerPID"`
+	OwnerStart string   `json:"ownerStart"`
 }
 
 // newRecord describes an instance of kind in dir owned by this process.

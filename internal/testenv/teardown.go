@@ -46,6 +46,8 @@ func teardown(ctx context.Context, rec instanceRecord) error {
 	ids := runcContainerIDs(rec)
 	removeShimSockets(rec.ShimAddress, rec.ShimNamespace, ids)
 	removeCNICache(ids)
+	removeCNINetworkCache(rec.CNINetwork)
+	removeEmptyHostDirs(rec.HostDirs)
 	if err := unmountUnder(rec.Dir); err != nil {
 		errs = append(errs, err)
 	}
@@ -304,6 +306,26 @@ func removeCNICache(ids []string) {
 		for _, path := range matches {
 			_ = os.Remove(path)
 		}
+	}
+}
+
+// removeCNINetworkCache deletes every cached result of a network that
+// belongs to one instance alone ("<network>-<ID>-<interface>").
+func removeCNINetworkCache(network string) {
+	if network == "" {
+		return
+	}
+	matches, _ := filepath.Glob(filepath.Join(cniCacheDir, network+"-*"))
+	for _, path := range matches {
+		_ = os.Remove(path)
+	}
+}
+
+// removeEmptyHostDirs removes, deepest first, the directories a daemon
+// created outside its Dir, unless something has been put in them since.
+func removeEmptyHostDirs(dirs []string) {
+	for i := len(dirs) - 1; i >= 0; i-- {
+		_ = unix.Rmdir(dirs[i])
 	}
 }
 

@@ -79,7 +79,10 @@ type ObserveReport struct {
 //     cooling or under another key is quarantined, logged and counted,
 //     never handed out; a quarantine ends once no evidence shows such a
 //     holder and the store is proven;
-//   - an unproven store becomes proven when nothing is unaccounted for.
+//   - an unproven store becomes proven when nothing is unaccounted for;
+//   - a stopped sandbox's report of an address after this store answered
+//     its DEL is stale (CRI-O keeps reporting it): neither adopted nor
+//     quarantined (see noteDeletedLocked).
 //
 // An address outside the pool that a sandbox holds is adopted too (the
 // pool may grow to include it later) but never quarantined: it is not
@@ -96,6 +99,8 @@ func (s *Store) Observe(ctx context.Context, ev Evidence) (ObserveReport, error)
 	wasUnproven := s.unproven
 	var rep ObserveReport
 	rep.Confirmed = s.confirmLocked(ev.Listed, ev.At)
+	s.forgetDeletedLocked(ev.Listed)
+	ev.Holdings = slices.DeleteFunc(slices.Clone(ev.Holdings), func(h Holding) bool { return s.staleLocked(ev.Network, ev.IfName, h) })
 	if s.unproven {
 		rep.Adopted = s.adoptLocked(ev)
 	}

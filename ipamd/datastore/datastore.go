@@ -300,6 +300,10 @@ type Store struct {
 	wake    chan struct{}
 	stop    chan struct{}
 	stopped chan struct{}
+
+	// deleted holds the sandboxes whose CNI DEL this store answered, while
+	// a listing still shows them (see noteDeletedLocked).
+	deleted map[Key]time.Time
 }
 
 var _ ipsource.Pool = (*Store)(nil)

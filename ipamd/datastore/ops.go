@@ -62,6 +62,8 @@ func (s *Store) assignLocked(key Key, pod Pod, wiring Wiring) (Assignment, *batc
 	if s.closed {
 		return Assignment{}, nil, fmt.Errorf("assign: %w", ErrClosed)
 	}
+	// An ADD after the DEL wires the sandbox again: its reports hold.
+	delete(s.deleted, key)
 	if a, ok := s.assignments[key]; ok {
 		if a.Pod != pod {
 			s.log.Warn("repeated ADD for a key with other pod metadata; keeping the first",
@@ -128,6 +130,9 @@ func (s *Store) releaseOne(ctx context.Context, key Key, reason string, hold []n
 	a, found := s.releaseLocked(key, now)
 	if found {
 		s.quarantineReleasedLocked(a, hold)
+	}
+	if reason == ReasonCNIDel {
+		s.noteDeletedLocked(key, now)
 	}
 	if s.unproven {
 		// A listing that started before this DEL may still show the

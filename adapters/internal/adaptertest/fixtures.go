@@ -14,8 +14,15 @@ import (
 // identity from labels instead of the sandbox metadata fails.
 func NewCRIFixture(t testing.TB, ctx context.Context, c *testenv.Containerd) *fixture.CRI {
 	t.Helper()
+	return NewCRIFixtureAt(t, ctx, c.Endpoint, c.PauseImage, c.CgroupParent)
+}
+
+// NewCRIFixtureAt is NewCRIFixture for any CRI runtime: a real CRI-O or
+// cri-dockerd, say.
+func NewCRIFixtureAt(t testing.TB, ctx context.Context, endpoint, pauseImage, cgroupParent string) *fixture.CRI {
+	t.Helper()
 	f, err := fixture.NewCRI(ctx, fixture.CRIConfig{
-		Endpoint: c.Endpoint, PauseImage: c.PauseImage, CgroupParent: c.CgroupParent, WithoutPodLabels: true,
+		Endpoint: endpoint, PauseImage: pauseImage, CgroupParent: cgroupParent, WithoutPodLabels: true,
 	})
 	if err != nil {
 		t.Fatal(err)

@@ -105,8 +105,9 @@ func (s *Server) AddAppContainer(sandboxID, containerID string) {
 
 // LoseContainer makes a stored sandbox checkpoint-only, as cri-dockerd's
 // are once the pause container is removed behind its back: ListPodSandbox
-// still lists it, SANDBOX_NOTREADY, but PodSandboxStatus fails with the
-// flavor's NotFound.
+// still lists it, SANDBOX_NOTREADY, but only when the request has no
+// filter at all (cri-dockerd reads its checkpoints only then), and
+// PodSandboxStatus fails with the flavor's NotFound.
 func (s *Server) LoseContainer(sandboxID string) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -161,7 +162,7 @@ func (s *Server) ListPodSandbox(_ context.Context, request *criv1.ListPodSandbox
 	filter := request.GetFilter()
 	reply := &criv1.ListPodSandboxResponse{}
 	for _, sb := range s.sandboxes {
-		if !matches(sb, filter) {
+		if !matches(sb, filter) || (filter != nil && s.checkpointOnly[sb.GetId()]) {
 			continue
 		}
 		reply.Items = append(reply.Items, &criv1.PodSandbox{

@@ -1,0 +1,290 @@
+package testenv
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"time"
+
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/credentials/insecure"
+	criapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+
+	"github.com/sandboxipam/sandboxipam/conformance/fixture"
+	"github.com/sandboxipam/sandboxipam/internal/testsupport"
+)
+
+// CRIOOptions configures StartCRIO.
+type CRIOOptions struct {
+	// Dir holds all of the daemon's state; required, absolute, at most 64
+	// bytes. It is wiped first if an earlier instance used it.
+	Dir string
+	// CNIConfList is the CNI network config (a conflist JSON). Default:
+	// Debian's bridge plugin (bridge "sbxipam0", in the instance's own
+	// network namespace) with host-local IPAM on 198.19.0.0/24, leases
+	// under Dir, as a network named after the instance.
+	CNIConfList []byte
+	// CNIBinDirs are searched for CNI plugins before /usr/lib/cni.
+	CNIBinDirs []string
+	// Logger receives progress messages; nil discards them.
+	Logger *slog.Logger
+}
+
+// CRIO is a running private CRI-O (built by make test-tools from the
+// pinned module in tools/crio), with the pause image in its storage and a
+// CNI config of its own. Like Containerd it runs inside a network
+// namespace of its own (NetNSPath), where the CNI plugins it runs put the
+// bridge's host side.
+type CRIO struct {
+	Dir          string
+	Address      string // the CRI socket path
+	Endpoint     string // "unix://" + Address, for CRI clients
+	PauseImage   string // fixture.DefaultPauseImage, also pause_image
+	CgroupParent string // give pods this cgroup parent, so Stop finds them
+	CNIConfDir   string
+	CNIBinDir    string
+	NetNSPath    string // the daemon's network namespace
+	PID          int    // crio's
+
+	daemon *daemon
+	record instanceRecord
+	logger *slog.Logger
+}
+
+// crioTools are the binaries make test-tools builds (tools/crio/build.sh).
+var crioTools = []string{"crio", "pinns"}
+
+// StartCRIO creates a network namespace, writes a config and CNI setup
+// under opts.Dir, starts CRI-O inside that namespace, loads the pause image
+// into its storage with skopeo, and waits until CRI reports the runtime
+// and network ready. Without the built binaries, conmon or skopeo it
+// returns an error wrapping ErrUnavailable.
+func StartCRIO(ctx context.Context, opts CRIOOptions) (*CRIO, error) {
+	logger := loggerOrDiscard(opts.Logger)
+	bins, err := findCRIOBinaries()
+	if err != nil {
+		return nil, fmt.Errorf("start cri-o: %w", err)
+	}
+	sweepStale(ctx, logger)
+	c := newCRIO(opts.Dir, logger)
+	if err := prepareDir(ctx, c.record); err != nil {
+		return nil, fmt.Errorf("start cri-o: %w", err)
+	}
+	if err := c.start(ctx, opts, bins); err != nil {
+		_ = c.Stop(context.WithoutCancel(ctx))
+		return nil, fmt.Errorf("start cri-o: %w", err)
+	}
+	return c, nil
+}
+
+// findCRIOBinaries locates crio and pinns in bin/tools, and conmon, runc
+// and skopeo on PATH (Debian's; .ci/run installs them).
+func findCRIOBinaries() (map[string]string, error) {
+	bins := map[string]string{}
+	for _, name := range crioTools {
+		p, err := testsupport.ToolPath(name)
+		if err == nil {
+			_, err = os.Stat(p)
+		}
+		if err != nil {
+			return nil, fmt.Errorf("%w: %s is not built (run make test-tools): %v", ErrUnavailable, name, err)
+		}
+		bins[name] = p
+	}
+	for _, name := range []string{"conmon", "runc", "skopeo"} {
+		p, err := exec.LookPath(name)
+		if err != nil {
+			return nil, fmt.Errorf("%w: %s not installed (Debian package %s): %v", ErrUnavailable, name, name, err)
+		}
+		bins[name] = p
+	}
+	return bins, nil
+}
+
+// crioHostDirs are created by CRI-O at start whatever its config says;
+// teardown removes those that did not exist before, when empty.
+var crioHostDirs = []string{"/etc/crio", "/etc/crio/policies"}
+
+// absentDirs returns the dirs that do not exist now.
+func absentDirs(dirs []string) []string {
+	var absent []string
+	for _, dir := range dirs {
+		if _, err := os.Lstat(dir); errors.Is(err, os.ErrNotExist) {
+			absent = append(absent, dir)
+		}
+	}
+	return absent
+}
+
+func newCRIO(dir string, logger *slog.Logger) *CRIO {
+	rec := newRecord("crio", dir)
+	c := &CRIO{
+		Dir:          dir,
+		Address:      filepath.Join(dir, "crio.sock"),
+		PauseImage:   fixture.DefaultPauseImage,
+		CgroupParent: rec.CgroupParent,
+		CNIConfDir:   filepath.Join(dir, "cni", "conf"),
+		CNIBinDir:    filepath.Join(dir, "cni", "bin"),
+		NetNSPath:    filepath.Join(dir, "netns"),
+		logger:       logger,
+	}
+	c.Endpoint = "unix://" + c.Address
+	rec.RuncRoot, rec.ShimNamespace = filepath.Dir(c.runtimeRoot()), crioRuncNamespace
+	c.record = rec
+	return c
+}
+
+func (c *CRIO) start(ctx context.Context, opts CRIOOptions, bins map[string]string) error {
+	conf := opts.CNIConfList
+	if conf == nil {
+		// A network name of the instance's own: teardown removes the
+		// results libcni cached under it in /var/lib/cni/results.
+		c.record.CNINetwork = "sbxipam-crio-" + dirHash(c.Dir)
+		var err error
+		if conf, err = namedCNIConfList(filepath.Join(c.Dir, "cni", "ipam"), c.record.CNINetwork); err != nil {
+			return err
+		}
+	}
+	c.record.HostDirs = absentDirs(crioHostDirs)
+	if err := writeRecord(c.record); err != nil {
+		return err
+	}
+	if err := createNetNS(ctx, c.NetNSPath); err != nil {
+		return err
+	}
+	if err := writeCNIFiles(c.Dir, c.CNIConfDir, c.CNIBinDir, conf, opts.CNIBinDirs); err != nil {
+		return err
+	}
+	if err := c.writeConfig(bins); err != nil {
+		return err
+	}
+	began := time.Now()
+	// nsenter execs crio, so the PID is crio's own.
+	daemon, err := startDaemon("crio", filepath.Join(c.Dir, "crio.log"), c.logger, c.argv(bins["crio"])...)
+	if err != nil {
+		return err
+	}
+	c.daemon, c.PID = daemon, daemon.pid()
+	return c.waitUsable(ctx, began, bins["skopeo"])
+}
+
+func (c *CRIO) argv(crio string) []string {
+	return []string{"nsenter", "--net=" + c.NetNSPath, crio,
+		"--config", filepath.Join(c.Dir, "crio.conf"), "--config-dir", filepath.Join(c.Dir, "crio.conf.d")}
+}
+
+func (c *CRIO) writeConfig(bins map[string]string) error {
+	if err := os.MkdirAll(filepath.Join(c.Dir, "crio.conf.d"), 0o755); err != nil {
+		return fmt.Errorf("config dir: %w", err)
+	}
+	if err := c.writeRuncWrapper(bins["runc"]); err != nil {
+		return err
+	}
+	config := crioConfig(c, bins["pinns"], bins["conmon"])
+	if err := os.WriteFile(filepath.Join(c.Dir, "crio.conf"), []byte(config), 0o600); err != nil {
+		return fmt.Errorf("write config: %w", err)
+	}
+	return nil
+}
+
+// waitUsable waits for CRI to answer, loads the pause image, then waits
+// until CRI sees the image and reports runtime and network ready.
+func (c *CRIO) waitUsable(ctx context.Context, began time.Time, skopeo string) error {
+	if err := c.daemon.waitReady(ctx, func(ctx context.Context) error { return dialUnix(ctx, c.Address) }); err != nil {
+		return err
+	}
+	conn, err := grpc.NewClient(c.Endpoint, grpc.WithTransportCredentials(insecure.NewCredentials()))
+	if err != nil {
+		return fmt.Errorf("CRI client: %w", err)
+	}
+	defer conn.Close()
+	runtimeService := criapi.NewRuntimeServiceClient(conn)
+	answers := func(ctx context.Context) error {
+		_, err := runtimeService.Version(ctx, &criapi.VersionRequest{})
+		return err
+	}
+	if err := c.daemon.waitReady(ctx, answers); err != nil {
+		return err
+	}
+	c.logger.Info("cri-o answers CRI", "after", time.Since(began), "endpoint", c.Endpoint)
+	if err := c.loadPauseImage(ctx, skopeo); err != nil {
+		return err
+	}
+	imageService := criapi.NewImageServiceClient(conn)
+	ready := func(ctx context.Context) error { return criReady(ctx, runtimeService, imageService, c.PauseImage) }
+	if err := c.daemon.waitReady(ctx, ready); err != nil {
+		return err
+	}
+	c.logger.Info("cri-o ready", "after", time.Since(began))
+	return nil
+}
+
+// loadPauseImage copies the pause image archive into CRI-O's storage. No
+// signature policy is consulted: the image is local and unsigned.
+func (c *CRIO) loadPauseImage(ctx context.Context, skopeo string) error {
+	began := time.Now()
+	tarPath, err := BuildPauseImage(ctx, c.Dir, c.PauseImage)
+	if err != nil {
+		return err
+	}
+	store := fmt.Sprintf("containers-storage:[overlay@%s+%s]%s",
+		filepath.Join(c.Dir, "root"), filepath.Join(c.Dir, "runroot"), c.PauseImage)
+	if err := runCommand(ctx, skopeo, "--insecure-policy", "copy", "docker-archive:"+tarPath, store); err != nil {
+		return fmt.Errorf("load pause image: %w", err)
+	}
+	c.logger.Info("pause image loaded", "image", c.PauseImage, "took", time.Since(began))
+	return nil
+}
+
+// Stop stops and removes every pod through CRI, stops CRI-O, then kills
+// whatever is left in its cgroup parent or names its Dir (conmon, pause
+// processes), removes libcni's cached results of its pods, unmounts
+// everything under Dir and removes Dir. It is safe to call twice.
+func (c *CRIO) Stop(ctx context.Context) error {
+	began := time.Now()
+	var errs []error
+	if c.daemon != nil {
+		if err := removeAllSandboxes(ctx, c.daemon, c.Endpoint); err != nil {
+			errs = append(errs, err)
+		}
+		if err := c.daemon.stop(ctx); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	c.logger.Info("daemon stopped", "dir", c.Dir, "took", time.Since(began))
+	if err := teardown(ctx, c.record); err != nil {
+		errs = append(errs, err)
+	}
+	if err := errors.Join(errs...); err != nil {
+		return fmt.Errorf("stop cri-o in %s: %w", c.Dir, err)
+	}
+	_ = os.Remove(recordPath(c.Dir))
+	c.logger.Info("instance removed", "dir", c.Dir, "took", time.Since(began))
+	return nil
+}
+
+// StopDaemon stops CRI-O itself and nothing else: conmon and the pods keep
+// running and its state stays under Dir, so StartDaemon brings back the
+// same sandboxes under the same IDs (the conformance suite's
+// runtime-restart check). Not safe to call concurrently with other methods.
+func (c *CRIO) StopDaemon(ctx context.Context) error {
+	if err := c.daemon.stop(ctx); err != nil {
+		return fmt.Errorf("stop cri-o in %s: %w", c.Dir, err)
+	}
+	return nil
+}
+
+// StartDaemon starts CRI-O again after StopDaemon, with the same command
+// line, and waits until its socket accepts connections.
+func (c *CRIO) StartDaemon(ctx context.Context) error {
+	d, err := restartDaemon(c.daemon)
+	if err != nil {
+		return err
+	}
+	c.daemon, c.PID = d, d.pid()
+	return d.waitReady(ctx, func(ctx context.Context) error { return dialUnix(ctx, c.Address) })
+}

@@ -1,0 +1,53 @@
+package testenv
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+)
+
+// SharedCRIO describes a CRI-O for the tests of a package. An empty
+// opts.Dir means a fresh temporary directory.
+func SharedCRIO(opts CRIOOptions) *Shared[*CRIO] {
+	return &Shared[*CRIO]{
+		dir:       opts.Dir,
+		dirPrefix: "sbxipam-crio-",
+		start: func(ctx context.Context, dir string, logger *slog.Logger) (*CRIO, func(context.Context) error, error) {
+			opts.Dir = dir
+			opts.Logger = cmpOrLogger(opts.Logger, logger)
+			c, err := StartCRIO(ctx, opts)
+			if err != nil {
+				return nil, nil, err
+			}
+			return c, c.Stop, nil
+		},
+	}
+}
+
+// SharedCRIDockerd describes a cri-dockerd for the tests of a package, in
+// front of the shared dockerd docker, which it starts when no test has
+// yet. Hand both to Run, docker first, so that cri-dockerd stops first.
+// opts.Docker is ignored; an empty opts.Dir means a fresh temporary
+// directory.
+func SharedCRIDockerd(docker *Shared[*Docker], opts CRIDockerdOptions) *Shared[*CRIDockerd] {
+	return &Shared[*CRIDockerd]{
+		dir:       opts.Dir,
+		dirPrefix: "sbxipam-crid-",
+		start: func(ctx context.Context, dir string, logger *slog.Logger) (*CRIDockerd, func(context.Context) error, error) {
+			if !docker.enabled {
+				return nil, nil, fmt.Errorf("testenv: the dockerd of a shared cri-dockerd is not handed to Run")
+			}
+			docker.once.Do(docker.startOnce)
+			if docker.err != nil {
+				return nil, nil, fmt.Errorf("dockerd for cri-dockerd: %w", docker.err)
+			}
+			opts.Dir, opts.Docker = dir, docker.value
+			opts.Logger = cmpOrLogger(opts.Logger, logger)
+			c, err := StartCRIDockerd(ctx, opts)
+			if err != nil {
+				return nil, nil, err
+			}
+			return c, c.Stop, nil
+		},
+	}
+}
