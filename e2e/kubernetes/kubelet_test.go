@@ -85,9 +85,10 @@ func (k *kubelet) config() string {
 	if k.opts.staticPodDir != "" {
 		staticPods = "staticPodPath: " + k.opts.staticPodDir
 	}
-	address := "127.0.0.1"
+	address, maxPods := "127.0.0.1", 110
 	if k.opts.node != nil {
-		address = k.opts.node.address
+		// The benchmark runs 110 pods on one node beside ipamd.
+		address, maxPods = k.opts.node.address, 120
 	}
 	return fmt.Sprintf(`apiVersion: kubelet.config.k8s.io/v1beta1
 kind: KubeletConfiguration
@@ -115,12 +116,13 @@ evictionHard: {}
 imageGCHighThresholdPercent: 100
 imageGCLowThresholdPercent: 99
 failSwapOn: false
+maxPods: %[7]d
 protectKernelDefaults: false
 resolvConf: ""
 volumePluginDir: %[4]s
 podLogsDir: %[5]s
 `, staticPods, k.opts.criEndpoint, k.cgroupRoot,
-		filepath.Join(k.opts.dir, "volume-plugins"), filepath.Join(k.opts.dir, "pod-logs"), address)
+		filepath.Join(k.opts.dir, "volume-plugins"), filepath.Join(k.opts.dir, "pod-logs"), address, maxPods)
 }
 
 // startKubelet starts kubelet in its own mount namespace and in
