@@ -50,11 +50,6 @@ func TestClusterScaleBenchmark(t *testing.T) {
 	t.Cleanup(func() { c.removeBench(t) })
 	c.installDaemonSet(t)
 	n := c.nodes[0]
-	for _, p := range []string{"bridge", "host-local", "loopback"} {
-		if err := os.Symlink(filepath.Join("/usr/lib/cni", p), filepath.Join(n.private("/opt/cni/bin"), p)); err != nil && !os.IsExist(err) {
-			t.Fatal(err)
-		}
-	}
 	if err := c.api.create(context.Background(), "/apis/apps/v1/namespaces/default/deployments", benchDeployment(n.name)); err != nil {
 		t.Fatal(err)
 	}

@@ -211,12 +211,23 @@ func (k *kubelet) startInNode(t *testing.T, config string) {
 	argv := []string{"--net=" + k.opts.netnsPath, "--mount=" + n.mountNS, "--", k.opts.binary,
 		"--config=" + config, "--root-dir=" + k.rootDir(), "--cert-dir=" + filepath.Join(k.opts.dir, "certs"),
 		"--hostname-override=" + k.opts.nodeName, "--node-ip=" + n.nodeIPs, "--kubeconfig=" + k.opts.kubeconfig, "--v=2"}
-	log, err := os.Create(filepath.Join(k.opts.dir, "kubelet.log"))
+	// Appended to: a restarted kubelet's log follows its predecessor's.
+	log, err := os.OpenFile(filepath.Join(k.opts.dir, "kubelet.log"), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
 	if err != nil {
 		t.Fatal(err)
 	}
 	k.log = log
 	k.start(t, exec.Command("nsenter", argv...))
+}
+
+// restartInNode stops a cluster node's kubelet and starts another with
+// the same options, under the same teardown; the node's pods run on.
+func (k *kubelet) restartInNode(t *testing.T) {
+	t.Helper()
+	k.stop()
+	k.log.Close()
+	k.exited = make(chan struct{})
+	k.startInNode(t, filepath.Join(k.opts.dir, "kubelet.yaml"))
 }
 
 // start starts cmd as the kubelet, its output in k.log.

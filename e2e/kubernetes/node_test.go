@@ -169,6 +169,14 @@ func startNode(t *testing.T, dir, hubNS string, i int, bins nodeBinaries) *clust
 	n.cri = crictl{binary: bins.crictl, endpoint: ctrd.Endpoint}
 	// After kubelet, before containerd.
 	t.Cleanup(func() { removeSandboxes(t, n.cri, n.private("/etc/cni/net.d")) })
+	// The reference plugins, as a node's /opt/cni/bin holds them
+	// (loopback for the stand-in conflist at teardown, bridge and
+	// host-local for the benchmark).
+	for _, p := range []string{"bridge", "host-local", "loopback"} {
+		if err := os.Symlink(filepath.Join(testenv.DefaultCNIBinDir, p), filepath.Join(n.private("/opt/cni/bin"), p)); err != nil {
+			t.Fatal(err)
+		}
+	}
 	run(t, "ctr", "--address", ctrd.Address, "--namespace", ctrd.Namespace, "images", "import", bins.imageArchive)
 	n.kopts = kubeletOptions{
 		binary: bins.kubelet, dir: filepath.Join(n.dir, "kubelet"), criEndpoint: ctrd.Endpoint,
@@ -189,8 +197,7 @@ type nodeBinaries struct {
 // options; the node's pods run on meanwhile.
 func (n *clusterNode) restartKubelet(t *testing.T) {
 	t.Helper()
-	n.kube.stop()
-	n.kube = startKubelet(t, n.kopts)
+	n.kube.restartInNode(t)
 }
 
 // removeCgroupRoot removes a kubelet's cgroup root from every hierarchy,
