@@ -13,6 +13,8 @@ import (
 	"time"
 
 	k8stypes "k8s.io/apimachinery/pkg/types"
+
+	introspect "github.com/sandboxipam/sandboxipam/ipamd/introspect/api"
 )
 
 // routeProtocol is the route protocol number ipamd marks its routes with.
@@ -162,23 +164,46 @@ func samePods(a, b clusterState) bool {
 	return true
 }
 
-// checkPools checks that every node's ipamd holds exactly as many
-// addresses as its pods hold, and none unproven.
+// checkPools checks that every node's ipamd holds exactly its pods'
+// addresses, one of each family per pod, none unproven or quarantined,
+// and that its pool is exactly the node's current podCIDRs.
 func (c *cluster) checkPools(t *testing.T, state clusterState) {
 	t.Helper()
 	for _, n := range c.nodes {
-		want := 2 * len(state.onNode(n.name))
+		pods := len(state.onNode(n.name))
+		var want []string
+		for _, p := range state.nodes[n.name].CIDRs {
+			want = append(want, p.String())
+		}
 		eventually(t, time.Minute, n.name+"'s pool holds exactly its pods' addresses", func(ctx context.Context) error {
 			pool, err := n.pool(ctx)
 			if err != nil {
 				return err
 			}
-			if pool.Assigned != want || pool.Unproven != 0 || pool.Free+pool.Cooling+pool.Assigned != pool.Total {
-				return fmt.Errorf("pool %+v, want %d assigned", pool, want)
-			}
-			return nil
+			return poolHolds(pool, pods, want)
 		})
 	}
+}
+
+// poolHolds: pods assignments, one address of each family each, nothing
+// unproven, and the pool's ranges exactly cidrs.
+func poolHolds(pool introspect.Pool, pods int, cidrs []string) error {
+	if pool.Assigned != pods || pool.Unproven != 0 || len(pool.Families) != 2 {
+		return fmt.Errorf("pool %+v, want %d assignments in two families", pool, pods)
+	}
+	for _, f := range pool.Families {
+		if f.Assigned != uint64(pods) || f.Quarantined != 0 || f.Free+f.Assigned+f.Cooling != f.Total {
+			return fmt.Errorf("%s: %+v, want %d assigned", f.Family, f, pods)
+		}
+	}
+	var ranges []string
+	for _, r := range pool.Ranges {
+		ranges = append(ranges, r.Prefix)
+	}
+	if !sameSet(ranges, cidrs) {
+		return fmt.Errorf("pool ranges %v, want the node's podCIDRs %v", ranges, cidrs)
+	}
+	return nil
 }
 
 // reregisterNode deletes node 2's Node while its kubelet is stopped and
