@@ -122,6 +122,12 @@ func startNodeShell(t *testing.T, n *clusterNode) {
 	// The namespace and its mounts go with its last process: the shell
 	// goes after containerd and kubelet (cleanups run last-in first-out).
 	t.Cleanup(func() {
+		select {
+		case <-exited:
+			b, _ := os.ReadFile(log.Name())
+			t.Errorf("%s's shell exited before its end (%v): %s", n.name, n.shell.ProcessState, b)
+		default:
+		}
 		_ = syscall.Kill(-n.shell.Process.Pid, syscall.SIGKILL)
 		<-exited
 	})
