@@ -61,7 +61,7 @@ func (n *clusterNode) mountNS() string { return fmt.Sprintf("/proc/%d/ns/mnt", n
 // private directories, its own machine-id, and stand-ins over the sysctls
 // kubelet writes. The runtime socket ipamd's DaemonSet mounts
 // (/run/containerd/containerd.sock) is a link to the node's containerd.
-func nodeShellScript(dir, ctrdSocket, ready string) string {
+func nodeShellScript(dir, ready string) string {
 	s := []string{"set -e",
 		// Other tests' mounts under /tmp, copied into this namespace,
 		// would hold their file systems until the node goes.
@@ -80,7 +80,9 @@ func nodeShellScript(dir, ctrdSocket, ready string) string {
 	for _, p := range hostSysctls {
 		s = append(s, fmt.Sprintf("mount --bind %q %q", filepath.Join(dir, "sysctl", filepath.Base(p)), p))
 	}
-	s = append(s, "mkdir -p /run/containerd", fmt.Sprintf("ln -s %q /run/containerd/containerd.sock", ctrdSocket),
+	// The socket's path comes in the environment: testenv kills every
+	// process whose command line names containerd's directory.
+	s = append(s, "mkdir -p /run/containerd", `ln -s "$SBX_CONTAINERD_SOCKET" /run/containerd/containerd.sock`,
 		fmt.Sprintf("touch %q", ready), "exec sleep infinity")
 	return strings.Join(s, "\n")
 }
@@ -111,7 +113,8 @@ func startNodeShell(t *testing.T, n *clusterNode) {
 		t.Fatal(err)
 	}
 	n.shell = exec.Command("nsenter", "--net="+n.netns, "--", "unshare", "--mount", "--propagation", "private", "--",
-		"sh", "-c", nodeShellScript(n.dir, filepath.Join(n.dir, "ctd", "containerd.sock"), ready))
+		"sh", "-c", nodeShellScript(n.dir, ready))
+	n.shell.Env = append(os.Environ(), "SBX_CONTAINERD_SOCKET="+filepath.Join(n.dir, "ctd", "containerd.sock"))
 	n.shell.Stdout, n.shell.Stderr = log, log
 	n.shell.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
 	if err := n.shell.Start(); err != nil {
