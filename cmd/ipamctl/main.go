@@ -40,6 +40,8 @@ Usage:
                                        (when the adapter is blind to a sandbox you
                                        know is gone); --network, --ifname eth0
   ipamctl [flags] enis                 the ENIs of the aws IP source
+  ipamctl [flags] routes               the routes to other nodes' podCIDRs
+                                       (routes.nodes), and the nodes skipped
   ipamctl [flags] check                compare ipamd's assignments, the runtime's
                                        sandboxes and the node's routes and veths;
                                        prints each disagreement, exits 1 on any
@@ -116,6 +118,9 @@ func (c command) run(ctx context.Context, name string, args []string) error {
 	case "enis":
 		v, err := c.client.ENIs(ctx)
 		return c.print(v, err, func() error { _, err := fmt.Fprintf(c.out, "%s\n", v); return err })
+	case "routes":
+		v, err := c.client.Routes(ctx)
+		return c.print(v, err, func() error { return ctl.RenderRoutes(c.out, v) })
 	case "reconcile":
 		fs := flag.NewFlagSet("reconcile", flag.ContinueOnError)
 		dryRun := fs.Bool("dry-run", false, "only report what would be released")
@@ -151,7 +156,7 @@ func (c command) run(ctx context.Context, name string, args []string) error {
 		v, err := c.client.Who(ctx, args[0])
 		return c.print(v, err, func() error { return ctl.RenderWho(c.out, v) })
 	default:
-		return fmt.Errorf("%w: unknown command %q (pods, pool, adapter, reconcile, release, enis, check, who; see ipamctl --help)", errUsage, name)
+		return fmt.Errorf("%w: unknown command %q (pods, pool, adapter, reconcile, release, enis, routes, check, who; see ipamctl --help)", errUsage, name)
 	}
 }
 

@@ -21,7 +21,7 @@ func TestIpamdLinksNoRuntimeClient(t *testing.T) {
 	}
 	for pkg, banned := range map[string][]string{
 		"github.com/sandboxipam/sandboxipam/cmd/ipamd":    runtimeClients,
-		"github.com/sandboxipam/sandboxipam/ipamd/server": append(runtimeClients, "github.com/aws/aws-sdk-go-v2"),
+		"github.com/sandboxipam/sandboxipam/ipamd/server": append(runtimeClients, "github.com/aws/aws-sdk-go-v2", "k8s.io/client-go"),
 	} {
 		out, err := exec.Command("go", "list", "-deps", pkg).CombinedOutput()
 		if err != nil {

@@ -73,6 +73,25 @@ type File struct {
 	Cursors     []netip.Addr `json:"cursors,omitempty"`
 	Addresses   []Address    `json:"addresses"`
 	Assignments []Assignment `json:"assignments"`
+	// Node is the node IP source's record of its Node; nil for other
+	// sources. Optional, so it needs no new format version: an older
+	// build ignores it. A change to it is always written as a full
+	// snapshot, never as a journal record.
+	Node *NodeRanges `json:"node,omitempty"`
+}
+
+// NodeRanges is what the node IP source last read from its Node object,
+// so that a restart serves ADD and DEL with the API server unreachable.
+type NodeRanges struct {
+	// Name and UID identify the Node; a new UID under the same name is a
+	// Node deleted and registered again, whose ranges replace the old.
+	Name string `json:"name"`
+	UID  string `json:"uid"`
+	// PodCIDRs are the Node's spec.podCIDRs: the pool's current ranges.
+	PodCIDRs []netip.Prefix `json:"podCIDRs"`
+	// Retiring are ranges of an earlier UID that still held addresses
+	// when the last snapshot was taken: nothing is handed out of them.
+	Retiring []netip.Prefix `json:"retiring,omitempty"`
 }
 
 // Address is an address whose state must survive a restart: held by an

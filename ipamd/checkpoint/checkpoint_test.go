@@ -50,6 +50,43 @@ func TestEncodeDecodeRoundTrip(t *testing.T) {
 	}
 }
 
+func sampleWithNode() checkpoint.File {
+	f := sample()
+	f.Node = &checkpoint.NodeRanges{Name: "node-2", UID: "6b0e8a4c-2f44-4a8e-9d0f-0c6f5b1d2e3a",
+		PodCIDRs: []netip.Prefix{netip.MustParsePrefix("198.18.2.0/24"), netip.MustParsePrefix("fd00:2::/64")},
+		Retiring: []netip.Prefix{netip.MustParsePrefix("198.18.1.0/24")}}
+	return f
+}
+
+// The node source's record is an optional field: it round-trips, and a
+// file without it (every older file) decodes with Node nil.
+func TestNodeRangesRoundTrip(t *testing.T) {
+	data, err := checkpoint.Encode(sampleWithNode())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Contains(data, []byte(`"node":{"name":"node-2","uid":"6b0e8a4c-2f44-4a8e-9d0f-0c6f5b1d2e3a","podCIDRs":["198.18.2.0/24","fd00:2::/64"],"retiring":["198.18.1.0/24"]}`)) {
+		t.Fatalf("encoded body lacks the node record: %s", data)
+	}
+	if !bytes.HasPrefix(data, []byte("sandboxipam-checkpoint v2 ")) {
+		t.Fatalf("the node record changed the format version: %q", data[:40])
+	}
+	got, err := checkpoint.Decode(data)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !reflect.DeepEqual(got, sampleWithNode()) {
+		t.Fatalf("round trip:\n got %+v\nwant %+v", got.Node, sampleWithNode().Node)
+	}
+	plain, err := checkpoint.Encode(sample())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if bytes.Contains(plain, []byte(`"node"`)) {
+		t.Fatalf("a file without a node record writes one: %s", plain)
+	}
+}
+
 func TestDecodeRejectsDamage(t *testing.T) {
 	good, err := checkpoint.Encode(sample())
 	if err != nil {

@@ -37,7 +37,45 @@ func appendFile(b []byte, f File) []byte {
 		}
 		b = appendAssignment(b, a)
 	}
-	return append(b, "]}"...)
+	b = append(b, ']')
+	if f.Node != nil {
+		b = append(b, `,"node":`...)
+		b = appendNode(b, *f.Node)
+	}
+	return append(b, '}')
+}
+
+func appendNode(b []byte, n NodeRanges) []byte {
+	b = append(b, `{"name":`...)
+	b = appendString(b, n.Name)
+	b = append(b, `,"uid":`...)
+	b = appendString(b, n.UID)
+	b = append(b, `,"podCIDRs":`...)
+	b = appendPrefixes(b, n.PodCIDRs)
+	if len(n.Retiring) > 0 {
+		b = append(b, `,"retiring":`...)
+		b = appendPrefixes(b, n.Retiring)
+	}
+	return append(b, '}')
+}
+
+// appendPrefixes writes a JSON array of prefixes; nil is null.
+func appendPrefixes(b []byte, ps []netip.Prefix) []byte {
+	if ps == nil {
+		return append(b, "null"...)
+	}
+	b = append(b, '[')
+	for i, p := range ps {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		b = append(b, '"')
+		if p.IsValid() {
+			b = p.AppendTo(b)
+		}
+		b = append(b, '"')
+	}
+	return append(b, ']')
 }
 
 func appendAddress(b []byte, a Address) []byte {

@@ -23,6 +23,11 @@ func FuzzDecodeCheckpoint(f *testing.F) {
 	}
 	f.Add(good)
 	f.Add(good[:len(good)/2])
+	withNode, err := checkpoint.Encode(sampleWithNode())
+	if err != nil {
+		f.Fatal(err)
+	}
+	f.Add(withNode)
 	f.Add([]byte("sandboxipam-checkpoint v1 sha256= len=0\n"))
 	f.Fuzz(func(t *testing.T, data []byte) {
 		file, err := checkpoint.Decode(data)
@@ -94,7 +99,8 @@ func FuzzDecodeJournal(f *testing.F) {
 // without a comparison here fails TestComparisonsCoverEveryField, so the
 // fuzz targets never stop checking part of the state.
 var comparedFields = map[reflect.Type]int{
-	reflect.TypeFor[checkpoint.File]():          5,
+	reflect.TypeFor[checkpoint.File]():          6,
+	reflect.TypeFor[checkpoint.NodeRanges]():    4,
 	reflect.TypeFor[checkpoint.Address]():       6,
 	reflect.TypeFor[checkpoint.Assignment]():    9,
 	reflect.TypeFor[checkpoint.Record]():        8,
@@ -141,6 +147,8 @@ func diffFile(a, b checkpoint.File) string {
 		return fmt.Sprintf("addresses %+v != %+v", a.Addresses, b.Addresses)
 	case !slices.EqualFunc(a.Assignments, b.Assignments, sameAssignment):
 		return fmt.Sprintf("assignments %+v != %+v", a.Assignments, b.Assignments)
+	case !reflect.DeepEqual(a.Node, b.Node):
+		return fmt.Sprintf("node %+v != %+v", a.Node, b.Node)
 	}
 	return ""
 }

@@ -72,6 +72,8 @@ type Config struct {
 	Node Node `yaml:"node"`
 	// CNI is how ipamd announces itself to the runtime.
 	CNI CNI `yaml:"cni"`
+	// Routes configures routes between nodes.
+	Routes Routes `yaml:"routes"`
 }
 
 // Node says where ipamd finds pods' links on the node: after a lost
@@ -153,12 +155,38 @@ type Runtime struct {
 
 // IPSource says where the pool's addresses come from.
 type IPSource struct {
-	// Type is static or aws. Default "static".
-	Type string `yaml:"type" desc:"static or aws"`
+	// Type is static, node or aws. Default "static".
+	Type string `yaml:"type" desc:"static (CIDRs from config), node (the Node's spec.podCIDRs) or aws"`
+	// NodeName is this node's Kubernetes Node name: the node source reads
+	// that Node, static.nodes picks its entry, routes.nodes skips it. The
+	// DaemonSet sets NODE_NAME from the downward API's spec.nodeName.
+	// Default empty.
+	NodeName string `yaml:"nodeName" envAlias:"NODE_NAME" desc:"this node's Kubernetes Node name (the DaemonSet sets NODE_NAME from spec.nodeName)"`
 	// Static configures the static source.
 	Static Static `yaml:"static"`
+	// Node configures the node source.
+	Node NodeSource `yaml:"node"`
 	// AWS configures the aws (ENI) source.
 	AWS AWS `yaml:"aws"`
+}
+
+// NodeSource is the node source: the pool is the Node's spec.podCIDRs,
+// which kube-controller-manager assigns with --allocate-node-cidrs.
+type NodeSource struct {
+	// Kubeconfig is the kubeconfig file to reach the API server with; the
+	// routes (routes.nodes) use it too. Default empty: the in-cluster
+	// config of the pod's service account.
+	Kubeconfig string `yaml:"kubeconfig" desc:"kubeconfig file for the node source and routes.nodes (empty: in-cluster service account)"`
+}
+
+// Routes configures the routes ipamd keeps between nodes.
+type Routes struct {
+	// Nodes keeps, in the host's main routing table, one route per other
+	// node's spec.podCIDRs via that node's InternalIP (host-gw), tagged
+	// with ipamd's own route protocol (routes.Protocol, 201). It needs
+	// CAP_NET_ADMIN and the Kubernetes API (ipSource.node.kubeconfig).
+	// Default false.
+	Nodes bool `yaml:"nodes" desc:"route other nodes' podCIDRs via their InternalIP (needs CAP_NET_ADMIN)"`
 }
 
 // Static is the static source: fixed CIDRs.
@@ -173,6 +201,13 @@ type Static struct {
 	// there, or "" for none (the CNI plugin routes via its host-side
 	// veth). A gateway is never handed out. Default none.
 	Gateways []string `yaml:"gateways" desc:"per-CIDR pod gateway, \"\" for none (env: comma-separated)"`
+	// Nodes gives each node its own CIDRs, by Node name, for clusters
+	// whose controller assigns no podCIDRs: the entry of ipSource.nodeName
+	// replaces cidrs, reserved addresses outside it are ignored, and the
+	// entries may not overlap. Without it, cidrs is one node's pool: every
+	// node given the same cidrs hands out the same addresses. Default
+	// none.
+	Nodes map[string][]string `yaml:"nodes" desc:"per-node CIDRs by Node name, chosen by ipSource.nodeName (env: node-1=198.18.1.0/24 fd00:1::/64,node-2=...)"`
 }
 
 // AWS is the aws source: secondary private IPs of ENIs, kept warm with
@@ -313,6 +348,7 @@ func DefaultConfig() Config {
 // IP source types.
 const (
 	SourceStatic = "static"
+	SourceNode   = "node"
 	SourceAWS    = "aws"
 )
 

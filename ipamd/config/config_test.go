@@ -38,7 +38,9 @@ func TestLoadGoldenFullExample(t *testing.T) {
 			HealthInterval: 10 * time.Second,
 		},
 		IPSource: IPSource{
-			Type: "static",
+			Type:     "static",
+			NodeName: "node-7",
+			Node:     NodeSource{Kubeconfig: "/etc/kubernetes/ipamd.kubeconfig"},
 			Static: Static{CIDRs: []string{"198.18.0.0/24", "198.19.0.0/28"}, Reserved: []string{"198.18.0.2"},
 				Gateways: []string{"198.18.0.1", ""}},
 			AWS: AWS{WarmIPTarget: 5, MinimumIPTarget: 10, WarmENITarget: 2, MaxENIs: 3,
@@ -51,6 +53,7 @@ func TestLoadGoldenFullExample(t *testing.T) {
 		Log:           Log{Level: "debug", Format: "json"},
 		Node:          Node{HostVethPrefix: "pod", LinkGrace: 10 * time.Second},
 		CNI:           CNI{ConfListPath: "/etc/cni/net.d/10-podnet.conflist"},
+		Routes:        Routes{Nodes: true},
 	}
 	if !reflect.DeepEqual(got, want) {
 		t.Errorf("Load(full.yaml) =\n%+v\nwant\n%+v", got, want)
@@ -127,7 +130,33 @@ func TestValidateNamesFieldAndValue(t *testing.T) {
 		{"maxBackoff", func(c *Config) { c.Runtime.MaxBackoff = time.Millisecond },
 			"runtime.maxBackoff must be at least runtime.minBackoff (500ms), got 1ms"},
 		{"healthInterval", func(c *Config) { c.Runtime.HealthInterval = 0 }, "runtime.healthInterval must be positive, got 0s"},
-		{"source type", func(c *Config) { c.IPSource.Type = "dhcp" }, `ipSource.type must be one of static, aws, got "dhcp"`},
+		{"source type", func(c *Config) { c.IPSource.Type = "dhcp" }, `ipSource.type must be one of static, node, aws, got "dhcp"`},
+		{"node without name", func(c *Config) { c.IPSource.Type = "node" },
+			"ipSource.nodeName must be set when ipSource.type is node"},
+		{"static nodes bad cidr", func(c *Config) {
+			c.IPSource.NodeName = "node-1"
+			c.IPSource.Static.Nodes = map[string][]string{"node-1": {"198.18.1.0/24"}, "node-2": {"198.18.2.0/33"}}
+		}, `ipSource.static.nodes.node-2[0] must be a CIDR such as 198.18.0.0/24, got "198.18.2.0/33"`},
+		{"static nodes overlap", func(c *Config) {
+			c.IPSource.NodeName = "node-1"
+			c.IPSource.Static.Nodes = map[string][]string{"node-1": {"198.18.0.0/16"}, "node-2": {"198.18.2.0/24"}}
+		}, `ipSource.static.nodes.node-2[0] "198.18.2.0/24" overlaps ipSource.static.nodes.node-1[0] "198.18.0.0/16": two nodes would hand out the same addresses`},
+		{"static nodes missing this node", func(c *Config) {
+			c.IPSource.NodeName = "node-3"
+			c.IPSource.Static.Nodes = map[string][]string{"node-1": {"198.18.1.0/24"}, "node-2": {"198.18.2.0/24"}}
+		}, `ipSource.static.nodes has no entry for node "node-3" (ipSource.nodeName, NODE_NAME); it lists node-1, node-2`},
+		{"static nodes without node name", func(c *Config) {
+			c.IPSource.Static.Nodes = map[string][]string{"node-1": {"198.18.1.0/24"}}
+		}, "ipSource.nodeName must be set when ipSource.static.nodes is"},
+		{"static nodes with gateways", func(c *Config) {
+			c.IPSource.NodeName = "node-1"
+			c.IPSource.Static.Gateways = []string{"198.18.0.1"}
+			c.IPSource.Static.Nodes = map[string][]string{"node-1": {"198.18.1.0/24"}}
+		}, "ipSource.static.gateways must be empty when ipSource.static.nodes is set"},
+		{"static nodes empty entry", func(c *Config) {
+			c.IPSource.NodeName = "node-1"
+			c.IPSource.Static.Nodes = map[string][]string{"node-1": {"198.18.1.0/24"}, "node-2": nil}
+		}, "ipSource.static.nodes.node-2 must list at least one CIDR"},
 		{"no cidrs", func(c *Config) { c.IPSource.Static.CIDRs = nil },
 			"ipSource.static.cidrs must list at least one CIDR when ipSource.type is static"},
 		{"bad cidr", func(c *Config) { c.IPSource.Static.CIDRs = []string{"198.18.0.0/24", "10.0.0.300/8"} },
@@ -162,6 +191,42 @@ func TestValidateNamesFieldAndValue(t *testing.T) {
 				t.Errorf("Validate() = %q\nwant it to contain %q", err, tc.want)
 			}
 		})
+	}
+}
+
+// static.nodes: each node serves its own entry, chosen by NODE_NAME;
+// reserved addresses of other nodes' entries are left out, and the map
+// can come from the environment too.
+func TestStaticNodes(t *testing.T) {
+	path := filepath.Join("testdata", "static-nodes.yaml")
+	for _, tc := range []struct {
+		node, cidrs, reserved string
+	}{
+		{"node-1", "198.18.1.0/24 fd00:1::/64", "198.18.1.1"},
+		{"node-2", "198.18.2.0/24", ""},
+	} {
+		cfg, err := Load(path, []string{"NODE_NAME=" + tc.node})
+		if err != nil {
+			t.Fatalf("%s: %v", tc.node, err)
+		}
+		cidrs, reserved, gateways := cfg.IPSource.StaticPool()
+		if strings.Join(cidrs, " ") != tc.cidrs || strings.Join(reserved, " ") != tc.reserved || gateways != nil {
+			t.Errorf("%s: StaticPool = %v %v %v, want %s / %s", tc.node, cidrs, reserved, gateways, tc.cidrs, tc.reserved)
+		}
+	}
+	_, err := Load(path, []string{"NODE_NAME=node-9"})
+	if err == nil || !strings.Contains(err.Error(), `ipSource.static.nodes has no entry for node "node-9"`) {
+		t.Errorf("Load for a node not in the map = %v", err)
+	}
+	cfg, err := Load("", []string{"NODE_NAME=b", "IPAMD_IPSOURCE_STATIC_NODES=a=198.18.1.0/24,b=198.18.2.0/24 fd00:2::/64"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cidrs, _, _ := cfg.IPSource.StaticPool(); strings.Join(cidrs, " ") != "198.18.2.0/24 fd00:2::/64" {
+		t.Errorf("from the environment: %v", cidrs)
+	}
+	if _, err := Load("", []string{"IPAMD_IPSOURCE_STATIC_NODES=198.18.1.0/24"}); err == nil || !strings.Contains(err.Error(), "IPAMD_IPSOURCE_STATIC_NODES") {
+		t.Errorf("a malformed map = %v", err)
 	}
 }
 

@@ -156,6 +156,12 @@ func parseInto(v reflect.Value, s string) error {
 		v.SetInt(int64(n))
 	case v.Kind() == reflect.Slice && v.Type().Elem().Kind() == reflect.String:
 		v.Set(reflect.ValueOf(splitList(s)))
+	case v.Type() == reflect.TypeFor[map[string][]string]():
+		m, err := parseNodeMap(s)
+		if err != nil {
+			return err
+		}
+		v.Set(reflect.ValueOf(m))
 	default:
 		return fmt.Errorf("unsupported field type %s", v.Type())
 	}
@@ -172,8 +178,35 @@ func splitList(s string) []string {
 	return out
 }
 
+// parseNodeMap reads "node-1=198.18.1.0/24 fd00:1::/64,node-2=198.18.2.0/24":
+// entries separated by commas, a name, "=", and CIDRs separated by spaces.
+func parseNodeMap(s string) (map[string][]string, error) {
+	out := map[string][]string{}
+	for _, entry := range splitList(s) {
+		name, cidrs, ok := strings.Cut(entry, "=")
+		name = strings.TrimSpace(name)
+		if !ok || name == "" {
+			return nil, fmt.Errorf("want NODE=CIDR [CIDR...] entries separated by commas, got %q", entry)
+		}
+		out[name] = strings.Fields(cidrs)
+	}
+	return out, nil
+}
+
 func format(v reflect.Value) string {
 	switch {
+	case v.Type() == reflect.TypeFor[map[string][]string]():
+		m := v.Interface().(map[string][]string)
+		names := make([]string, 0, len(m))
+		for name := range m {
+			names = append(names, name)
+		}
+		sort.Strings(names)
+		parts := make([]string, len(names))
+		for i, name := range names {
+			parts[i] = name + "=" + strings.Join(m[name], " ")
+		}
+		return strings.Join(parts, ",")
 	case v.Type() == reflect.TypeFor[time.Duration]():
 		return time.Duration(v.Int()).String()
 	case v.Kind() == reflect.Slice:

@@ -7,6 +7,7 @@ import (
 	"net"
 	"net/netip"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -81,7 +82,14 @@ func (r Runtime) validate(v *validator) {
 }
 
 func (s IPSource) validate(v *validator) {
-	v.oneOf("ipSource.type", s.Type, SourceStatic, SourceAWS)
+	v.oneOf("ipSource.type", s.Type, SourceStatic, SourceNode, SourceAWS)
+	if s.Type == SourceNode && s.NodeName == "" {
+		v.addf("ipSource.nodeName must be set when ipSource.type is node (set NODE_NAME from the downward API's spec.nodeName)")
+	}
+	if len(s.Static.Nodes) > 0 {
+		s.validateNodes(v)
+		return
+	}
 	if s.Type == SourceStatic && len(s.Static.CIDRs) == 0 {
 		v.addf("ipSource.static.cidrs must list at least one CIDR when ipSource.type is static")
 	}
@@ -111,6 +119,87 @@ func (s IPSource) validate(v *validator) {
 			}
 		}
 	}
+}
+
+// validateNodes checks static.nodes: every entry's CIDRs, no overlap
+// between two nodes' (the one thing a per-node map is for), and this
+// node's entry as the static source would use it.
+func (s IPSource) validateNodes(v *validator) {
+	names := make([]string, 0, len(s.Static.Nodes))
+	for name := range s.Static.Nodes {
+		names = append(names, name)
+	}
+	slices.Sort(names)
+	type seen struct {
+		field string
+		p     netip.Prefix
+	}
+	var all []seen
+	for _, name := range names {
+		if len(s.Static.Nodes[name]) == 0 {
+			v.addf("ipSource.static.nodes.%s must list at least one CIDR", name)
+		}
+		for i, cidr := range s.Static.Nodes[name] {
+			field := fmt.Sprintf("ipSource.static.nodes.%s[%d]", name, i)
+			p, err := netip.ParsePrefix(cidr)
+			switch {
+			case err != nil:
+				v.addf("%s must be a CIDR such as 198.18.0.0/24, got %q", field, cidr)
+				continue
+			case p != p.Masked():
+				v.addf("%s has host bits set, got %q (did you mean %s?)", field, cidr, p.Masked())
+				continue
+			}
+			for _, o := range all {
+				if o.p.Overlaps(p) {
+					v.addf("%s %q overlaps %s %q: two nodes would hand out the same addresses", field, cidr, o.field, o.p)
+				}
+			}
+			all = append(all, seen{field, p})
+		}
+	}
+	if len(s.Static.Gateways) > 0 {
+		v.addf("ipSource.static.gateways must be empty when ipSource.static.nodes is set (gateways are per static.cidrs entry), got %q", s.Static.Gateways)
+	}
+	if s.Type != SourceStatic || len(v.errs) > 0 {
+		return
+	}
+	if s.NodeName == "" {
+		v.addf("ipSource.nodeName must be set when ipSource.static.nodes is (set NODE_NAME from the downward API's spec.nodeName)")
+		return
+	}
+	if _, ok := s.Static.Nodes[s.NodeName]; !ok {
+		v.addf("ipSource.static.nodes has no entry for node %q (ipSource.nodeName, NODE_NAME); it lists %s", s.NodeName, strings.Join(names, ", "))
+		return
+	}
+	cidrs, reserved, gateways := s.StaticPool()
+	if _, err := static.ParseConfig(cidrs, reserved, gateways); err != nil {
+		v.addf("ipSource.static.nodes.%s: %v", s.NodeName, err)
+	}
+}
+
+// StaticPool is what the static source serves on this node: the entry of
+// ipSource.nodeName in static.nodes (with the reserved addresses inside
+// it) when static.nodes is set, else static.cidrs, reserved and gateways.
+func (s IPSource) StaticPool() (cidrs, reserved, gateways []string) {
+	if len(s.Static.Nodes) == 0 {
+		return s.Static.CIDRs, s.Static.Reserved, s.Static.Gateways
+	}
+	cidrs = s.Static.Nodes[s.NodeName]
+	for _, r := range s.Static.Reserved {
+		ip, err := netip.ParseAddr(r)
+		if err != nil {
+			reserved = append(reserved, r)
+			continue
+		}
+		for _, c := range cidrs {
+			if p, err := netip.ParsePrefix(c); err == nil && p.Contains(ip) {
+				reserved = append(reserved, r)
+				break
+			}
+		}
+	}
+	return cidrs, reserved, nil
 }
 
 // unjoin splits an errors.Join result so each problem is listed alone.

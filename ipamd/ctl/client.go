@@ -67,6 +67,12 @@ func (c *Client) Adapter(ctx context.Context) (api.Adapter, error) {
 	return out, c.do(ctx, http.MethodGet, api.PathAdapter, &out)
 }
 
+// Routes returns the routes to other nodes (routes.nodes).
+func (c *Client) Routes(ctx context.Context) (api.Routes, error) {
+	var out api.Routes
+	return out, c.do(ctx, http.MethodGet, api.PathRoutes, &out)
+}
+
 // ENIs returns the aws source's ENI document as ipamd sent it.
 func (c *Client) ENIs(ctx context.Context) (json.RawMessage, error) {
 	var out json.RawMessage

@@ -74,9 +74,21 @@ func RenderPool(w io.Writer, p api.Pool) error {
 		fmt.Fprintln(tw)
 		fmt.Fprintln(tw, "RANGE\tFAMILY\tGROUP\tFIRST\tLAST\tSIZE\tASSIGNED\tCOOLING\tFREE")
 		for _, r := range p.Ranges {
+			free := count(r.Free)
+			if r.Retiring {
+				free = "retiring"
+			}
 			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%d\t%d\t%s\n", r.Prefix, r.Family, r.Group, r.First, r.Last,
-				count(r.Size), r.Assigned, r.Cooling, count(r.Free))
+				count(r.Size), r.Assigned, r.Cooling, free)
 		}
+		for _, r := range p.Ranges {
+			if r.Retiring {
+				fmt.Fprintf(tw, "\nRETIRING %s: no longer this node's range; nothing is handed out of it, and it leaves once its %d held address(es) are released\n", r.Prefix, r.Assigned)
+			}
+		}
+	}
+	if p.Waiting != "" {
+		fmt.Fprintf(tw, "\nWAITING: the pool has no range yet; no address is handed out until %s\n", p.Waiting)
 	}
 	if p.Proof.Unproven {
 		fmt.Fprintf(tw, "\nUNPROVEN: no address is handed out (%d quarantined) until the runtime and the node account for every pod's address; waiting for:\n", p.Unproven)
@@ -162,4 +174,27 @@ func RenderReconcile(w io.Writer, r api.Reconcile) error {
 		return nil
 	}
 	return RenderPods(w, api.Pods{Pods: r.Released})
+}
+
+// RenderRoutes prints the routes to other nodes and the nodes skipped.
+func RenderRoutes(w io.Writer, r api.Routes) error {
+	tw := table(w)
+	fmt.Fprintf(tw, "node:\t%s\n", r.Node)
+	fmt.Fprintf(tw, "protocol:\t%d\n", r.Protocol)
+	fmt.Fprintln(tw)
+	fmt.Fprintln(tw, "NODE\tDST\tVIA\tDEV")
+	for _, rt := range r.Routes {
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", rt.Node, rt.Dst, rt.Via, rt.Dev)
+	}
+	if len(r.Skipped) > 0 {
+		fmt.Fprintln(tw)
+		fmt.Fprintln(tw, "SKIPPED NODE\tDST\tREASON")
+		for _, s := range r.Skipped {
+			fmt.Fprintf(tw, "%s\t%s\t%s\n", s.Node, s.Dst, s.Reason)
+		}
+	}
+	if r.Error != "" {
+		fmt.Fprintf(tw, "\nERROR: %s\n", r.Error)
+	}
+	return tw.Flush()
 }

@@ -41,11 +41,15 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/vishvananda/netlink"
+
 	"github.com/sandboxipam/sandboxipam/ipamd/config"
 	"github.com/sandboxipam/sandboxipam/ipamd/datastore"
 	"github.com/sandboxipam/sandboxipam/ipamd/history"
+	"github.com/sandboxipam/sandboxipam/ipamd/kubeclient"
 	"github.com/sandboxipam/sandboxipam/ipamd/metrics"
 	"github.com/sandboxipam/sandboxipam/ipamd/reconcile"
+	"github.com/sandboxipam/sandboxipam/ipamd/routes"
 	"github.com/sandboxipam/sandboxipam/ipamd/server"
 )
 
@@ -62,6 +66,13 @@ type Options struct {
 	// Probe tests runtime sockets for runtime.adapter auto; nil means
 	// config.DialProbe.
 	Probe config.Prober
+	// Kube is the Kubernetes client of the node source and the routes;
+	// nil builds one from ipSource.node.kubeconfig (tests pass their API
+	// server's).
+	Kube *kubeclient.Client
+	// RoutesNetlink is the network namespace routes.nodes keeps routes
+	// in; nil means ipamd's own (the host's).
+	RoutesNetlink *netlink.Handle
 }
 
 // Daemon is one running ipamd.
@@ -85,6 +96,15 @@ type Daemon struct {
 	endpoint *server.Endpoint
 	http     *httpServers
 
+	// kubeClient is shared by the node source and the routes.
+	kubeOnce   sync.Once
+	kubeClient *kubeclient.Client
+	kubeErr    error
+	// routes keeps the routes to other nodes; nil unless routes.nodes.
+	routes *routes.Keeper
+	// changed is signalled when the node source changed the pool's ranges.
+	changed chan struct{}
+
 	cancel context.CancelFunc
 	wg     sync.WaitGroup
 	stop   sync.Once
@@ -103,7 +123,7 @@ func New(cfg config.Config, opts Options) *Daemon {
 			opts.Executable = exe
 		}
 	}
-	return &Daemon{cfg: cfg, opts: opts, log: opts.Logger}
+	return &Daemon{cfg: cfg, opts: opts, log: opts.Logger, changed: make(chan struct{}, 1)}
 }
 
 // Run starts a daemon, serves until ctx is done, and stops it.
@@ -134,12 +154,18 @@ func (d *Daemon) Start(ctx context.Context) (err error) {
 	if err := d.openStore(ctx); err != nil {
 		return err
 	}
-	if d.source, err = startSource(ctx, runCtx, d.cfg, d.store, d.log, &d.wg); err != nil {
+	if d.source, err = startSource(ctx, runCtx, d); err != nil {
+		return err
+	}
+	if err := d.startRoutes(runCtx); err != nil {
 		return err
 	}
 	d.adapter = newAdapterHandle(d.cfg, d.opts, d.log)
 	d.metrics = metrics.New(metrics.Sources{Stats: d.store.Stats, Adapter: d.adapter.healthMetric, Unproven: d.store.Unproven,
 		Census: d.store.Census, Ranges: d.store.Ranges, AdapterState: d.adapterState, ReconcileGrace: d.cfg.Reconcile.Grace})
+	if d.routes != nil {
+		d.metrics.MustRegister(d.routes.Collectors()...)
+	}
 	if err := d.serveSocket(ctx); err != nil {
 		return err
 	}
@@ -149,6 +175,7 @@ func (d *Daemon) Start(ctx context.Context) (err error) {
 	d.log.Info("ipamd serving", slog.String("socket", d.cfg.Socket),
 		slog.String("introspection", d.http.introspectAddr.String()), slog.String("network", d.cfg.Network))
 	d.announce()
+	d.wg.Go(func() { d.announceOnChange(runCtx) })
 	d.wg.Go(func() { d.runAdapter(runCtx) })
 	return nil
 }

@@ -26,6 +26,9 @@ func (d *Daemon) serveHTTP() (*httpServers, error) {
 		Reconcile: d.reconcileNow, ENIs: d.source.enis, Logger: d.log.With("component", "introspect"),
 		Ready: d.ready, Check: d.checkNow, Sandboxes: d.sandboxesNow, History: d.history,
 	}
+	if d.routes != nil {
+		deps.Routes = d.routes.Status
+	}
 	if d.cfg.Metrics.Address == "" {
 		deps.Metrics = d.metrics.Handler()
 	}

@@ -33,6 +33,9 @@ func (d *Daemon) ready() (bool, []string) {
 	if p := d.store.Proof(); p.Unproven {
 		why = append(why, "the datastore is unproven (no trusted checkpoint): waiting for "+joinWaiting(p.Waiting))
 	}
+	if w := d.store.PoolWaiting(); w != "" {
+		why = append(why, "the pool has no range yet: waiting for "+w)
+	}
 	if d.endpoint == nil || !d.endpoint.Accepting() {
 		why = append(why, "the CNI socket "+d.cfg.Socket+" is not accepting connections")
 	}
@@ -68,7 +71,7 @@ func joinWaiting(w []string) string {
 // NotReady instead of failing pods.
 func (d *Daemon) announce() {
 	path := d.cfg.CNI.ConfListPath
-	if path == "" || d.store.Unproven() || d.endpoint == nil || !d.endpoint.Accepting() {
+	if path == "" || d.store.Unproven() || d.store.PoolWaiting() != "" || d.endpoint == nil || !d.endpoint.Accepting() {
 		return
 	}
 	d.announced.mu.Lock()

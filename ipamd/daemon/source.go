@@ -10,6 +10,7 @@ import (
 	"github.com/sandboxipam/sandboxipam/ipamd/datastore"
 	"github.com/sandboxipam/sandboxipam/ipamd/ipsource"
 	"github.com/sandboxipam/sandboxipam/ipamd/ipsource/aws"
+	"github.com/sandboxipam/sandboxipam/ipamd/ipsource/node"
 	"github.com/sandboxipam/sandboxipam/ipamd/ipsource/static"
 )
 
@@ -18,15 +19,20 @@ type sourceHandle struct {
 	source ipsource.Source
 	// enis renders /v1/enis; nil for sources without ENIs.
 	enis func(ctx context.Context) (any, error)
+	// node is the node source; nil for the others.
+	node *node.Source
 }
 
 // startSource builds the configured source and fills the pool. The static
 // source is done once its addresses are in; a source that keeps adjusting
 // the pool (aws) runs on runCtx until Stop.
-func startSource(ctx, runCtx context.Context, cfg config.Config, store *datastore.Store, log *slog.Logger, wg *sync.WaitGroup) (*sourceHandle, error) {
+func startSource(ctx, runCtx context.Context, d *Daemon) (*sourceHandle, error) {
+	cfg, store, log, wg := d.cfg, d.store, d.log, &d.wg
 	switch cfg.IPSource.Type {
+	case config.SourceNode:
+		return startNode(ctx, runCtx, d, store, wg)
 	case config.SourceStatic:
-		scfg, err := static.ParseConfig(cfg.IPSource.Static.CIDRs, cfg.IPSource.Static.Reserved, cfg.IPSource.Static.Gateways)
+		scfg, err := static.ParseConfig(cfg.IPSource.StaticPool())
 		if err != nil {
 			return nil, fmt.Errorf("ipSource.%w", err)
 		}

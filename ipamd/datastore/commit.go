@@ -30,6 +30,7 @@ type batch struct {
 
 // changedLocked records a change and returns the batch that will write it.
 func (s *Store) changedLocked() *batch {
+	s.sweepRetiringLocked()
 	s.commit.version++
 	return s.joinPendingLocked()
 }

@@ -94,6 +94,10 @@ var (
 	ErrCheckpointCorrupt = errors.New("checkpoint corrupt")
 	// ErrClosed: the store was closed.
 	ErrClosed = errors.New("datastore closed")
+	// ErrPoolNotReady: the pool has no address yet because its source
+	// waits for something (the node source: the Node's podCIDRs); the
+	// error names it. A condition that clears: try again later.
+	ErrPoolNotReady = errors.New("the pool has no addresses yet")
 	// ErrUnproven: there is no trusted checkpoint and the runtime has not yet
 	// proven which addresses are free, so none is handed out.
 	ErrUnproven = errors.New("datastore unproven: there is no trusted checkpoint and the runtime and the node have not yet accounted for every pod's address")
@@ -238,6 +242,12 @@ type Store struct {
 	// cursors are the addresses handed out last, IPv4 then IPv6.
 	cursors  [2]netip.Addr
 	unproven bool
+	// node is the node IP source's record (see retire.go); nil for
+	// other sources.
+	node *NodeRecord
+	// poolWaiting, while the pool has no block, is what it waits for;
+	// Assign then fails with ErrPoolNotReady naming it.
+	poolWaiting string
 	// unaccounted is what the last listing could not account for while
 	// the store stays unproven; ErrUnproven names it.
 	unaccounted []string

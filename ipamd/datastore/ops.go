@@ -65,6 +65,9 @@ func (s *Store) assignLocked(key Key, pod Pod) (Assignment, *batch, error) {
 	if s.unproven {
 		return Assignment{}, nil, fmt.Errorf("assign to sandbox %s: %w; waiting for: %s", key.SandboxID, ErrUnproven, strings.Join(s.waitingLocked(), "; "))
 	}
+	if s.poolWaiting != "" && len(s.familiesLocked()) == 0 {
+		return Assignment{}, nil, fmt.Errorf("assign to sandbox %s: %w: waiting for %s", key.SandboxID, ErrPoolNotReady, s.poolWaiting)
+	}
 	now := s.now()
 	// One address of each family: nothing is held unless every family
 	// has one free.

@@ -52,6 +52,9 @@ func (s *Store) snapshotLocked() checkpoint.File {
 	for _, a := range s.assignments {
 		f.Assignments = append(f.Assignments, assignmentRecord(a))
 	}
+	if rec := s.nodeCheckpointLocked(); rec != nil {
+		f.Node = &checkpoint.NodeRanges{Name: rec.Name, UID: rec.UID, PodCIDRs: rec.PodCIDRs, Retiring: rec.Retiring}
+	}
 	return f
 }
 
@@ -246,6 +249,9 @@ func (s *Store) persistNow(ctx context.Context) error {
 // addresses are not in the pool until a source adds them again.
 func (s *Store) restore(f checkpoint.File) {
 	s.unproven = f.Unproven
+	if n := f.Node; n != nil {
+		s.node = &NodeRecord{Name: n.Name, UID: n.UID, PodCIDRs: n.PodCIDRs, Retiring: n.Retiring}
+	}
 	for _, c := range f.Cursors {
 		s.cursors[familyIndex(c)] = c
 	}

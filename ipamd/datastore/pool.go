@@ -164,6 +164,9 @@ type RangeInfo struct {
 	// addresses; while the store is unproven, Quarantined counts every
 	// address of the block nobody holds.
 	Assigned, Cooling, Quarantined uint64
+	// Retiring: the block is no longer the source's; nothing is handed
+	// out of it and it leaves once nothing in it is held.
+	Retiring bool
 }
 
 // Ranges lists the pool's blocks in address order.
@@ -175,7 +178,7 @@ func (s *Store) Ranges() []RangeInfo {
 	for i, p := range s.ranges {
 		r := p.r
 		r.First, r.Last = p.first, p.last
-		out[i] = RangeInfo{Range: r, Family: p.family(), Size: p.size}
+		out[i] = RangeInfo{Range: r, Family: p.family(), Size: p.size, Retiring: p.retiring}
 	}
 	for ip, e := range s.addrs {
 		i := s.rangeIndexLocked(ip)
@@ -193,6 +196,9 @@ func (s *Store) Ranges() []RangeInfo {
 	}
 	if s.unproven {
 		for i := range out {
+			if out[i].Retiring {
+				continue
+			}
 			out[i].Quarantined, out[i].Cooling = out[i].Size-out[i].Assigned, 0
 		}
 	}

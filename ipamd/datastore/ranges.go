@@ -29,6 +29,9 @@ type poolRange struct {
 	exclude     map[netip.Addr]struct{}
 	// size counts the usable addresses, saturating at MaxUint64.
 	size uint64
+	// retiring: nothing is handed out of the block, which leaves the
+	// pool once nothing in it is held (see retire.go).
+	retiring bool
 }
 
 func newPoolRange(r ipsource.Range) (*poolRange, error) {
@@ -208,7 +211,7 @@ func (s *Store) refreshEntriesLocked(lo, hi netip.Addr) {
 func (s *Store) familiesLocked() []string {
 	var out []string
 	for _, p := range s.ranges {
-		if f := p.family(); !slices.Contains(out, f) {
+		if f := p.family(); !p.retiring && !slices.Contains(out, f) {
 			out = append(out, f)
 		}
 	}
@@ -232,7 +235,7 @@ func familyIndex(ip netip.Addr) int {
 func (s *Store) pickLocked(family string, now time.Time) (ipsource.Address, bool) {
 	var fr []*poolRange
 	for _, p := range s.ranges {
-		if p.family() == family {
+		if p.family() == family && !p.retiring {
 			fr = append(fr, p)
 		}
 	}

@@ -114,11 +114,14 @@ func (s *Store) countLocked() map[[2]string]*count {
 		return c
 	}
 	for _, p := range s.ranges {
+		if p.retiring {
+			continue
+		}
 		c := get(p.r.Group, p.family())
 		c.total = satAdd(c.total, p.size)
 	}
 	for ip, e := range s.addrs {
-		if !e.inPool {
+		if !e.inPool || s.retiringLocked(ip) {
 			continue
 		}
 		c := get(e.addr.Group, ipsource.Family(ip))
@@ -187,4 +190,11 @@ func sortAssignments(as []Assignment) {
 
 func compareKeys(a, b Key) int {
 	return cmp.Or(cmp.Compare(a.Network, b.Network), cmp.Compare(a.SandboxID, b.SandboxID), cmp.Compare(a.IfName, b.IfName))
+}
+
+// retiringLocked reports whether ip is in a retiring block: counted in
+// that block alone (Ranges), never in the pool's totals.
+func (s *Store) retiringLocked(ip netip.Addr) bool {
+	p := s.rangeForLocked(ip)
+	return p != nil && p.retiring
 }

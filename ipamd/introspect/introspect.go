@@ -48,6 +48,9 @@ type Deps struct {
 	Reconcile func(ctx context.Context, dryRun bool) (reconcile.Result, error)
 	// ENIs renders the aws source's ENIs; nil answers 404 (static source).
 	ENIs func(ctx context.Context) (any, error)
+	// Routes reports the routes to other nodes; nil answers 404
+	// (routes.nodes is off).
+	Routes func() api.Routes
 	// Metrics, when set, is served at /metrics.
 	Metrics http.Handler
 	// Ready says whether ipamd is ready to answer ADD, and when not, why
@@ -81,6 +84,7 @@ func Handler(d Deps) http.Handler {
 	mux.HandleFunc("GET "+api.PathPool, h.pool)
 	mux.HandleFunc("GET "+api.PathAdapter, h.adapter)
 	mux.HandleFunc("GET "+api.PathENIs, h.enis)
+	mux.HandleFunc("GET "+api.PathRoutes, h.routes)
 	mux.HandleFunc("POST "+api.PathReconcile, h.reconcile)
 	mux.HandleFunc("POST "+api.PathRelease, h.release)
 	mux.HandleFunc("GET "+api.PathHealthz, h.healthz)
@@ -126,7 +130,16 @@ func (h *handlers) pool(w http.ResponseWriter, _ *http.Request) {
 		out.Groups = append(out.Groups, api.Group{Group: g.Group, Total: g.Total, Assigned: g.Assigned, Cooling: g.Cooling, Free: free})
 	}
 	out.Families, out.Ranges = RangesView(h.Store.Ranges())
+	out.Waiting = h.Store.PoolWaiting()
 	writeJSON(w, http.StatusOK, out)
+}
+
+func (h *handlers) routes(w http.ResponseWriter, _ *http.Request) {
+	if h.Routes == nil {
+		writeError(w, http.StatusNotFound, errors.New("ipamd keeps no routes to other nodes: routes.nodes is false"))
+		return
+	}
+	writeJSON(w, http.StatusOK, h.Routes())
 }
 
 func (h *handlers) adapter(w http.ResponseWriter, r *http.Request) {
@@ -188,6 +201,12 @@ func RangesView(rs []datastore.RangeInfo) ([]api.Family, []api.Range) {
 	ranges := []api.Range{}
 	index := map[string]int{}
 	for _, r := range rs {
+		if r.Retiring {
+			// Not the pool's any more: listed, never counted as free.
+			ranges = append(ranges, api.Range{Prefix: r.Range.Prefix.String(), Family: r.Family, Group: r.Range.Group,
+				First: r.Range.First.String(), Last: r.Range.Last.String(), Size: r.Size, Assigned: r.Assigned, Retiring: true})
+			continue
+		}
 		free := r.Size - min(r.Size, r.Assigned+r.Cooling+r.Quarantined)
 		i, ok := index[r.Family]
 		if !ok {

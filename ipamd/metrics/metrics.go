@@ -205,19 +205,35 @@ type rangeCollector struct {
 	ranges func() []datastore.RangeInfo
 }
 
-func (c rangeCollector) Describe(ch chan<- *prometheus.Desc) { ch <- rangeDesc }
+// retiringDesc is ipamd_retiring_range_held_addresses: the held addresses
+// of each retiring block (see datastore's retire.go).
+var retiringDesc = prometheus.NewDesc(namespace+"_retiring_range_held_addresses",
+	"Addresses pods still hold in each retiring range: a range the node no longer has (its Node deleted, or registered again with other podCIDRs). Nothing is handed out of it; it leaves the pool when its last pod goes.",
+	[]string{"range", "family", "group"}, nil)
+
+func (c rangeCollector) Describe(ch chan<- *prometheus.Desc) {
+	ch <- rangeDesc
+	ch <- retiringDesc
+}
 
 func (c rangeCollector) Collect(ch chan<- prometheus.Metric) {
 	for _, r := range c.ranges() {
+		p := r.Range.Prefix.String()
+		if r.Retiring {
+			ch <- prometheus.MustNewConstMetric(retiringDesc, prometheus.GaugeValue, float64(r.Assigned), p, r.Family, r.Range.Group)
+		}
 		if r.Size <= 1 {
 			continue
 		}
-		p := r.Range.Prefix.String()
 		for state, n := range map[string]uint64{"size": r.Size, "assigned": r.Assigned, "cooling": r.Cooling, "quarantined": r.Quarantined} {
 			ch <- prometheus.MustNewConstMetric(rangeDesc, prometheus.GaugeValue, float64(n), p, r.Family, r.Range.Group, state)
 		}
 	}
 }
+
+// MustRegister adds collectors of other parts (the node routes) to
+// ipamd's registry.
+func (m *Metrics) MustRegister(cs ...prometheus.Collector) { m.registry.MustRegister(cs...) }
 
 func (m *Metrics) registerAdapterState(state func() string) {
 	for _, st := range AdapterStates {

@@ -158,6 +158,9 @@ func (s *Server) Status(_ context.Context, _ *ipamdv1.StatusRequest) (resp *ipam
 func freeForAnADD(ranges []datastore.RangeInfo) (free uint64, short string) {
 	byFamily := map[string]uint64{}
 	for _, r := range ranges {
+		if r.Retiring {
+			continue
+		}
 		taken := r.Assigned + r.Cooling + r.Quarantined
 		byFamily[r.Family] = ipsource.SatAdd(byFamily[r.Family], r.Size-min(taken, r.Size))
 	}
@@ -210,7 +213,7 @@ func toStatus(err error) error {
 	switch {
 	case errors.Is(err, datastore.ErrPoolExhausted):
 		code = codes.ResourceExhausted
-	case errors.Is(err, datastore.ErrUnproven), errors.Is(err, datastore.ErrClosed), diskCondition(err):
+	case errors.Is(err, datastore.ErrUnproven), errors.Is(err, datastore.ErrPoolNotReady), errors.Is(err, datastore.ErrClosed), diskCondition(err):
 		code = codes.Unavailable
 	case errors.Is(err, datastore.ErrInvalidKey):
 		code = codes.InvalidArgument

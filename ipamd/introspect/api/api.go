@@ -16,7 +16,37 @@ const (
 	PathHealthz   = "/healthz"      // 200 while ipamd runs
 	PathReadyz    = "/readyz"       // 200 when ipamd can serve ADD, else 503 and why
 	PathMetrics   = "/metrics"
+	PathRoutes    = "/v1/routes" // the routes to other nodes (routes.nodes)
 )
+
+// Routes is GET /v1/routes: what the last sync of the routes to other
+// nodes' podCIDRs did (routes.nodes).
+type Routes struct {
+	// Node is this node; Protocol the route protocol of ipamd's routes.
+	Node     string `json:"node"`
+	Protocol int    `json:"protocol"`
+	// Routes are ipamd's routes as the last sync left them.
+	Routes []NodeRoute `json:"routes"`
+	// Skipped lists the nodes' ranges no route was made for, and why.
+	Skipped []SkippedRoute `json:"skipped"`
+	// Error is set when the sync could not read or change the table.
+	Error string `json:"error,omitempty"`
+}
+
+// NodeRoute is one route to another node's range.
+type NodeRoute struct {
+	Node string `json:"node"`
+	Dst  string `json:"dst"`
+	Via  string `json:"via"`
+	Dev  string `json:"dev"`
+}
+
+// SkippedRoute is a node's range without a route.
+type SkippedRoute struct {
+	Node   string `json:"node"`
+	Dst    string `json:"dst,omitempty"`
+	Reason string `json:"reason"`
+}
 
 // Pod is one assignment: the pod interface identified by its infra
 // sandbox ID, and its address.
@@ -78,6 +108,10 @@ type Range struct {
 	Cooling     uint64 `json:"cooling"`
 	Quarantined uint64 `json:"quarantined"`
 	Free        uint64 `json:"free"`
+	// Retiring: the range is no longer the node's (its Node deleted or
+	// registered again with other podCIDRs); nothing is handed out of it,
+	// and it leaves once no pod holds an address of it.
+	Retiring bool `json:"retiring,omitempty"`
 }
 
 // Recovery says how the datastore found its checkpoint at start.
@@ -103,6 +137,9 @@ type Pool struct {
 	Ranges   []Range  `json:"ranges"`
 	Recovery Recovery `json:"recovery"`
 	Proof    Proof    `json:"proof"`
+	// Waiting, while the pool has no range, names what it waits for
+	// (the node source: "Node X's spec.podCIDRs").
+	Waiting string `json:"waiting,omitempty"`
 }
 
 // Proof says whether ipamd hands out addresses. Without a trusted

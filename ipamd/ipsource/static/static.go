@@ -59,7 +59,7 @@ func New(cfg Config) (*Source, error) {
 		if i < len(cfg.Gateways) {
 			gw = cfg.Gateways[i]
 		}
-		ranges = append(ranges, usable(p.Masked(), gw, excluded))
+		ranges = append(ranges, usable(p.Masked(), gw, excluded, Group))
 	}
 	return &Source{ranges: ranges}, nil
 }
@@ -135,8 +135,8 @@ func addrText(ip netip.Addr) string {
 // usable is the block of p's usable addresses: all of them but an IPv4
 // subnet's network and broadcast addresses (below /31) and the excluded
 // addresses (gateways, reserved) inside p.
-func usable(p netip.Prefix, gw netip.Addr, excluded []netip.Addr) ipsource.Range {
-	r := ipsource.Range{Prefix: p, Subnet: p, Gateway: gw, Group: Group}
+func usable(p netip.Prefix, gw netip.Addr, excluded []netip.Addr, group string) ipsource.Range {
+	r := ipsource.Range{Prefix: p, Subnet: p, Gateway: gw, Group: group}
 	r.First, r.Last = r.Bounds()
 	if p.Addr().Is4() && p.Bits() < 31 {
 		r.First, r.Last = r.First.Next(), r.Last.Prev()
@@ -147,6 +147,13 @@ func usable(p netip.Prefix, gw netip.Addr, excluded []netip.Addr) ipsource.Range
 		}
 	}
 	return r
+}
+
+// Block is the pool block of prefix p under the static source's rules
+// (every address but an IPv4 subnet's network and broadcast below /31),
+// in group: the node source's blocks follow the same rules.
+func Block(p netip.Prefix, group string) ipsource.Range {
+	return usable(p.Masked(), netip.Addr{}, nil, group)
 }
 
 // Name is "static".

@@ -1,0 +1,111 @@
+package daemon
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"sync"
+
+	"github.com/sandboxipam/sandboxipam/ipamd/datastore"
+	"github.com/sandboxipam/sandboxipam/ipamd/ipsource/node"
+	"github.com/sandboxipam/sandboxipam/ipamd/kubeclient"
+	"github.com/sandboxipam/sandboxipam/ipamd/routes"
+)
+
+// kube returns the Kubernetes client the node source and the routes
+// share, made on first use.
+func (d *Daemon) kube() (*kubeclient.Client, error) {
+	d.kubeOnce.Do(func() {
+		if d.opts.Kube != nil {
+			d.kubeClient = d.opts.Kube
+			return
+		}
+		d.kubeClient, d.kubeErr = kubeclient.New(d.cfg.IPSource.Node.Kubeconfig)
+	})
+	return d.kubeClient, d.kubeErr
+}
+
+// startNode fills the pool from the checkpoint's record of the Node, when
+// it has one, and runs the node source on runCtx: the CNI socket opens
+// without waiting for the API server, and until the Node's podCIDRs are
+// known ADD answers "try again later" naming them.
+func startNode(ctx, runCtx context.Context, d *Daemon, store *datastore.Store, wg *sync.WaitGroup) (*sourceHandle, error) {
+	client, err := d.kube()
+	if err != nil {
+		return nil, err
+	}
+	src, err := node.New(node.Config{NodeName: d.cfg.IPSource.NodeName}, client, store,
+		node.Options{Logger: d.log.With("component", "ipsource"), OnChange: d.sourceChanged})
+	if err != nil {
+		return nil, fmt.Errorf("ipSource.node: %w", err)
+	}
+	ok, err := src.Restore(ctx)
+	if err != nil {
+		return nil, err
+	}
+	if !ok {
+		d.log.Warn("no ranges for this Node in the checkpoint: waiting for its spec.podCIDRs from the API server",
+			slog.String("node", d.cfg.IPSource.NodeName))
+	}
+	wg.Go(func() {
+		if err := src.Run(runCtx); err != nil {
+			d.log.Error("node IP source stopped", slog.Any("error", err))
+		}
+	})
+	return &sourceHandle{node: src}, nil
+}
+
+// startRoutes keeps the routes to other nodes when routes.nodes is set.
+func (d *Daemon) startRoutes(runCtx context.Context) error {
+	if !d.cfg.Routes.Nodes {
+		return nil
+	}
+	client, err := d.kube()
+	if err != nil {
+		return fmt.Errorf("routes.nodes: %w", err)
+	}
+	k, err := routes.New(routes.Config{NodeName: d.cfg.IPSource.NodeName}, client,
+		routes.Options{Logger: d.log.With("component", "routes"), Netlink: d.opts.RoutesNetlink})
+	if err != nil {
+		return err
+	}
+	d.routes = k
+	d.wg.Go(func() {
+		if err := k.Run(runCtx); err != nil {
+			d.log.Error("routes to other nodes stopped", slog.Any("error", err))
+		}
+	})
+	return nil
+}
+
+// sourceChanged is the node source's OnChange: the pool's ranges changed,
+// so readiness (and the conflist) may have too.
+func (d *Daemon) sourceChanged() {
+	select {
+	case d.changed <- struct{}{}:
+	default:
+	}
+}
+
+// announceOnChange re-announces after every change of the pool's ranges.
+func (d *Daemon) announceOnChange(ctx context.Context) {
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-d.changed:
+			d.announce()
+		}
+	}
+}
+
+// Routes is the route keeper, nil unless routes.nodes is set.
+func (d *Daemon) Routes() *routes.Keeper { return d.routes }
+
+// NodeSource is the node IP source, nil for other sources.
+func (d *Daemon) NodeSource() *node.Source {
+	if d.source == nil {
+		return nil
+	}
+	return d.source.node
+}

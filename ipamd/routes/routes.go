@@ -1,0 +1,223 @@
+// Package routes keeps the routes between nodes (host-gw, as flannel's
+// host-gw backend and kube-router do): in the host's main table, one
+// route per other node's spec.podCIDRs via that node's InternalIP of the
+// same family, so pods reach pods on other nodes without an overlay.
+//
+// Every route it makes carries Protocol, a route protocol number of
+// ipamd's own. A sync lists the main table's routes of that protocol
+// only: it adds and replaces what is missing or wrong and deletes what no
+// Node wants any more (a deleted Node, a node whose podCIDRs changed), so
+// a restart finds and corrects exactly its own routes, and a route of any
+// other protocol (the kernel's, an operator's, another network's) is
+// never touched, not even one to the same destination: that destination
+// is then reported, not taken over.
+//
+// A node whose InternalIP is not on a directly connected subnet (the
+// kernel's route to it has a gateway, or there is none) cannot be a next
+// hop: it is skipped, with an error naming it in the log, in the
+// ipamd_node_routes_skipped metric and in Status (ipamctl routes).
+//
+// Nodes come from a client-go informer over all Nodes (this is not the
+// CNI path: the pool's source reads only its own Node). A sync runs after
+// the informer's first list, after every Node event, and every resync
+// interval, to put back a route someone deleted.
+package routes
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"sync"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/vishvananda/netlink"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/client-go/informers"
+	"k8s.io/client-go/kubernetes"
+	listersv1 "k8s.io/client-go/listers/core/v1"
+	"k8s.io/client-go/tools/cache"
+)
+
+// Protocol is the route protocol (rtm_protocol, "proto" in `ip route`)
+// of every route ipamd makes: 201, unassigned in iproute2's rt_protos.
+// `ip route show proto 201` lists them.
+const Protocol netlink.RouteProtocol = 201
+
+// DefaultResync is how often routes are compared with the Nodes when no
+// Node changes.
+const DefaultResync = 30 * time.Second
+
+// Config configures the route keeper.
+type Config struct {
+	// NodeName is this node: no route to its own ranges. Required.
+	NodeName string
+	// Resync is the time between syncs without a Node event; zero means
+	// DefaultResync.
+	Resync time.Duration
+}
+
+// Options are the non-config inputs.
+type Options struct {
+	// Netlink is the handle of the network namespace to keep routes in;
+	// nil means the namespace of the process (the host's, with
+	// hostNetwork).
+	Netlink *netlink.Handle
+	// Logger; nil discards.
+	Logger *slog.Logger
+}
+
+// Keeper keeps the routes.
+type Keeper struct {
+	cfg    Config
+	client kubernetes.Interface
+	nl     *netlink.Handle
+	log    *slog.Logger
+	kick   chan struct{}
+	synced chan struct{}
+
+	mu     sync.Mutex
+	status Status
+	// syncs counts finished syncs, for tests waiting on one.
+	syncs    uint64
+	syncCond *sync.Cond
+}
+
+// New checks cfg; Run keeps the routes.
+func New(cfg Config, client kubernetes.Interface, opts Options) (*Keeper, error) {
+	if cfg.NodeName == "" {
+		return nil, fmt.Errorf("routes.nodes: the node name is empty (ipSource.nodeName, NODE_NAME)")
+	}
+	if cfg.Resync <= 0 {
+		cfg.Resync = DefaultResync
+	}
+	if opts.Logger == nil {
+		opts.Logger = slog.New(slog.DiscardHandler)
+	}
+	nl := opts.Netlink
+	if nl == nil {
+		nl = &netlink.Handle{}
+	}
+	k := &Keeper{cfg: cfg, client: client, nl: nl, log: opts.Logger,
+		kick: make(chan struct{}, 1), synced: make(chan struct{}),
+		status: Status{Node: cfg.NodeName, Protocol: int(Protocol), Routes: []Route{}, Skipped: []Skipped{}}}
+	k.syncCond = sync.NewCond(&k.mu)
+	return k, nil
+}
+
+// Run watches all Nodes and keeps the routes until ctx is done. The
+// routes stay when it returns: a restarted ipamd finds them, and pods
+// keep reaching other nodes meanwhile.
+func (k *Keeper) Run(ctx context.Context) error {
+	factory := informers.NewSharedInformerFactory(k.client, 0)
+	nodes := factory.Core().V1().Nodes()
+	inf := nodes.Informer()
+	kick := func(any) { k.Kick() }
+	if _, err := inf.AddEventHandler(cache.ResourceEventHandlerFuncs{
+		AddFunc: kick, UpdateFunc: func(_, n any) { kick(n) }, DeleteFunc: kick,
+	}); err != nil {
+		return fmt.Errorf("routes: %w", err)
+	}
+	factory.Start(ctx.Done())
+	defer factory.Shutdown()
+	if !cache.WaitForCacheSync(ctx.Done(), inf.HasSynced) {
+		return nil
+	}
+	close(k.synced)
+	k.log.Info("node informer synced: keeping routes to other nodes' podCIDRs", slog.Int("protocol", int(Protocol)))
+	ticker := time.NewTicker(k.cfg.Resync)
+	defer ticker.Stop()
+	for {
+		k.syncOnce(nodes.Lister())
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-k.kick:
+		case <-ticker.C:
+		}
+	}
+}
+
+// Kick asks for a sync soon.
+func (k *Keeper) Kick() {
+	select {
+	case k.kick <- struct{}{}:
+	default:
+	}
+}
+
+// Synced is closed once the informer has listed the Nodes.
+func (k *Keeper) Synced() <-chan struct{} { return k.synced }
+
+func (k *Keeper) syncOnce(lister listersv1.NodeLister) {
+	all, err := lister.List(everything())
+	var st Status
+	if err != nil {
+		st = Status{Error: fmt.Sprintf("list nodes from the informer: %v", err)}
+	} else {
+		st = k.Sync(all)
+	}
+	k.mu.Lock()
+	k.status = st
+	k.syncs++
+	k.syncCond.Broadcast()
+	k.mu.Unlock()
+}
+
+// WaitSyncs blocks until at least n syncs have finished since start, or
+// ctx is done; tests use it instead of sleeping.
+func (k *Keeper) WaitSyncs(ctx context.Context, n uint64) error {
+	stop := context.AfterFunc(ctx, func() {
+		k.mu.Lock()
+		k.syncCond.Broadcast()
+		k.mu.Unlock()
+	})
+	defer stop()
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	for k.syncs < n {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		k.syncCond.Wait()
+	}
+	return nil
+}
+
+// Collectors are the route keeper's metrics: ipamd_node_routes (routes in
+// place) and ipamd_node_routes_skipped (nodes' ranges without a route,
+// each logged with the node's name; ipamctl routes lists them).
+func (k *Keeper) Collectors() []prometheus.Collector {
+	return []prometheus.Collector{
+		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Namespace: "ipamd", Name: "node_routes",
+			Help: "Routes to other nodes' podCIDRs ipamd keeps in the main table (route protocol 201), as the last sync left them."},
+			func() float64 { return float64(len(k.Status().Routes)) }),
+		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Namespace: "ipamd", Name: "node_routes_skipped",
+			Help: "Other nodes' podCIDRs without a route: the node's InternalIP is not on a directly connected subnet, it has none of the family, or another protocol's route holds the destination. ipamctl routes names them."},
+			func() float64 { return float64(len(k.Status().Skipped)) }),
+	}
+}
+
+// Syncs counts the finished syncs.
+func (k *Keeper) Syncs() uint64 {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	return k.syncs
+}
+
+// Status is the last sync's outcome.
+func (k *Keeper) Status() Status {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	return cloneStatus(k.status)
+}
+
+func nodeInternalIPs(n *corev1.Node) []string {
+	var out []string
+	for _, a := range n.Status.Addresses {
+		if a.Type == corev1.NodeInternalIP {
+			out = append(out, a.Address)
+		}
+	}
+	return out
+}

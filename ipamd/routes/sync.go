@@ -1,0 +1,197 @@
+package routes
+
+import (
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/netip"
+	"slices"
+	"strings"
+
+	"github.com/vishvananda/netlink"
+	"golang.org/x/sys/unix"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/labels"
+
+	"github.com/sandboxipam/sandboxipam/ipamd/introspect/api"
+	"github.com/sandboxipam/sandboxipam/ipamd/ipsource/node"
+)
+
+// Status is what the last sync did: ipamctl routes shows it.
+type Status = api.Routes
+
+// Route is one route to another node's range.
+type Route = api.NodeRoute
+
+// Skipped is a node's range without a route.
+type Skipped = api.SkippedRoute
+
+func cloneStatus(s Status) Status {
+	s.Routes, s.Skipped = slices.Clone(s.Routes), slices.Clone(s.Skipped)
+	return s
+}
+
+func everything() labels.Selector { return labels.Everything() }
+
+// want is one route a Node asks for.
+type want struct {
+	node string
+	dst  netip.Prefix
+	via  netip.Addr
+	link int
+}
+
+// Sync makes ipamd's routes in the main table those nodes ask for, and
+// reports what it did and skipped.
+func (k *Keeper) Sync(nodes []*corev1.Node) Status {
+	st := Status{Node: k.cfg.NodeName, Protocol: int(Protocol), Routes: []Route{}, Skipped: []Skipped{}}
+	wants := map[netip.Prefix]want{}
+	slices.SortFunc(nodes, func(a, b *corev1.Node) int { return strings.Compare(a.Name, b.Name) })
+	for _, n := range nodes {
+		if n.Name == k.cfg.NodeName {
+			continue
+		}
+		ws, skipped := k.wantsOf(n)
+		st.Skipped = append(st.Skipped, skipped...)
+		for _, w := range ws {
+			wants[w.dst] = w
+		}
+	}
+	have, err := k.nl.RouteListFiltered(netlink.FAMILY_ALL, &netlink.Route{Table: unix.RT_TABLE_MAIN, Protocol: Protocol},
+		netlink.RT_FILTER_TABLE|netlink.RT_FILTER_PROTOCOL)
+	if err != nil {
+		st.Error = fmt.Sprintf("list routes of protocol %d: %v", Protocol, err)
+		k.log.Error("could not list ipamd's routes", slog.Any("error", err))
+		return st
+	}
+	var errs []error
+	for _, r := range have {
+		if r.Dst == nil {
+			continue
+		}
+		dst, _ := netip.AddrFromSlice(r.Dst.IP)
+		ones, _ := r.Dst.Mask.Size()
+		p := netip.PrefixFrom(dst.Unmap(), ones)
+		if _, ok := wants[p]; ok {
+			continue // replaced below when it differs
+		}
+		if err := k.nl.RouteDel(&r); err != nil && !errors.Is(err, unix.ESRCH) {
+			errs = append(errs, fmt.Errorf("delete route to %s: %w", p, err))
+			continue
+		}
+		k.log.Info("route to a range no node has any more deleted", slog.String("dst", p.String()))
+	}
+	for _, p := range sortedKeys(wants) {
+		w := wants[p]
+		if reason := k.foreign(w.dst); reason != "" {
+			st.Skipped = append(st.Skipped, Skipped{Node: w.node, Dst: p.String(), Reason: reason})
+			k.log.Error("not routing a node's range: "+reason, slog.String("node", w.node), slog.String("dst", p.String()))
+			continue
+		}
+		if err := k.nl.RouteReplace(w.route()); err != nil {
+			errs = append(errs, fmt.Errorf("route %s via %s (node %s): %w", p, w.via, w.node, err))
+			continue
+		}
+		st.Routes = append(st.Routes, Route{Node: w.node, Dst: p.String(), Via: w.via.String(), Dev: k.linkName(w.link)})
+	}
+	if err := errors.Join(errs...); err != nil {
+		st.Error = err.Error()
+		k.log.Error("routes to other nodes not all in place", slog.Any("error", err))
+	}
+	return st
+}
+
+// wantsOf is the routes node n asks for, and the ranges it cannot have
+// one for.
+func (k *Keeper) wantsOf(n *corev1.Node) ([]want, []Skipped) {
+	cidrs, err := node.PodCIDRs(n)
+	if err != nil {
+		return nil, []Skipped{{Node: n.Name, Reason: err.Error()}}
+	}
+	var ws []want
+	var skipped []Skipped
+	for _, p := range cidrs {
+		via, link, reason := k.nextHop(n, p)
+		if reason != "" {
+			skipped = append(skipped, Skipped{Node: n.Name, Dst: p.String(), Reason: reason})
+			k.log.Error("node skipped: no route to its podCIDR", slog.String("node", n.Name), slog.String("dst", p.String()), slog.String("reason", reason))
+			continue
+		}
+		ws = append(ws, want{node: n.Name, dst: p, via: via, link: link})
+	}
+	return ws, skipped
+}
+
+// nextHop is the node's InternalIP of p's family when it is on a directly
+// connected subnet, with the link to it; else why not.
+func (k *Keeper) nextHop(n *corev1.Node, p netip.Prefix) (netip.Addr, int, string) {
+	var ip netip.Addr
+	for _, text := range nodeInternalIPs(n) {
+		if a, err := netip.ParseAddr(text); err == nil && a.Unmap().Is4() == p.Addr().Is4() {
+			ip = a.Unmap()
+			break
+		}
+	}
+	family := "IPv6"
+	if p.Addr().Is4() {
+		family = "IPv4"
+	}
+	if !ip.IsValid() {
+		return ip, 0, fmt.Sprintf("Node %s has no %s InternalIP for its podCIDR %s", n.Name, family, p)
+	}
+	rs, err := k.nl.RouteGet(net.IP(ip.AsSlice()))
+	switch {
+	case err != nil || len(rs) == 0:
+		return ip, 0, fmt.Sprintf("Node %s's InternalIP %s is not reachable from this node (%v)", n.Name, ip, err)
+	case rs[0].Gw != nil:
+		return ip, 0, fmt.Sprintf("Node %s's InternalIP %s is not on a directly connected subnet (the route to it goes via %s)", n.Name, ip, rs[0].Gw)
+	case rs[0].Type == unix.RTN_LOCAL:
+		return ip, 0, fmt.Sprintf("Node %s's InternalIP %s is an address of this node", n.Name, ip)
+	}
+	return ip, rs[0].LinkIndex, ""
+}
+
+// foreign reports a route to dst in the main table that is not ipamd's.
+func (k *Keeper) foreign(dst netip.Prefix) string {
+	_, ipn, _ := net.ParseCIDR(dst.String())
+	rs, err := k.nl.RouteListFiltered(netlink.FAMILY_ALL, &netlink.Route{Table: unix.RT_TABLE_MAIN, Dst: ipn},
+		netlink.RT_FILTER_TABLE|netlink.RT_FILTER_DST)
+	if err != nil {
+		return ""
+	}
+	for _, r := range rs {
+		if r.Protocol != Protocol {
+			return fmt.Sprintf("a route to %s of protocol %d (not ipamd's %d) is in the main table; it is left alone", dst, r.Protocol, Protocol)
+		}
+	}
+	return ""
+}
+
+func (w want) route() *netlink.Route {
+	_, ipn, _ := net.ParseCIDR(w.dst.String())
+	return &netlink.Route{Dst: ipn, Gw: net.IP(w.via.AsSlice()), LinkIndex: w.link,
+		Table: unix.RT_TABLE_MAIN, Protocol: Protocol, Scope: netlink.SCOPE_UNIVERSE}
+}
+
+func (k *Keeper) linkName(index int) string {
+	l, err := k.nl.LinkByIndex(index)
+	if err != nil {
+		return fmt.Sprint(index)
+	}
+	return l.Attrs().Name
+}
+
+func sortedKeys(m map[netip.Prefix]want) []netip.Prefix {
+	out := make([]netip.Prefix, 0, len(m))
+	for p := range m {
+		out = append(out, p)
+	}
+	slices.SortFunc(out, func(a, b netip.Prefix) int {
+		if c := a.Addr().Compare(b.Addr()); c != 0 {
+			return c
+		}
+		return a.Bits() - b.Bits()
+	})
+	return out
+}
