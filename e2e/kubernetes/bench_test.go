@@ -19,6 +19,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/sandboxipam/sandboxipam/conformance/fixture"
+	"github.com/sandboxipam/sandboxipam/ipamd/kubeclient"
 )
 
 // The benchmark: benchPods pods of one Deployment on one node, from an API
@@ -289,7 +290,7 @@ func (c *cluster) auditSince(t *testing.T, mark int64) []auditEntry {
 		if json.Unmarshal(sc.Bytes(), &e) != nil {
 			continue
 		}
-		if e.User.Username == ipamdUser || strings.HasPrefix(e.UserAgent, "ipamd") {
+		if e.User.Username == ipamdUser || strings.HasPrefix(e.UserAgent, kubeclient.UserAgent) {
 			out = append(out, e)
 		}
 	}
