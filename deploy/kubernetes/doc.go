@@ -1,5 +1,7 @@
 // Package kubernetes holds sandboxipam's Kubernetes manifests (a kustomize
-// base and one overlay per runtime: containerd, crio, cri-dockerd, aws)
+// base whose pool is each Node's spec.podCIDRs, one overlay per runtime:
+// containerd, crio, cri-dockerd, aws, the one-node static overlay
+// static-one-node, and the Component routes)
 // and renders them with kustomize's Go API into typed k8s.io/api objects,
 // decoded strictly: a misspelled or unknown field is an error, not a
 // field the API server would silently drop.

@@ -9,23 +9,31 @@ import (
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
 	kjson "sigs.k8s.io/json"
 	"sigs.k8s.io/kustomize/api/krusty"
 	"sigs.k8s.io/kustomize/kyaml/filesys"
 )
 
-//go:embed base overlays
+//go:embed base overlays components
 var manifests embed.FS
 
 // ErrStrictDecode: a rendered object has a field its k8s.io/api type does
 // not know, or names a field twice.
 var ErrStrictDecode = errors.New("manifest does not decode strictly")
 
-// Overlays are the runtime overlays under overlays/, one per directory.
-func Overlays() ([]string, error) {
-	entries, err := fs.ReadDir(manifests, "overlays")
+// Overlays are the overlays under overlays/, one per directory: one per
+// runtime, aws, and static-one-node.
+func Overlays() ([]string, error) { return dirs("overlays") }
+
+// Components are the kustomize Components under components/ (routes),
+// added to an overlay with RenderWith.
+func Components() ([]string, error) { return dirs("components") }
+
+func dirs(root string) ([]string, error) {
+	entries, err := fs.ReadDir(manifests, root)
 	if err != nil {
-		return nil, fmt.Errorf("list overlays: %w", err)
+		return nil, fmt.Errorf("list %s: %w", root, err)
 	}
 	var names []string
 	for _, e := range entries {
@@ -40,20 +48,40 @@ func Overlays() ([]string, error) {
 // installs. Render fails on any other kind, so an added object is noticed
 // by the test that inspects these.
 type Rendered struct {
-	DaemonSet      *appsv1.DaemonSet
-	ConfigMap      *corev1.ConfigMap
-	ServiceAccount *corev1.ServiceAccount
+	DaemonSet          *appsv1.DaemonSet
+	ConfigMap          *corev1.ConfigMap
+	ServiceAccount     *corev1.ServiceAccount
+	ClusterRole        *rbacv1.ClusterRole
+	ClusterRoleBinding *rbacv1.ClusterRoleBinding
 }
 
 // Render runs kustomize on overlays/<overlay> and decodes each object
 // strictly into its k8s.io/api type.
-func Render(overlay string) (Rendered, error) {
+func Render(overlay string) (Rendered, error) { return RenderWith(overlay) }
+
+// RenderWith renders overlays/<overlay> with components/<name> of each
+// components added, as a kustomization of the operator's own would:
+//
+//	resources: [<overlay>]
+//	components: [<component>...]
+func RenderWith(overlay string, components ...string) (Rendered, error) {
 	fsys, err := inMemory()
 	if err != nil {
 		return Rendered{}, err
 	}
-	k := krusty.MakeKustomizer(krusty.MakeDefaultOptions())
-	resources, err := k.Run(fsys, path.Join("/overlays", overlay))
+	dir := path.Join("/overlays", overlay)
+	if len(components) > 0 {
+		dir = "/rendered"
+		k := "apiVersion: kustomize.config.k8s.io/v1beta1\nkind: Kustomization\nresources:\n  - ../overlays/" + overlay + "\ncomponents:\n"
+		for _, c := range components {
+			k += "  - ../components/" + c + "\n"
+		}
+		if err := fsys.WriteFile("/rendered/kustomization.yaml", []byte(k)); err != nil {
+			return Rendered{}, fmt.Errorf("render overlay %s: %w", overlay, err)
+		}
+	}
+	kz := krusty.MakeKustomizer(krusty.MakeDefaultOptions())
+	resources, err := kz.Run(fsys, dir)
 	if err != nil {
 		return Rendered{}, fmt.Errorf("render overlay %s: %w", overlay, err)
 	}
@@ -67,8 +95,8 @@ func Render(overlay string) (Rendered, error) {
 			return Rendered{}, fmt.Errorf("render overlay %s: %s %s: %w", overlay, res.GetKind(), res.GetName(), err)
 		}
 	}
-	if r.DaemonSet == nil || r.ConfigMap == nil || r.ServiceAccount == nil {
-		return Rendered{}, fmt.Errorf("render overlay %s: want a DaemonSet, a ConfigMap and a ServiceAccount, got %+v", overlay, r)
+	if r.DaemonSet == nil || r.ConfigMap == nil || r.ServiceAccount == nil || r.ClusterRole == nil || r.ClusterRoleBinding == nil {
+		return Rendered{}, fmt.Errorf("render overlay %s: want a DaemonSet, a ConfigMap, a ServiceAccount, a ClusterRole and a ClusterRoleBinding, got %+v", overlay, r)
 	}
 	return r, nil
 }
@@ -94,6 +122,18 @@ func (r *Rendered) add(kind string, data []byte) error {
 		}
 		r.ServiceAccount = &corev1.ServiceAccount{}
 		target = r.ServiceAccount
+	case "ClusterRole":
+		if r.ClusterRole != nil {
+			return errors.New("second ClusterRole")
+		}
+		r.ClusterRole = &rbacv1.ClusterRole{}
+		target = r.ClusterRole
+	case "ClusterRoleBinding":
+		if r.ClusterRoleBinding != nil {
+			return errors.New("second ClusterRoleBinding")
+		}
+		r.ClusterRoleBinding = &rbacv1.ClusterRoleBinding{}
+		target = r.ClusterRoleBinding
 	default:
 		return fmt.Errorf("unexpected kind %q", kind)
 	}

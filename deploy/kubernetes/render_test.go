@@ -18,11 +18,15 @@ import (
 // overlayRuntime is what each overlay must give ipamd: its adapter, the
 // runtime socket, and the IP source.
 var overlayRuntime = map[string]struct{ adapter, socket, source string }{
-	"containerd":  {"containerd", "/run/containerd/containerd.sock", "static"},
-	"crio":        {"crio", "/run/crio/crio.sock", "static"},
-	"cri-dockerd": {"dockershim", "/run/cri-dockerd.sock", "static"},
-	"aws":         {"containerd", "/run/containerd/containerd.sock", "aws"},
+	"containerd":      {"containerd", "/run/containerd/containerd.sock", "node"},
+	"crio":            {"crio", "/run/crio/crio.sock", "node"},
+	"cri-dockerd":     {"dockershim", "/run/cri-dockerd.sock", "node"},
+	"aws":             {"containerd", "/run/containerd/containerd.sock", "aws"},
+	"static-one-node": {"containerd", "/run/containerd/containerd.sock", "static"},
 }
+
+// testNodeName stands for the Node name the downward API gives NODE_NAME.
+const testNodeName = "node-1"
 
 func TestEveryOverlayIsTested(t *testing.T) {
 	names, err := Overlays()
@@ -69,7 +73,79 @@ func TestOverlaysRenderStrictly(t *testing.T) {
 			if cfg.Introspection.Address != "127.0.0.1:61679" {
 				t.Errorf("introspection on %q, the probes dial 127.0.0.1:61679", cfg.Introspection.Address)
 			}
+			if cfg.IPSource.NodeName != testNodeName || cfg.Routes.Nodes {
+				t.Errorf("ipSource.nodeName %q (want the downward API's spec.nodeName), routes.nodes %v (want off without the component)", cfg.IPSource.NodeName, cfg.Routes.Nodes)
+			}
+			if cfg.IPSource.Type == "static" {
+				if cidrs, _, _ := cfg.IPSource.StaticPool(); !slices.Equal(cidrs, []string{"198.18.0.0/24"}) {
+					t.Errorf("static-one-node pool %q", cidrs)
+				}
+			}
 		})
+	}
+}
+
+// The routes component turns routes.nodes on and adds CAP_NET_ADMIN, and
+// only it: every overlay without it adds no capability (checkDaemonSet).
+func TestRoutesComponent(t *testing.T) {
+	comps, err := Components()
+	if err != nil || !slices.Equal(comps, []string{"routes"}) {
+		t.Fatalf("components %q, %v; the test knows [routes]", comps, err)
+	}
+	for _, overlay := range []string{"containerd", "crio", "cri-dockerd"} {
+		r, err := RenderWith(overlay, "routes")
+		if err != nil {
+			t.Fatal(err)
+		}
+		ipamd := container(t, r.DaemonSet.Spec.Template.Spec.Containers, "ipamd")
+		cfg := loadConfig(t, r, ipamd)
+		if !cfg.Routes.Nodes || cfg.IPSource.Type != "node" || cfg.Runtime.Adapter != overlayRuntime[overlay].adapter {
+			t.Errorf("%s+routes: routes.nodes %v source %q adapter %q", overlay, cfg.Routes.Nodes, cfg.IPSource.Type, cfg.Runtime.Adapter)
+		}
+		sc := ipamd.SecurityContext
+		if !slices.Equal(sc.Capabilities.Add, []corev1.Capability{"NET_ADMIN"}) || !slices.Equal(sc.Capabilities.Drop, []corev1.Capability{"ALL"}) {
+			t.Errorf("%s+routes: capabilities add %v drop %v, want add NET_ADMIN only, drop ALL", overlay, sc.Capabilities.Add, sc.Capabilities.Drop)
+		}
+		if sc.AllowPrivilegeEscalation == nil || *sc.AllowPrivilegeEscalation || sc.ReadOnlyRootFilesystem == nil || !*sc.ReadOnlyRootFilesystem {
+			t.Errorf("%s+routes: the component loosened the security context: %+v", overlay, sc)
+		}
+		install := container(t, r.DaemonSet.Spec.Template.Spec.InitContainers, "install-cni")
+		checkLeastPrivilege(t, install)
+	}
+}
+
+// The RBAC lets ipamd's ServiceAccount get, list and watch Nodes and
+// nothing more, bound to that account in kube-system.
+func TestRBACIsNodesReadOnly(t *testing.T) {
+	names, err := Overlays()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, overlay := range names {
+		r, err := Render(overlay)
+		if err != nil {
+			t.Fatal(err)
+		}
+		rules := r.ClusterRole.Rules
+		if len(rules) != 1 || !slices.Equal(rules[0].APIGroups, []string{""}) || !slices.Equal(rules[0].Resources, []string{"nodes"}) ||
+			!slices.Equal(rules[0].Verbs, []string{"get", "list", "watch"}) || len(rules[0].ResourceNames) != 0 || len(rules[0].NonResourceURLs) != 0 {
+			t.Errorf("%s: ClusterRole rules %+v, want nodes get/list/watch only", overlay, rules)
+		}
+		b := r.ClusterRoleBinding
+		if b.RoleRef.Kind != "ClusterRole" || b.RoleRef.Name != r.ClusterRole.Name || len(b.Subjects) != 1 ||
+			b.Subjects[0].Kind != "ServiceAccount" || b.Subjects[0].Name != r.ServiceAccount.Name || b.Subjects[0].Namespace != "kube-system" {
+			t.Errorf("%s: binding %+v does not bind %s to ServiceAccount kube-system/%s", overlay, b, r.ClusterRole.Name, r.ServiceAccount.Name)
+		}
+		ipamd := container(t, r.DaemonSet.Spec.Template.Spec.Containers, "ipamd")
+		var nodeName *corev1.EnvVar
+		for i := range ipamd.Env {
+			if ipamd.Env[i].Name == "NODE_NAME" {
+				nodeName = &ipamd.Env[i]
+			}
+		}
+		if nodeName == nil || nodeName.ValueFrom == nil || nodeName.ValueFrom.FieldRef == nil || nodeName.ValueFrom.FieldRef.FieldPath != "spec.nodeName" {
+			t.Errorf("%s: NODE_NAME %+v, want it from the downward API's spec.nodeName", overlay, nodeName)
+		}
 	}
 }
 
@@ -89,8 +165,11 @@ func checkDaemonSet(t *testing.T, r Rendered) {
 	if spec.ServiceAccountName != r.ServiceAccount.Name {
 		t.Errorf("serviceAccountName %q, the ServiceAccount is %q", spec.ServiceAccountName, r.ServiceAccount.Name)
 	}
-	if f := spec.AutomountServiceAccountToken; f == nil || *f {
-		t.Error("the pod mounts a ServiceAccount token; ipamd reads no API")
+	if f := spec.AutomountServiceAccountToken; f == nil || !*f {
+		t.Error("the pod mounts no ServiceAccount token; the node source reads the Node with it")
+	}
+	if f := r.ServiceAccount.AutomountServiceAccountToken; f == nil || *f {
+		t.Error("the ServiceAccount mounts its token into every pod using it; only ipamd's pod spec asks for it")
 	}
 	if len(ds.Spec.Selector.MatchLabels) != 1 || ds.Spec.Selector.MatchLabels["app.kubernetes.io/name"] != "sandboxipam" {
 		t.Errorf("selector %v", ds.Spec.Selector.MatchLabels)
@@ -228,7 +307,11 @@ func loadConfig(t *testing.T, r Rendered, c corev1.Container) config.Config {
 	}
 	var environ []string
 	for _, e := range c.Env {
-		environ = append(environ, e.Name+"="+e.Value)
+		value := e.Value
+		if e.ValueFrom != nil && e.ValueFrom.FieldRef != nil && e.ValueFrom.FieldRef.FieldPath == "spec.nodeName" {
+			value = testNodeName
+		}
+		environ = append(environ, e.Name+"="+value)
 	}
 	cfg, err := config.Load(path, environ)
 	if err != nil {

@@ -186,3 +186,19 @@ func waitReady(t testing.TB, cni cniClient) {
 		return st.Ready, st.String()
 	})
 }
+
+// addAll returns every address of an ADD (one per family) in CIDR
+// notation.
+func (c cniClient) addAll(ctx context.Context, id string) ([]string, error) {
+	var resp ipamdv1.AddResponse
+	req := &ipamdv1.AddRequest{Attachment: attachment(id), Netns: "/var/run/netns/" + id,
+		Pod: &ipamdv1.PodRef{Name: "pod-" + id, Namespace: "default", Uid: "uid-" + id}}
+	if err := c.do(ctx, wire.MethodAdd, req, &resp); err != nil {
+		return nil, err
+	}
+	out := make([]string, len(resp.Ips))
+	for i, ip := range resp.Ips {
+		out[i] = ip.Address
+	}
+	return out, nil
+}
