@@ -5,7 +5,7 @@
 // imported and ipamd run as a static pod made from the DaemonSet's own pod
 // template (deploy/kubernetes); and a one-node cluster (etcd,
 // kube-apiserver, kube-controller-manager, kube-scheduler and a kubelet
-// registered to them, all on 127.0.0.1) to which the containerd overlay is
+// registered to them, all on 127.0.0.1) to which the static-one-node overlay is
 // applied, as kubectl apply -k would. The control plane comes from
 // internal/kubeenv.
 //

@@ -28,14 +28,14 @@ type nodePaths struct {
 	config, run, state, cniBin, cniConf, runtimeSocket string
 }
 
-// ipamdStaticPod turns the containerd overlay's DaemonSet pod template
+// ipamdStaticPod turns the static-one-node overlay's DaemonSet pod template
 // into a static pod. Only what a node without an API server needs changes
 // beyond nodePodSpec: the ConfigMap volume becomes a host directory holding
 // the same ipamd.yaml, and the service account goes. Containers, probes, hooks, security contexts and
 // resources are the rendered ones.
 func ipamdStaticPod(t *testing.T, paths nodePaths) (*corev1.Pod, string) {
 	t.Helper()
-	r, err := deploy.Render("containerd")
+	r, err := deploy.Render(oneNodeOverlay)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -54,6 +54,8 @@ func ipamdStaticPod(t *testing.T, paths nodePaths) (*corev1.Pod, string) {
 	// kubelet refuses a static pod that names a service account ("static
 	// pods may not reference serviceaccounts"); ipamd mounts no token.
 	pod.Spec.ServiceAccountName, pod.Spec.DeprecatedServiceAccount = "", ""
+	noToken := false
+	pod.Spec.AutomountServiceAccountToken = &noToken
 	for i, v := range pod.Spec.Volumes {
 		if v.ConfigMap != nil {
 			dir := corev1.HostPathDirectory
