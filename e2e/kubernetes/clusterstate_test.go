@@ -2,6 +2,7 @@ package kubernetes
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net/netip"
 	"net/url"
@@ -204,10 +205,13 @@ func (n *clusterNode) ipamdHolds(ctx context.Context, pods []clusterPod) error {
 	slices.Sort(got)
 	slices.Sort(want)
 	if !slices.Equal(got, want) {
-		return fmt.Errorf("ipamctl pods:\n  %s\nAPI server and runtime:\n  %s", strings.Join(got, "\n  "), strings.Join(want, "\n  "))
+		return fmt.Errorf("%w: ipamctl pods:\n  %s\nAPI server and runtime:\n  %s", errDisagree, strings.Join(got, "\n  "), strings.Join(want, "\n  "))
 	}
 	return nil
 }
+
+// errDisagree: ipamd answered, and holds other than the runtime runs.
+var errDisagree = errors.New("ipamd and the runtime disagree")
 
 // pool runs "ipamctl -o json pool" on node n.
 func (n *clusterNode) pool(ctx context.Context) (introspect.Pool, error) {

@@ -141,7 +141,7 @@ func (c *cluster) waitProvenReady(t *testing.T, n *clusterNode, state clusterSta
 		if pool.Proof.Unproven {
 			t.Fatalf("%s's ipamd is ready with an unproven pool: %+v", n.name, pool.Proof)
 		}
-		if err := n.ipamdHolds(ctx, want); err != nil && !strings.Contains(err.Error(), "running ipamd") {
+		if err := n.ipamdHolds(ctx, want); errors.Is(err, errDisagree) {
 			t.Fatalf("%s's ipamd is ready but does not hold exactly its pods: %v", n.name, err)
 		}
 		return err
