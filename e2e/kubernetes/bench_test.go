@@ -27,7 +27,7 @@ import (
 const (
 	benchName   = "bench"
 	benchPods   = 110
-	benchRounds = 5
+	benchRounds = 3
 	// bridgeNetwork is the reference CNI's network name; its conflist
 	// sorts before ipamd's, so containerd takes it while it is there.
 	bridgeNetwork  = "bench-bridge"
