@@ -73,8 +73,29 @@ func linesOf(out string, keep func(string) string) []string {
 	return lines
 }
 
-// hostMounts lists the host's mount points with their types, but for
-// other tests' under /tmp.
+// clusterMountPoint: a mount point the cluster's nodes mount over inside
+// their namespaces, or one under the cluster's directories. Other tests
+// on the machine mount elsewhere (/run/netns, their own /tmp dirs) while
+// this one runs.
+func clusterMountPoint(target string) bool {
+	if strings.Contains(target, "/sbxk8m-") || strings.HasPrefix(target, "/proc/sys/") {
+		return true
+	}
+	for _, p := range []string{"/etc", "/var", "/opt", "/run", "/etc/machine-id", "/run/containerd"} {
+		if target == p {
+			return true
+		}
+	}
+	for _, d := range nodePrivateDirs {
+		if target == d.path {
+			return true
+		}
+	}
+	return false
+}
+
+// hostMounts lists the host's mount points that clusterMountPoint names,
+// with their types.
 func hostMounts(t *testing.T) []string {
 	t.Helper()
 	f, err := os.Open("/proc/self/mountinfo")
@@ -89,10 +110,10 @@ func hostMounts(t *testing.T) []string {
 		if len(fields) < 5 {
 			continue
 		}
-		target := fields[4]
-		if strings.HasPrefix(target, "/tmp/") && !strings.Contains(target, "/sbxk8m-") {
+		if target := fields[4]; !clusterMountPoint(target) {
 			continue
 		}
+		target := fields[4]
 		fstype := ""
 		if i := slices.Index(fields, "-"); i >= 0 && i+1 < len(fields) {
 			fstype = fields[i+1]
