@@ -135,19 +135,17 @@ func (c *cluster) useNetwork(t *testing.T, n *clusterNode, network string) {
 			return err
 		}
 		var info struct {
-			Config struct {
-				CNIConfig struct {
-					Networks []struct {
-						Config struct{ Name string } `json:"Config"`
-					} `json:"Networks"`
-				} `json:"cniconfig"`
-			} `json:"config"`
+			CNIConfig struct {
+				Networks []struct {
+					Config struct{ Name string } `json:"Config"`
+				} `json:"Networks"`
+			} `json:"cniconfig"`
 		}
 		if err := json.Unmarshal([]byte(out), &info); err != nil {
 			return fmt.Errorf("crictl info: %w", err)
 		}
 		var names []string
-		for _, nw := range info.Config.CNIConfig.Networks {
+		for _, nw := range info.CNIConfig.Networks {
 			names = append(names, nw.Config.Name)
 		}
 		if !slices.Contains(names, network) {
