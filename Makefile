@@ -15,7 +15,7 @@ PROTOC_GEN_GO_VERSION      := v1.36.12
 PROTOC_GEN_GO_GRPC_VERSION := v1.5.1
 STATICCHECK_VERSION        := v0.8.2
 
-.PHONY: all build test test-short test-tools runtime-tools fuzz lint generate bench demo clean tools image e2e-kubernetes kubernetes-tools
+.PHONY: all build test test-short test-tools runtime-tools fuzz lint generate bench demo clean tools image e2e-kubernetes bench-kubernetes kubernetes-tools
 
 all: build
 
@@ -130,10 +130,18 @@ kubernetes-tools:
 	tools/kubernetes/build.sh
 
 # The image run by ctr on a private containerd; a standalone kubelet running
-# ipamd as a static pod from the DaemonSet in deploy/kubernetes; and a
-# one-node cluster on 127.0.0.1 that applies the containerd overlay. Needs root.
+# ipamd as a static pod from the DaemonSet in deploy/kubernetes; a one-node
+# cluster on 127.0.0.1; and a cluster of three nodes on this machine (each its
+# own network and mount namespaces, containerd and kubelet) that applies the
+# containerd overlay with the routes component. Needs root.
 e2e-kubernetes: kubernetes-tools
-	SANDBOXIPAM_E2E_KUBERNETES=1 $(GO) test -count=1 -timeout 40m -v ./e2e/kubernetes/
+	SANDBOXIPAM_E2E_KUBERNETES=1 $(GO) test -count=1 -timeout 60m -v ./e2e/kubernetes/
+
+# On the three-node cluster: 110 pods on one node from an API scale to all
+# Running, sandboxipam against the bridge + host-local reference plugins, and
+# ipamd's API requests (BENCHMARKS.md). Long: not part of e2e-kubernetes.
+bench-kubernetes: kubernetes-tools
+	SANDBOXIPAM_E2E_KUBERNETES=1 SANDBOXIPAM_E2E_BENCH=1 $(GO) test -count=1 -timeout 90m -v -run 'TestClusterScaleBenchmark' ./e2e/kubernetes/
 
 clean:
 	rm -rf $(BIN) dist

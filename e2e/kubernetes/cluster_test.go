@@ -35,7 +35,7 @@ const (
 // TestOneNodeCluster brings up a one-node cluster on 127.0.0.1 (etcd,
 // kube-apiserver, kube-controller-manager, kube-scheduler, and a kubelet
 // registered to it against the private containerd), applies the
-// containerd overlay as "kubectl apply -k" would, and checks what
+// static-one-node overlay as "kubectl apply -k" would, and checks what
 // ipamd holds against the API server and the runtime while a Deployment of
 // ten pods runs, loses half its pods, outlives a rolling update of the
 // DaemonSet and is scaled to zero.
@@ -88,30 +88,20 @@ func TestOneNodeCluster(t *testing.T) {
 	})
 	t.Logf("node %s registered at %s", nodeName, time.Since(began).Round(time.Millisecond))
 
-	// kubectl apply -k deploy/kubernetes/overlays/containerd, with the
-	// host paths pointed at the test's directories.
+	// kubectl apply -k deploy/kubernetes/overlays/static-one-node, with
+	// the host paths pointed at the test's directories.
 	paths := nodePaths{
 		run: filepath.Join(dir, "run"), state: filepath.Join(dir, "state"),
 		cniBin: ctrd.CNIBinDir, cniConf: ctrd.CNIConfDir, runtimeSocket: ctrd.Address,
 	}
-	r, err := deploy.Render("containerd")
+	r, err := deploy.Render(oneNodeOverlay)
 	if err != nil {
 		t.Fatal(err)
 	}
-	ds := r.DaemonSet.DeepCopy()
+	ds := r.DaemonSet
 	confList := nodePodSpec(t, &ds.Spec.Template.Spec, paths)
-	r.ServiceAccount.TypeMeta = metav1.TypeMeta{APIVersion: "v1", Kind: "ServiceAccount"}
-	r.ConfigMap.TypeMeta = metav1.TypeMeta{APIVersion: "v1", Kind: "ConfigMap"}
-	ds.TypeMeta = metav1.TypeMeta{APIVersion: "apps/v1", Kind: "DaemonSet"}
 	ns := ds.Namespace
-	for _, c := range []struct {
-		path string
-		obj  any
-	}{
-		{"/api/v1/namespaces/" + ns + "/serviceaccounts", r.ServiceAccount},
-		{"/api/v1/namespaces/" + ns + "/configmaps", r.ConfigMap},
-		{"/apis/apps/v1/namespaces/" + ns + "/daemonsets", ds},
-	} {
+	for _, c := range manifestObjects(r) {
 		if err := api.create(ctx, c.path, c.obj); err != nil {
 			t.Fatal(err)
 		}

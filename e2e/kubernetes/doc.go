@@ -5,8 +5,29 @@
 // imported and ipamd run as a static pod made from the DaemonSet's own pod
 // template (deploy/kubernetes); and a one-node cluster (etcd,
 // kube-apiserver, kube-controller-manager, kube-scheduler and a kubelet
-// registered to them, all on 127.0.0.1) to which the containerd overlay is
-// applied, as kubectl apply -k would.
+// registered to them, all on 127.0.0.1) to which the static-one-node overlay is
+// applied, as kubectl apply -k would. The control plane comes from
+// internal/kubeenv.
+//
+// TestThreeNodeCluster runs a cluster of three nodes on this one machine.
+// A "hub" network namespace holds a bridge and the control plane
+// (kube-controller-manager assigning each node an IPv4 and an IPv6
+// podCIDR); nothing is routed to or from the host's namespace, so nothing
+// can leave the machine. There is no kube-proxy: the hub holds the
+// kubernetes Service's address and the API server listens on port 443, so
+// ipamd's in-cluster config reaches it as on a real cluster. Each node is a
+// network namespace with a veth to the bridge and a mount namespace, held
+// by a shell started as "nsenter --net=NETNS unshare --mount --propagation
+// private" (not "ip netns exec", which remounts /sys), with overlays over
+// /etc, /var and /opt, a tmpfs on /run and directories of its own for
+// /etc/cni/net.d, /opt/cni/bin, /var/lib/sandboxipam and kubelet;
+// containerd (testenv's InNode) and kubelet run in both namespaces, so the
+// DaemonSet's host paths are the node's own and three ipamds share no
+// file. The test then checks, with exact addresses, the API server against
+// every node's runtime and ipamctl, and leaves the host's links, routes,
+// sysctls, mounts and cgroups as it found them. TestClusterScaleBenchmark
+// (SANDBOXIPAM_E2E_BENCH=1, make bench-kubernetes) times 110 pods on one
+// of its nodes, sandboxipam against bridge + host-local.
 //
 // The tests run only when SANDBOXIPAM_E2E_KUBERNETES=1, so that a plain
 // "go test ./..." never builds or starts a kubelet; then they need root,

@@ -49,6 +49,19 @@ type kubeletOptions struct {
 	// kubeconfig registers the kubelet with an API server; "" runs it
 	// standalone.
 	kubeconfig string
+	// node, when set, runs kubelet inside a test cluster's node (its
+	// mount namespace already holds the stand-ins and private
+	// directories); nil runs it as the one-node tests do.
+	node *kubeletNode
+}
+
+// kubeletNode is where a cluster node's kubelet runs and what it says
+// about itself.
+type kubeletNode struct {
+	mountNS    string // path of the node's mount namespace
+	nodeIPs    string // --node-ip, both families
+	address    string // the node's IPv4 address: kubelet's API listens there
+	cgroupRoot string // distinct per node
 }
 
 // kubelet is a running standalone kubelet.
@@ -72,6 +85,11 @@ func (k *kubelet) config() string {
 	if k.opts.staticPodDir != "" {
 		staticPods = "staticPodPath: " + k.opts.staticPodDir
 	}
+	address, maxPods := "127.0.0.1", 110
+	if k.opts.node != nil {
+		// The benchmark runs 110 pods on one node beside ipamd.
+		address, maxPods = k.opts.node.address, 120
+	}
 	return fmt.Sprintf(`apiVersion: kubelet.config.k8s.io/v1beta1
 kind: KubeletConfiguration
 %[1]s
@@ -84,7 +102,7 @@ cgroupDriver: cgroupfs
 cgroupRoot: %[3]s
 oomScoreAdj: 0
 makeIPTablesUtilChains: false
-address: 127.0.0.1
+address: %[6]s
 healthzBindAddress: 127.0.0.1
 readOnlyPort: 0
 authentication:
@@ -98,12 +116,13 @@ evictionHard: {}
 imageGCHighThresholdPercent: 100
 imageGCLowThresholdPercent: 99
 failSwapOn: false
+maxPods: %[7]d
 protectKernelDefaults: false
 resolvConf: ""
 volumePluginDir: %[4]s
 podLogsDir: %[5]s
 `, staticPods, k.opts.criEndpoint, k.cgroupRoot,
-		filepath.Join(k.opts.dir, "volume-plugins"), filepath.Join(k.opts.dir, "pod-logs"))
+		filepath.Join(k.opts.dir, "volume-plugins"), filepath.Join(k.opts.dir, "pod-logs"), address, maxPods)
 }
 
 // startKubelet starts kubelet in its own mount namespace and in
@@ -118,8 +137,19 @@ func startKubelet(t *testing.T, opts kubeletOptions) *kubelet {
 			t.Fatal(err)
 		}
 	}
+	if opts.node != nil {
+		k.cgroupRoot = opts.node.cgroupRoot
+	}
 	t.Cleanup(func() { k.teardown(t) })
 	k.makeCgroupRoot(t)
+	config := filepath.Join(opts.dir, "kubelet.yaml")
+	if err := os.WriteFile(config, []byte(k.config()), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if opts.node != nil {
+		k.startInNode(t, config)
+		return k
+	}
 	// The root dir is a shared mount: what kubelet mounts there in its
 	// own namespace (volumes) reaches containerd in the host's.
 	run(t, "mount", "--bind", k.rootDir(), k.rootDir())
@@ -129,10 +159,6 @@ func startKubelet(t *testing.T, opts kubeletOptions) *kubelet {
 			t.Fatal(err)
 		}
 		k.createdVar = true
-	}
-	config := filepath.Join(opts.dir, "kubelet.yaml")
-	if err := os.WriteFile(config, []byte(k.config()), 0o644); err != nil {
-		t.Fatal(err)
 	}
 	script := []string{"set -e"}
 	// On a host whose / or /proc is a shared mount (systemd's default)
@@ -172,15 +198,49 @@ func startKubelet(t *testing.T, opts kubeletOptions) *kubelet {
 	k.log = log
 	// --propagation unchanged keeps the root dir shared; / and /proc are
 	// private here, so the stand-ins and tmpfs never reach the host.
-	k.cmd = exec.Command("unshare", "--mount", "--propagation", "unchanged", "--", "sh", "-c", strings.Join(script, "\n"))
-	k.cmd.Stdout, k.cmd.Stderr = log, log
+	k.start(t, exec.Command("unshare", "--mount", "--propagation", "unchanged", "--", "sh", "-c", strings.Join(script, "\n")))
+	return k
+}
+
+// startInNode runs kubelet in a cluster node's network and mount
+// namespaces, where the node's shell put the stand-ins over the sysctls
+// and its private /var/lib/kubelet and /var/log.
+func (k *kubelet) startInNode(t *testing.T, config string) {
+	t.Helper()
+	n := k.opts.node
+	argv := []string{"--net=" + k.opts.netnsPath, "--mount=" + n.mountNS, "--", k.opts.binary,
+		"--config=" + config, "--root-dir=" + k.rootDir(), "--cert-dir=" + filepath.Join(k.opts.dir, "certs"),
+		"--hostname-override=" + k.opts.nodeName, "--node-ip=" + n.nodeIPs, "--kubeconfig=" + k.opts.kubeconfig, "--v=2"}
+	// Appended to: a restarted kubelet's log follows its predecessor's.
+	log, err := os.OpenFile(filepath.Join(k.opts.dir, "kubelet.log"), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+	if err != nil {
+		t.Fatal(err)
+	}
+	k.log = log
+	k.start(t, exec.Command("nsenter", argv...))
+}
+
+// restartInNode stops a cluster node's kubelet and starts another with
+// the same options, under the same teardown; the node's pods run on.
+func (k *kubelet) restartInNode(t *testing.T) {
+	t.Helper()
+	k.stop()
+	k.log.Close()
+	k.exited = make(chan struct{})
+	k.startInNode(t, filepath.Join(k.opts.dir, "kubelet.yaml"))
+}
+
+// start starts cmd as the kubelet, its output in k.log.
+func (k *kubelet) start(t *testing.T, cmd *exec.Cmd) {
+	t.Helper()
+	k.cmd = cmd
+	k.cmd.Stdout, k.cmd.Stderr = k.log, k.log
 	k.cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
 	if err := k.cmd.Start(); err != nil {
 		t.Fatalf("start kubelet: %v", err)
 	}
 	go func() { _ = k.cmd.Wait(); close(k.exited) }()
-	t.Logf("kubelet started (pid %d), log %s", k.cmd.Process.Pid, log.Name())
-	return k
+	t.Logf("kubelet %s started (pid %d), log %s", k.opts.nodeName, k.cmd.Process.Pid, k.log.Name())
 }
 
 // makeCgroupRoot creates the kubelet's cgroup root in every v1 hierarchy,
@@ -252,7 +312,9 @@ func (k *kubelet) teardown(t *testing.T) {
 			}
 		}
 	}
-	_ = exec.Command("umount", "--recursive", "--lazy", k.rootDir()).Run()
+	if k.opts.node == nil {
+		_ = exec.Command("umount", "--recursive", "--lazy", k.rootDir()).Run()
+	}
 	if k.createdVar {
 		if err := os.Remove("/var/lib/kubelet"); err != nil {
 			t.Errorf("remove /var/lib/kubelet: %v", err)

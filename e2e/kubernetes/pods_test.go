@@ -28,14 +28,14 @@ type nodePaths struct {
 	config, run, state, cniBin, cniConf, runtimeSocket string
 }
 
-// ipamdStaticPod turns the containerd overlay's DaemonSet pod template
+// ipamdStaticPod turns the static-one-node overlay's DaemonSet pod template
 // into a static pod. Only what a node without an API server needs changes
 // beyond nodePodSpec: the ConfigMap volume becomes a host directory holding
 // the same ipamd.yaml, and the service account goes. Containers, probes, hooks, security contexts and
 // resources are the rendered ones.
 func ipamdStaticPod(t *testing.T, paths nodePaths) (*corev1.Pod, string) {
 	t.Helper()
-	r, err := deploy.Render("containerd")
+	r, err := deploy.Render(oneNodeOverlay)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -54,6 +54,8 @@ func ipamdStaticPod(t *testing.T, paths nodePaths) (*corev1.Pod, string) {
 	// kubelet refuses a static pod that names a service account ("static
 	// pods may not reference serviceaccounts"); ipamd mounts no token.
 	pod.Spec.ServiceAccountName, pod.Spec.DeprecatedServiceAccount = "", ""
+	noToken := false
+	pod.Spec.AutomountServiceAccountToken = &noToken
 	for i, v := range pod.Spec.Volumes {
 		if v.ConfigMap != nil {
 			dir := corev1.HostPathDirectory
@@ -151,6 +153,10 @@ func writeManifest(t *testing.T, dir string, pod *corev1.Pod) string {
 type criPod struct {
 	ID, Name, Namespace, State string
 	IP                         string
+	// IPs are every address of the sandbox, IP first; PID is its pause
+	// process, in the host's PID namespace.
+	IPs []string
+	PID int
 }
 
 type crictl struct {
@@ -189,13 +195,27 @@ func (c crictl) pods(ctx context.Context) ([]criPod, error) {
 			}
 			var st struct {
 				Status struct {
-					Network struct{ IP string } `json:"network"`
+					Network struct {
+						IP            string `json:"ip"`
+						AdditionalIPs []struct {
+							IP string `json:"ip"`
+						} `json:"additionalIps"`
+					} `json:"network"`
 				} `json:"status"`
+				Info struct {
+					PID int `json:"pid"`
+				} `json:"info"`
 			}
 			if err := json.Unmarshal([]byte(out), &st); err != nil {
 				return nil, fmt.Errorf("crictl inspectp: %w", err)
 			}
-			p.IP = st.Status.Network.IP
+			p.IP, p.PID = st.Status.Network.IP, st.Info.PID
+			if p.IP != "" {
+				p.IPs = append(p.IPs, p.IP)
+			}
+			for _, a := range st.Status.Network.AdditionalIPs {
+				p.IPs = append(p.IPs, a.IP)
+			}
 		}
 		pods = append(pods, p)
 	}
@@ -229,10 +249,11 @@ func (c crictl) runningContainer(ctx context.Context, name string) (id string, p
 
 // ipamPod is one assignment as "ipamctl -o json pods" reports it.
 type ipamPod struct {
-	SandboxID string `json:"sandboxID"`
-	Name      string `json:"name"`
-	Namespace string `json:"namespace"`
-	IP        string `json:"ip"`
+	SandboxID string   `json:"sandboxID"`
+	Name      string   `json:"name"`
+	Namespace string   `json:"namespace"`
+	IP        string   `json:"ip"`
+	IPs       []string `json:"ips"`
 }
 
 // ipamctlPods runs ipamctl inside the ipamd container, as an operator

@@ -76,9 +76,12 @@ type Options struct {
 	// NetNS is the path of the network namespace the components run in;
 	// "" (the default) runs them in the caller's own.
 	NetNS string
-	// Address is the IPv4 address the API server listens on and
-	// advertises; 127.0.0.1 by default. etcd listens on 127.0.0.1.
+	// Address is the IPv4 address the API server advertises and the
+	// kubeconfig names; 127.0.0.1 by default. etcd listens on 127.0.0.1.
 	Address string
+	// BindAddress is the address the API server listens on; Address by
+	// default ("0.0.0.0" for every address of its namespace).
+	BindAddress string
 	// EtcdPort, EtcdPeerPort and APIPort default to 2379, 2380 and 6443
 	// inside NetNS, and to free ports in the caller's own namespace.
 	EtcdPort, EtcdPeerPort, APIPort int
@@ -122,6 +125,9 @@ func (o Options) withDefaults() (Options, error) {
 	}
 	if _, err := netip.ParseAddr(o.Address); err != nil {
 		return o, fmt.Errorf("kubeenv: Options.Address: %w", err)
+	}
+	if o.BindAddress == "" {
+		o.BindAddress = o.Address
 	}
 	if o.ServiceCIDR == "" {
 		o.ServiceCIDR = DefaultServiceCIDR

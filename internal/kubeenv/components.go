@@ -18,7 +18,7 @@ func (a *APIServer) startAPIServer(ctx context.Context) error {
 	o := a.opts
 	args := []string{
 		"--etcd-servers=" + fmt.Sprintf("http://127.0.0.1:%d", o.EtcdPort),
-		"--bind-address=" + o.Address, "--advertise-address=" + o.Address, "--secure-port=" + strconv.Itoa(o.APIPort),
+		"--bind-address=" + o.BindAddress, "--advertise-address=" + o.Address, "--secure-port=" + strconv.Itoa(o.APIPort),
 		// A loopback advertise address is one the endpoint reconciler
 		// refuses to publish; and no test needs the Endpoints.
 		"--endpoint-reconciler-type=none",

@@ -39,6 +39,25 @@ type ContainerdOptions struct {
 	DisableCRI bool
 	// Logger receives progress messages; nil discards them.
 	Logger *slog.Logger
+	// InNode, when set, starts containerd inside a node's network and
+	// mount namespaces (a test cluster's node) instead of a network
+	// namespace of its own, with the node's CNI directories. No CNI
+	// config is written and the network need not be ready: the node's
+	// CNI (ipamd's conflist) comes later. Default: nil.
+	InNode *NodeNamespaces
+}
+
+// NodeNamespaces are the namespaces of a test node that containerd and its
+// CNI plugins run in, so that they see the node's own files.
+type NodeNamespaces struct {
+	// NetNS is the path of the node's network namespace. Required.
+	NetNS string
+	// MountNS is the path of the node's mount namespace, e.g.
+	// /proc/PID/ns/mnt of the process that holds it. Required.
+	MountNS string
+	// CNIConfDir and CNIBinDir are the CNI directories as containerd sees
+	// them inside the node; /etc/cni/net.d and /opt/cni/bin by default.
+	CNIConfDir, CNIBinDir string
 }
 
 // Containerd is a running private containerd with its CRI plugin, the
@@ -114,6 +133,9 @@ func (c *Containerd) start(ctx context.Context, opts ContainerdOptions) error {
 	if opts.DisableCRI {
 		return c.startWithoutCRI(ctx)
 	}
+	if opts.InNode != nil {
+		return c.startInNode(ctx, *opts.InNode)
+	}
 	if err := createNetNS(ctx, c.NetNSPath); err != nil {
 		return err
 	}
@@ -132,7 +154,33 @@ func (c *Containerd) start(ctx context.Context, opts ContainerdOptions) error {
 		return err
 	}
 	c.daemon, c.PID = daemon, daemon.pid()
-	return c.waitUsable(ctx, began)
+	return c.waitUsable(ctx, began, true)
+}
+
+// startInNode starts containerd in a node's namespaces (ContainerdOptions.InNode).
+func (c *Containerd) startInNode(ctx context.Context, node NodeNamespaces) error {
+	if node.NetNS == "" || node.MountNS == "" {
+		return errors.New("ContainerdOptions.InNode needs NetNS and MountNS")
+	}
+	c.NetNSPath, c.CNIConfDir, c.CNIBinDir = node.NetNS, node.CNIConfDir, node.CNIBinDir
+	if c.CNIConfDir == "" {
+		c.CNIConfDir = "/etc/cni/net.d"
+	}
+	if c.CNIBinDir == "" {
+		c.CNIBinDir = "/opt/cni/bin"
+	}
+	configPath := filepath.Join(c.Dir, "config.toml")
+	if err := os.WriteFile(configPath, []byte(containerdConfig(c)), 0o600); err != nil {
+		return fmt.Errorf("write config: %w", err)
+	}
+	began := time.Now()
+	daemon, err := startDaemon("containerd", filepath.Join(c.Dir, "containerd.log"), c.logger,
+		"nsenter", "--net="+node.NetNS, "--mount="+node.MountNS, "containerd", "--config", configPath)
+	if err != nil {
+		return err
+	}
+	c.daemon, c.PID = daemon, daemon.pid()
+	return c.waitUsable(ctx, began, false)
 }
 
 // startWithoutCRI starts containerd with the config Docker's own
@@ -172,8 +220,9 @@ func (c *Containerd) startWithoutCRI(ctx context.Context) error {
 }
 
 // waitUsable waits for CRI to answer, imports the pause image, then waits
-// until CRI sees the image and reports runtime and network ready.
-func (c *Containerd) waitUsable(ctx context.Context, began time.Time) error {
+// until CRI sees the image and reports the runtime ready, and the network
+// too when needNetwork.
+func (c *Containerd) waitUsable(ctx context.Context, began time.Time, needNetwork bool) error {
 	// A gRPC connection that failed once backs off for a second: wait for
 	// the socket itself first.
 	if err := c.daemon.waitReady(ctx, func(ctx context.Context) error { return dialUnix(ctx, c.Address) }); err != nil {
@@ -197,7 +246,9 @@ func (c *Containerd) waitUsable(ctx context.Context, began time.Time) error {
 	if err := c.importPauseImage(ctx); err != nil {
 		return err
 	}
-	ready := func(ctx context.Context) error { return criReady(ctx, runtimeService, imageService, c.PauseImage) }
+	ready := func(ctx context.Context) error {
+		return criReady(ctx, runtimeService, imageService, c.PauseImage, needNetwork)
+	}
 	if err := c.daemon.waitReady(ctx, ready); err != nil {
 		return err
 	}
@@ -208,7 +259,7 @@ func (c *Containerd) waitUsable(ctx context.Context, began time.Time) error {
 // errCRINotReady: the CRI plugin answers but is not ready for pods yet.
 var errCRINotReady = errors.New("CRI not ready")
 
-func criReady(ctx context.Context, rs criapi.RuntimeServiceClient, is criapi.ImageServiceClient, image string) error {
+func criReady(ctx context.Context, rs criapi.RuntimeServiceClient, is criapi.ImageServiceClient, image string, needNetwork bool) error {
 	img, err := is.ImageStatus(ctx, &criapi.ImageStatusRequest{Image: &criapi.ImageSpec{Image: image}})
 	if err != nil {
 		return err
@@ -221,6 +272,9 @@ func criReady(ctx context.Context, rs criapi.RuntimeServiceClient, is criapi.Ima
 		return err
 	}
 	for _, cond := range status.GetStatus().GetConditions() {
+		if !needNetwork && cond.GetType() == criapi.NetworkReady {
+			continue
+		}
 		if !cond.GetStatus() {
 			return fmt.Errorf("%w: %s: %s %s", errCRINotReady, cond.GetType(), cond.GetReason(), cond.GetMessage())
 		}

@@ -1,0 +1,60 @@
+package kubernetes
+
+import (
+	"testing"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	deploy "github.com/sandboxipam/sandboxipam/deploy/kubernetes"
+)
+
+// oneNodeOverlay is what the one-node tests apply: a static pool, as the
+// README says for a cluster of one node. Two of them (the standalone
+// kubelet, the image under ctr) have no API server at all to read a
+// Node's podCIDRs from; the one-node cluster applies the overlay the
+// README names for it. The base (the node source) runs on three nodes.
+const oneNodeOverlay = "static-one-node"
+
+// apiObject is one object to create, and the collection it goes to.
+type apiObject struct {
+	path string
+	obj  any
+}
+
+// manifestObjects are r's objects in the order "kubectl apply" creates
+// them, with their API paths.
+func manifestObjects(r deploy.Rendered) []apiObject {
+	r.ServiceAccount.TypeMeta = metav1.TypeMeta{APIVersion: "v1", Kind: "ServiceAccount"}
+	r.ClusterRole.TypeMeta = metav1.TypeMeta{APIVersion: "rbac.authorization.k8s.io/v1", Kind: "ClusterRole"}
+	r.ClusterRoleBinding.TypeMeta = metav1.TypeMeta{APIVersion: "rbac.authorization.k8s.io/v1", Kind: "ClusterRoleBinding"}
+	r.ConfigMap.TypeMeta = metav1.TypeMeta{APIVersion: "v1", Kind: "ConfigMap"}
+	r.DaemonSet.TypeMeta = metav1.TypeMeta{APIVersion: "apps/v1", Kind: "DaemonSet"}
+	ns := r.DaemonSet.Namespace
+	return []apiObject{
+		{"/api/v1/namespaces/" + ns + "/serviceaccounts", r.ServiceAccount},
+		{"/apis/rbac.authorization.k8s.io/v1/clusterroles", r.ClusterRole},
+		{"/apis/rbac.authorization.k8s.io/v1/clusterrolebindings", r.ClusterRoleBinding},
+		{"/api/v1/namespaces/" + ns + "/configmaps", r.ConfigMap},
+		{"/apis/apps/v1/namespaces/" + ns + "/daemonsets", r.DaemonSet},
+	}
+}
+
+// renderClusterManifests renders the containerd overlay with the routes
+// component, as "kubectl apply -k" of a kustomization naming both would,
+// with the image set to the one the nodes imported ("kustomize edit set
+// image"); nothing else changes.
+func renderClusterManifests(t *testing.T) []apiObject {
+	t.Helper()
+	r, err := deploy.RenderWith("containerd", "routes")
+	if err != nil {
+		t.Fatal(err)
+	}
+	spec := &r.DaemonSet.Spec.Template.Spec
+	for i := range spec.InitContainers {
+		spec.InitContainers[i].Image = e2eImageRef
+	}
+	for i := range spec.Containers {
+		spec.Containers[i].Image = e2eImageRef
+	}
+	return manifestObjects(r)
+}
