@@ -152,7 +152,9 @@ func (c *CRIDockerd) waitUsable(ctx context.Context, began time.Time) error {
 	defer conn.Close()
 	runtimeService := criapi.NewRuntimeServiceClient(conn)
 	imageService := criapi.NewImageServiceClient(conn)
-	ready := func(ctx context.Context) error { return criReady(ctx, runtimeService, imageService, c.PauseImage, true) }
+	ready := func(ctx context.Context) error {
+		return criReady(ctx, runtimeService, imageService, c.PauseImage, true)
+	}
 	if err := c.daemon.waitReady(ctx, ready); err != nil {
 		return err
 	}

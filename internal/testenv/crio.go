@@ -215,7 +215,9 @@ func (c *CRIO) waitUsable(ctx context.Context, began time.Time, skopeo string) e
 		return err
 	}
 	imageService := criapi.NewImageServiceClient(conn)
-	ready := func(ctx context.Context) error { return criReady(ctx, runtimeService, imageService, c.PauseImage, true) }
+	ready := func(ctx context.Context) error {
+		return criReady(ctx, runtimeService, imageService, c.PauseImage, true)
+	}
 	if err := c.daemon.waitReady(ctx, ready); err != nil {
 		return err
 	}
