@@ -40,15 +40,6 @@ type cluster struct {
 	began  time.Time
 }
 
-func (c *cluster) node(name string) *clusterNode {
-	for _, n := range c.nodes {
-		if n.name == name {
-			return n
-		}
-	}
-	return nil
-}
-
 func (c *cluster) logf(t *testing.T, format string, args ...any) {
 	t.Helper()
 	t.Logf("[%s] %s", time.Since(c.began).Round(time.Millisecond), fmt.Sprintf(format, args...))
