@@ -82,6 +82,11 @@ type Config struct {
 	// NetNS reads addresses inside a sandbox's network namespace when the
 	// adapter reports its path; nil means it is not read.
 	NetNS NetNSReader
+	// NetNSIdentity identifies the network namespace at a path
+	// (nodestate.NetNSIdentity on Linux): an assignment whose sandbox the
+	// listing does not show is kept while the namespace its ADD named is
+	// still on the node. Nil means namespaces are not looked at.
+	NetNSIdentity func(path string) (dev, ino uint64, err error)
 	// VethPrefix is the CNI plugin's hostVethPrefix; default
 	// hostveth.DefaultPrefix.
 	VethPrefix string
@@ -244,7 +249,7 @@ func (r *Reconciler) pass(ctx context.Context, dryRun bool) (Result, error) {
 		}
 	}
 	stale := Stale(assignments, sandboxes, cutoff)
-	stale = slices.DeleteFunc(stale, func(a datastore.Assignment) bool { return n.alive(r.cfg.VethPrefix, a.Key) })
+	stale = slices.DeleteFunc(stale, func(a datastore.Assignment) bool { return n.alive(r.cfg.VethPrefix, a.Key) || r.keptByNetNS(a) })
 	stale = append(stale, settled...)
 	if dryRun {
 		res.Released = stale
