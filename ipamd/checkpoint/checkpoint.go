@@ -136,6 +136,17 @@ type Assignment struct {
 	// an empty one on a node whose config says the plugin wires every pod,
 	// lets a missing pod link count as evidence that the pod is gone.
 	Wiring string `json:"wiring,omitempty"`
+	// NetNS is the pod's network namespace as the ADD named it (a
+	// /run/netns file or /proc/PID/ns/net); empty for an adopted
+	// assignment or a file written before the field. NetNSDev and
+	// NetNSIno identify that namespace (its nsfs file's device and inode,
+	// read at ADD; zero when ipamd could not open it), so another
+	// namespace later at the same path (a reused PID) does not count. A
+	// namespace still on the node keeps the address; its absence proves
+	// nothing.
+	NetNS    string `json:"netns,omitempty"`
+	NetNSDev uint64 `json:"netnsDev,omitempty"`
+	NetNSIno uint64 `json:"netnsIno,omitempty"`
 }
 
 // Encode renders f with its header. It fails only for a time outside the

@@ -27,7 +27,8 @@ func sample() checkpoint.File {
 		},
 		Assignments: []checkpoint.Assignment{
 			{Network: "pods", SandboxID: "93e629d853d9f70464dd5b54987533ffe87930cb28a6414ddb48c94b69845e85", IfName: "eth0",
-				PodName: "coredns-6f647f5754-gpm7t", Namespace: "kube-system", UID: "83f10b53", IPs: []netip.Addr{netip.MustParseAddr("198.18.0.1")}, AssignedAt: at, Wiring: "ipamOnly"},
+				PodName: "coredns-6f647f5754-gpm7t", Namespace: "kube-system", UID: "83f10b53", IPs: []netip.Addr{netip.MustParseAddr("198.18.0.1")}, AssignedAt: at, Wiring: "ipamOnly",
+				NetNS: "/var/run/netns/cni-5d3a0c1e-7f0b-6a2e-b1c4-2d9e8f7a6b5c", NetNSDev: 4, NetNSIno: 4026532173},
 			{Network: "pods", SandboxID: "c32c237fb529", IfName: "eth0", IPs: []netip.Addr{netip.MustParseAddr("2001:db8::5")}, AssignedAt: at},
 		},
 	}

@@ -135,6 +135,18 @@ func appendAssignment(b []byte, a Assignment) []byte {
 		b = append(b, `,"wiring":`...)
 		b = appendString(b, a.Wiring)
 	}
+	if a.NetNS != "" {
+		b = append(b, `,"netns":`...)
+		b = appendString(b, a.NetNS)
+	}
+	if a.NetNSDev != 0 {
+		b = append(b, `,"netnsDev":`...)
+		b = strconv.AppendUint(b, a.NetNSDev, 10)
+	}
+	if a.NetNSIno != 0 {
+		b = append(b, `,"netnsIno":`...)
+		b = strconv.AppendUint(b, a.NetNSIno, 10)
+	}
 	return append(b, '}')
 }
 

@@ -102,7 +102,7 @@ var comparedFields = map[reflect.Type]int{
 	reflect.TypeFor[checkpoint.File]():          6,
 	reflect.TypeFor[checkpoint.NodeRanges]():    4,
 	reflect.TypeFor[checkpoint.Address]():       6,
-	reflect.TypeFor[checkpoint.Assignment]():    10,
+	reflect.TypeFor[checkpoint.Assignment]():    13,
 	reflect.TypeFor[checkpoint.Record]():        8,
 	reflect.TypeFor[checkpoint.AssignmentKey](): 3,
 }
@@ -161,7 +161,8 @@ func sameAddress(a, b checkpoint.Address) bool {
 func sameAssignment(a, b checkpoint.Assignment) bool {
 	return a.Network == b.Network && a.SandboxID == b.SandboxID && a.IfName == b.IfName &&
 		a.PodName == b.PodName && a.Namespace == b.Namespace && a.UID == b.UID && slices.Equal(a.IPs, b.IPs) &&
-		a.AssignedAt.Equal(b.AssignedAt) && a.ListedAt.Equal(b.ListedAt) && a.Wiring == b.Wiring
+		a.AssignedAt.Equal(b.AssignedAt) && a.ListedAt.Equal(b.ListedAt) && a.Wiring == b.Wiring &&
+		a.NetNS == b.NetNS && a.NetNSDev == b.NetNSDev && a.NetNSIno == b.NetNSIno
 }
 
 func diffRecords(a, b []checkpoint.Record) string {

@@ -237,10 +237,13 @@ func TestCheckWhoAndMetricsOnARealNode(t *testing.T) {
 		who.History[1].SandboxID != b {
 		t.Fatalf("who 198.18.0.2 after DEL = %+v", who)
 	}
-	// c's pod is gone from the node too (its veth with it): now the
-	// reconciler may release it.
+	// c's pod is gone from the node too (its veth and its network
+	// namespace with it): now the reconciler may release it.
 	if err := host.LinkDel(&netlink.Veth{LinkAttrs: netlink.LinkAttrs{Name: hostveth.Name("sbx", c, "eth0")}}); err != nil {
 		t.Fatalf("delete c's veth: %v", err)
+	}
+	if out, err := exec.Command("ip", "netns", "del", p.pods[c]).CombinedOutput(); err != nil {
+		t.Fatalf("delete c's network namespace: %v: %s", err, out)
 	}
 	rec, err := intro.Reconcile(ctx, false)
 	if err != nil || len(rec.Released) != 1 || rec.Released[0].SandboxID != c {

@@ -55,6 +55,7 @@ import (
 	"github.com/sandboxipam/sandboxipam/ipamd/history"
 	"github.com/sandboxipam/sandboxipam/ipamd/kubeclient"
 	"github.com/sandboxipam/sandboxipam/ipamd/metrics"
+	"github.com/sandboxipam/sandboxipam/ipamd/nodestate"
 	"github.com/sandboxipam/sandboxipam/ipamd/reconcile"
 	"github.com/sandboxipam/sandboxipam/ipamd/routes"
 	"github.com/sandboxipam/sandboxipam/ipamd/server"
@@ -241,7 +242,8 @@ func (d *Daemon) serveSocket(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	opts := server.Options{Logger: d.log.With("component", "server"), Observe: d.metrics.ObserveCall, OnWiringRefused: d.metrics.ObserveWiringRefused}
+	opts := server.Options{Logger: d.log.With("component", "server"), Observe: d.metrics.ObserveCall, OnWiringRefused: d.metrics.ObserveWiringRefused,
+		NetNSIdentity: nodestate.NetNSIdentity}
 	if d.cfg.PluginWiresEveryPod() {
 		opts.RefuseIPAMOnly = d.cfg.PodWiringReason()
 	}

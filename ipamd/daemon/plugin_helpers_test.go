@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"testing"
 	"time"
 
@@ -16,11 +17,16 @@ import (
 // ipamOnlyPlugin execs the real CNI plugin as a runtime does when
 // sandboxipam is the IPAM plugin of another main plugin (an "ipam"
 // section): the plugin only asks ipamd for the address, and tells it so.
-type ipamOnlyPlugin struct{ bin, socket string }
+type ipamOnlyPlugin struct {
+	bin, socket string
+	// netnsDir holds the pods' network namespaces, one named after each
+	// sandbox ID; default /var/run/netns.
+	netnsDir string
+}
 
 func newIPAMOnlyPlugin(t testing.TB, socket string) ipamOnlyPlugin {
 	t.Helper()
-	return ipamOnlyPlugin{bin: testsupport.StaticBinary(t, "./cmd/sandboxipam"), socket: socket}
+	return ipamOnlyPlugin{bin: testsupport.StaticBinary(t, "./cmd/sandboxipam"), socket: socket, netnsDir: "/var/run/netns"}
 }
 
 // cniError is the plugin's error result.
@@ -41,7 +47,7 @@ func (p ipamOnlyPlugin) run(ctx context.Context, command, id string) ([]byte, er
 	cmd := exec.CommandContext(ctx, p.bin)
 	// In IPAM mode the plugin never enters the pod's namespace; the
 	// override tells it the path is meant (no namespace is made for it).
-	cmd.Env = []string{"CNI_COMMAND=" + command, "CNI_CONTAINERID=" + id, "CNI_IFNAME=eth0", "CNI_NETNS=/var/run/netns/" + id,
+	cmd.Env = []string{"CNI_COMMAND=" + command, "CNI_CONTAINERID=" + id, "CNI_IFNAME=eth0", "CNI_NETNS=" + filepath.Join(p.netnsDir, id),
 		"CNI_NETNS_OVERRIDE=1", "CNI_PATH=/opt/cni/bin",
 		"CNI_ARGS=IgnoreUnknown=1;K8S_POD_NAMESPACE=default;K8S_POD_NAME=pod-" + id + ";K8S_POD_INFRA_CONTAINER_ID=" + id,
 		"PATH=" + os.Getenv("PATH")}

@@ -33,6 +33,8 @@ func (d *Daemon) newReconciler(adapter runtime.RuntimeAdapter) *reconcile.Reconc
 		LinkGrace:  d.cfg.Node.LinkGrace,
 
 		PluginWiresEveryPod: d.cfg.PluginWiresEveryPod(),
+		// The namespace an ADD named, still on the node, keeps its address.
+		NetNSIdentity: nodestate.NetNSIdentity,
 	})
 }
 

@@ -15,6 +15,7 @@ import (
 	"github.com/sandboxipam/sandboxipam/ipamd/introspect"
 	"github.com/sandboxipam/sandboxipam/ipamd/introspect/api"
 	"github.com/sandboxipam/sandboxipam/ipamd/nodestate"
+	"github.com/sandboxipam/sandboxipam/ipamd/reconcile"
 	"github.com/sandboxipam/sandboxipam/runtime"
 )
 
@@ -212,6 +213,9 @@ func (d *Daemon) nodeEvidence(ctx context.Context, a datastore.Assignment, ev *e
 	veth := hostveth.Name(prefix, a.SandboxID, a.IfName)
 	if routed, ok := snap.Links[veth]; ok {
 		ev.add(ips, "the node still has its pod link %s (routing %v)", veth, routed)
+	}
+	if on, why := reconcile.NetNSOnNode(nodestate.NetNSIdentity, a.NetNS); on {
+		ev.add(ips, "%s", why)
 	}
 	links := make([]string, 0, len(snap.Links))
 	for name := range snap.Links {

@@ -143,8 +143,9 @@ func quarantineLastsWhileReported(t *testing.T, n *node, cni cniClient, admin *c
 }
 
 // The node's own evidence: a pod the runtime no longer lists (the adapter
-// is blind to it) but whose pod link and host route the CNI plugin made
-// are still on the node is refused, naming the link and the route; forced,
+// is blind to it) but whose pod link and host route the CNI plugin made,
+// and network namespace, are still on the node is refused, naming the
+// link, the route and the namespace; forced,
 // its address is quarantined while the node shows it.
 func TestReleaseRefusedWhileTheNodeShowsThePod(t *testing.T) {
 	testsupport.RequireRoot(t, "ip")
@@ -158,7 +159,8 @@ func TestReleaseRefusedWhileTheNodeShowsThePod(t *testing.T) {
 	veth := hostveth.Name("sbx", id, "eth0")
 
 	_, err := admin.Release(t.Context(), releaseReq(id, false))
-	wantRefused(t, err, "the node still has its pod link "+veth, "the node routes 198.18.0.1 to pod link "+veth)
+	wantRefused(t, err, "the node still has its pod link "+veth, "the node routes 198.18.0.1 to pod link "+veth,
+		"its network namespace /run/netns/"+p.pods[id]+" is on the node")
 	forced, err := admin.Release(t.Context(), releaseReq(id, true))
 	if err != nil || !slices.Equal(forced.Quarantined, []string{"198.18.0.1"}) {
 		t.Fatalf("forced release = %+v, %v", forced, err)

@@ -136,6 +136,33 @@ type Assignment struct {
 	ListedAt time.Time
 	// Wiring is how the CNI plugin ran for the ADD that made it.
 	Wiring Wiring
+	// NetNS is the pod's network namespace as that ADD named it; zero
+	// for an adopted assignment or one recorded before the field.
+	NetNS NetNS
+}
+
+// NetNS is a pod's network namespace: the path the CNI ADD named (a
+// /run/netns file, or /proc/PID/ns/net), and, when ipamd could open it at
+// ADD, the namespace's identity (the device and inode of its nsfs file),
+// so that another namespace at the same path later (a reused PID) is not
+// taken for the pod's. A namespace still on the node only ever keeps an
+// address: its absence proves nothing (ipamd may not see the host's
+// namespaces at all).
+type NetNS struct {
+	Path string
+	// Dev and Ino identify the namespace; both zero when it could not be
+	// opened at ADD.
+	Dev, Ino uint64
+}
+
+// Identified reports whether the namespace's identity was recorded.
+func (n NetNS) Identified() bool { return n.Dev != 0 || n.Ino != 0 }
+
+// Origin is what the ADD that makes an assignment says of the pod beside
+// its key: how the plugin ran, and the pod's network namespace.
+type Origin struct {
+	Wiring Wiring
+	NetNS  NetNS
 }
 
 // Wiring is how the CNI plugin ran for an ADD: as the main plugin, which

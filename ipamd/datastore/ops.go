@@ -38,12 +38,19 @@ func (s *Store) Assign(ctx context.Context, key Key, pod Pod) (Assignment, error
 // AssignWired is Assign that records how the CNI plugin ran for the ADD
 // with a new assignment (a repeated ADD keeps the first one's).
 func (s *Store) AssignWired(ctx context.Context, key Key, pod Pod, wiring Wiring) (Assignment, error) {
+	return s.AssignFrom(ctx, key, pod, Origin{Wiring: wiring})
+}
+
+// AssignFrom is Assign that records what the ADD said of the pod (how the
+// plugin ran, its network namespace) with a new assignment (a repeated
+// ADD keeps the first one's).
+func (s *Store) AssignFrom(ctx context.Context, key Key, pod Pod, origin Origin) (Assignment, error) {
 	if err := key.validate(); err != nil {
 		return Assignment{}, fmt.Errorf("assign: %w", err)
 	}
 	s.mu.Lock()
 	_, existed := s.assignments[key]
-	a, b, err := s.assignLocked(key, pod, wiring)
+	a, b, err := s.assignLocked(key, pod, origin)
 	s.mu.Unlock()
 	if err != nil {
 		return Assignment{}, err
@@ -58,7 +65,7 @@ func (s *Store) AssignWired(ctx context.Context, key Key, pod Pod, wiring Wiring
 	return a, nil
 }
 
-func (s *Store) assignLocked(key Key, pod Pod, wiring Wiring) (Assignment, *batch, error) {
+func (s *Store) assignLocked(key Key, pod Pod, origin Origin) (Assignment, *batch, error) {
 	if s.closed {
 		return Assignment{}, nil, fmt.Errorf("assign: %w", ErrClosed)
 	}
@@ -93,7 +100,7 @@ func (s *Store) assignLocked(key Key, pod Pod, wiring Wiring) (Assignment, *batc
 	if len(picked) == 0 {
 		return Assignment{}, nil, fmt.Errorf("assign to sandbox %s: %w: the pool is empty", key.SandboxID, ErrPoolExhausted)
 	}
-	a := &Assignment{Key: key, Pod: pod, Address: picked[0], Extra: picked[1:], AssignedAt: now, Wiring: wiring}
+	a := &Assignment{Key: key, Pod: pod, Address: picked[0], Extra: picked[1:], AssignedAt: now, Wiring: origin.Wiring, NetNS: origin.NetNS}
 	if len(a.Extra) == 0 {
 		a.Extra = nil
 	}

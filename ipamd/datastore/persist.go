@@ -63,6 +63,7 @@ func assignmentRecord(a *Assignment) checkpoint.Assignment {
 		Network: a.Network, SandboxID: a.SandboxID, IfName: a.IfName,
 		PodName: a.Pod.Name, Namespace: a.Pod.Namespace, UID: a.Pod.UID,
 		IPs: a.IPs(), AssignedAt: a.AssignedAt, ListedAt: a.ListedAt, Wiring: string(a.Wiring),
+		NetNS: a.NetNS.Path, NetNSDev: a.NetNS.Dev, NetNSIno: a.NetNS.Ino,
 	}
 }
 
@@ -272,6 +273,7 @@ func (s *Store) restore(f checkpoint.File) {
 			AssignedAt: c.AssignedAt,
 			ListedAt:   c.ListedAt,
 			Wiring:     Wiring(c.Wiring),
+			NetNS:      NetNS{Path: c.NetNS, Dev: c.NetNSDev, Ino: c.NetNSIno},
 		}
 		for _, ip := range c.IPs[1:] {
 			a.Extra = append(a.Extra, s.addrs[ip].addr)

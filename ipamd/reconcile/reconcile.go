@@ -19,12 +19,14 @@
 // never-listed assignment (a pod that lived between two listings and lost
 // its DEL) is released when GetSandbox says it is gone, or the plugin
 // wired it and the node has no pod link for it; a missing sandbox whose
-// pod link is on the node, or that GetSandbox finds, makes it blind again.
-// Otherwise an assignment is released only when
+// pod link or network namespace is on the node, or that GetSandbox finds,
+// makes it blind again. Otherwise an assignment is released only when
 // a listing once showed its sandbox, a later successful listing does not,
 // it is older than the grace period (measured from when the listing
 // started, so a pod that got its address while the listing was in flight
-// is never mistaken for a leak), and the node has no pod link for it.
+// is never mistaken for a leak), and the node has neither its pod link
+// nor the network namespace its ADD named (netns.go: a namespace only
+// ever keeps an address; its absence proves nothing).
 // Host-network sandboxes own no pod IP: their presence neither protects
 // nor adopts anything. A NotReady sandbox still owns its IP.
 //
@@ -82,6 +84,11 @@ type Config struct {
 	// NetNS reads addresses inside a sandbox's network namespace when the
 	// adapter reports its path; nil means it is not read.
 	NetNS NetNSReader
+	// NetNSIdentity identifies the network namespace at a path
+	// (nodestate.NetNSIdentity on Linux): an assignment whose sandbox the
+	// listing does not show is kept while the namespace its ADD named is
+	// still on the node. Nil means namespaces are not looked at.
+	NetNSIdentity func(path string) (dev, ino uint64, err error)
 	// VethPrefix is the CNI plugin's hostVethPrefix; default
 	// hostveth.DefaultPrefix.
 	VethPrefix string
@@ -244,7 +251,7 @@ func (r *Reconciler) pass(ctx context.Context, dryRun bool) (Result, error) {
 		}
 	}
 	stale := Stale(assignments, sandboxes, cutoff)
-	stale = slices.DeleteFunc(stale, func(a datastore.Assignment) bool { return n.alive(r.cfg.VethPrefix, a.Key) })
+	stale = slices.DeleteFunc(stale, func(a datastore.Assignment) bool { return n.alive(r.cfg.VethPrefix, a.Key) || r.keptByNetNS(a) })
 	stale = append(stale, settled...)
 	if dryRun {
 		res.Released = stale

@@ -32,8 +32,9 @@ import (
 // adapter, asked about it directly, says it is gone (GetSandbox:
 // ErrNotFound), or, for a pod the plugin wired itself, the node has no
 // pod link for it. It is blind after all, and nothing is released, when
-// the node still has the missing sandbox's pod link, or GetSandbox finds
-// a sandbox its listing left out; it must then show it again.
+// the node still has the missing sandbox's pod link or the network
+// namespace its ADD named (see netns.go), or GetSandbox finds a sandbox
+// its listing left out; it must then show it again.
 
 // maxLookups bounds the GetSandbox calls of one pass; the rest wait for
 // the next pass.
@@ -87,6 +88,9 @@ func (r *Reconciler) settleMissing(ctx context.Context, missing []datastore.Assi
 	for i, a := range missing {
 		if n.alive(r.cfg.VethPrefix, a.Key) {
 			return nil, r.loseSight(fmt.Errorf("%w: it does not list sandbox %s, whose pod link is on the node", ErrAdapterBlind, a.SandboxID))
+		}
+		if on, why := r.netnsOnNode(a); on {
+			return nil, r.loseSight(fmt.Errorf("%w: it does not list sandbox %s, and %s", ErrAdapterBlind, a.SandboxID, why))
 		}
 		if i >= maxLookups {
 			continue

@@ -51,6 +51,12 @@ type Options struct {
 	// OnWiringRefused, when set, is called for every ADD RefuseIPAMOnly
 	// refused (a metrics hook).
 	OnWiringRefused func()
+	// NetNSIdentity, when set, identifies the network namespace an ADD
+	// names (nodestate.NetNSIdentity), recorded with the assignment so
+	// that a later namespace at the same path is not taken for the pod's.
+	// Nil, or an error (ipamd may not see the host's namespaces), records
+	// the path alone.
+	NetNSIdentity func(path string) (dev, ino uint64, err error)
 }
 
 // Server answers the CNI-facing methods on a datastore.
@@ -86,7 +92,7 @@ func (s *Server) Add(ctx context.Context, req *ipamdv1.AddRequest) (resp *ipamdv
 			slog.Any("key", key), slog.Any("pod", pod), slog.String("config", s.opts.RefuseIPAMOnly))
 		return nil, err
 	}
-	a, err := s.store.AssignWired(ctx, key, pod, wiring)
+	a, err := s.store.AssignFrom(ctx, key, pod, datastore.Origin{Wiring: wiring, NetNS: s.netns(req.GetNetns())})
 	if err != nil {
 		s.log.Warn("ADD failed", slog.Any("key", key), slog.Any("pod", pod), slog.Any("error", err))
 		return nil, err
@@ -112,6 +118,23 @@ func (s *Server) wiring(w ipamdv1.Wiring) (datastore.Wiring, error) {
 			"set node.podWiring to ipamOnly (and empty cni.confListPath), or make sandboxipam the main plugin", apierr.ErrWiringRefused, s.opts.RefuseIPAMOnly)
 	}
 	return datastore.WiringUnknown, nil
+}
+
+// netns is the pod's network namespace as the ADD names it, identified
+// when it can be opened here.
+func (s *Server) netns(path string) datastore.NetNS {
+	ns := datastore.NetNS{Path: path}
+	if path == "" || s.opts.NetNSIdentity == nil {
+		return ns
+	}
+	dev, ino, err := s.opts.NetNSIdentity(path)
+	if err != nil {
+		s.log.Debug("the ADD's network namespace cannot be identified here; recording its path alone",
+			slog.String("netns", path), slog.Any("error", err))
+		return ns
+	}
+	ns.Dev, ns.Ino = dev, ino
+	return ns
 }
 
 // Del releases the attachment's address. An attachment ipamd holds nothing
