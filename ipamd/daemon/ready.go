@@ -9,6 +9,7 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 
@@ -55,9 +56,12 @@ func (d *Daemon) ready() (bool, []string) {
 }
 
 // joinWaiting names what the store waits for: every unaccounted sandbox
-// up to five, so an operator sees which pods to look at.
+// up to five, so an operator sees which pods to look at. They are sorted
+// (by sandbox ID, which starts each entry), so which five show does not
+// depend on the order the runtime listed them in.
 func joinWaiting(w []string) string {
 	const shown = 5
+	w = slices.Sorted(slices.Values(w))
 	switch {
 	case len(w) == 0:
 		return "a runtime listing"
