@@ -130,7 +130,9 @@ func podsOutsideNodes(s Snapshot) []Finding {
 	}
 	blocksOf := map[string]string{}
 	for name, rs := range ranges {
-		slices.SortFunc(rs, func(a, b netip.Prefix) int { return cmp.Or(a.Addr().Compare(b.Addr()), cmp.Compare(a.Bits(), b.Bits())) })
+		slices.SortFunc(rs, func(a, b netip.Prefix) int {
+			return cmp.Or(a.Addr().Compare(b.Addr()), cmp.Compare(a.Bits(), b.Bits()))
+		})
 		blocksOf[name] = prefixes(rs)
 	}
 	nodes := map[string]Node{}
