@@ -156,4 +156,3 @@ func podsIn(cidr netip.Prefix, addrs []podAddr) []string {
 	slices.Sort(out)
 	return out
 }
-
