@@ -162,4 +162,3 @@ func gauge(t *testing.T, reg *prometheus.Registry, name string, labels ...string
 	t.Fatalf("no series %s%v", name, labels)
 	return 0
 }
-
