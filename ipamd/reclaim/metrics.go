@@ -21,7 +21,9 @@ type Metrics struct {
 	errors     *prometheus.CounterVec
 }
 
-func newMetrics() *Metrics {
+// NewMetrics makes the metrics in a registry of their own; a Reclaimer
+// makes its own (Reclaimer.Metrics).
+func NewMetrics() *Metrics {
 	m := &Metrics{
 		registry: prometheus.NewRegistry(),
 		duplicates: prometheus.NewGauge(prometheus.GaugeOpts{Namespace: "sandboxipam", Subsystem: "cluster", Name: "duplicate_addresses",
@@ -44,8 +46,13 @@ func newMetrics() *Metrics {
 			Help: "Failures of the reclaimer, by operation (pass, delete, event)."}, []string{"op"}),
 	}
 	m.registry.MustRegister(m.duplicates, m.findings, m.compared, m.lastCheck, m.leader, m.reclaimed, m.waiting, m.lastPass, m.errors)
+	// Every series exists from the start, at 0: a rule on a missing
+	// series would stay silent.
 	for _, op := range []string{"pass", "delete", "event"} {
 		m.errors.WithLabelValues(op)
+	}
+	for _, k := range clustercheck.Kinds() {
+		m.findings.WithLabelValues(string(k))
 	}
 	return m
 }

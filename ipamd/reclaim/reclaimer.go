@@ -81,7 +81,7 @@ func New(c Clients, opts Options) (*Reclaimer, error) {
 		opts.Logger = slog.Default()
 	}
 	r := &Reclaimer{opts: opts, cfg: opts.Config, clients: c, clock: opts.Clock, log: opts.Logger,
-		leases: newLeaseWatch(opts.Clock), metrics: newMetrics()}
+		leases: newLeaseWatch(opts.Clock), metrics: NewMetrics()}
 	r.factory = informers.NewSharedInformerFactory(c.Kube, 0)
 	r.leaseFactory = informers.NewSharedInformerFactoryWithOptions(c.Kube, 0, informers.WithNamespace(corev1.NamespaceNodeLease))
 	r.dynFactory = dynamicinformer.NewDynamicSharedInformerFactory(c.Dynamic, 0)
