@@ -90,16 +90,16 @@ func TestReclaimerRBACIsWhatItCalls(t *testing.T) {
 			t.Errorf("Role %s/%s rules %+v, want %+v", role.Namespace, role.Name, role.Rules, want)
 		}
 	}
-	bound := func(ref rbacv1.RoleRef, subjects []rbacv1.Subject) bool {
+	bound := func(subjects []rbacv1.Subject) bool {
 		return len(subjects) == 1 && subjects[0].Kind == "ServiceAccount" && subjects[0].Name == rc.ServiceAccount.Name &&
 			subjects[0].Namespace == "kube-system" && rc.ServiceAccount.Namespace == "kube-system"
 	}
 	for _, b := range rc.RoleBindings {
-		if _, ok := wantRoles[b.Namespace+"/"+b.RoleRef.Name]; !ok || b.RoleRef.Kind != "Role" || !bound(b.RoleRef, b.Subjects) {
+		if _, ok := wantRoles[b.Namespace+"/"+b.RoleRef.Name]; !ok || b.RoleRef.Kind != "Role" || !bound(b.Subjects) {
 			t.Errorf("RoleBinding %s/%s %+v", b.Namespace, b.Name, b)
 		}
 	}
-	if b := rc.ClusterRoleBinding; b.RoleRef.Kind != "ClusterRole" || b.RoleRef.Name != rc.ClusterRole.Name || !bound(b.RoleRef, b.Subjects) {
+	if b := rc.ClusterRoleBinding; b.RoleRef.Kind != "ClusterRole" || b.RoleRef.Name != rc.ClusterRole.Name || !bound(b.Subjects) {
 		t.Errorf("ClusterRoleBinding %+v", b)
 	}
 	// ipamd's own account gains nothing from the component.

@@ -31,6 +31,8 @@ type Decision struct {
 	Block string `json:"block"`
 	CIDR  string `json:"cidr"`
 	Node  string `json:"node"`
+	// NodeGone: condition (a) holds, whatever the verdict.
+	NodeGone bool `json:"nodeGone"`
 	Verdict
 }
 
@@ -78,8 +80,10 @@ func (r *Reclaimer) RunOnce(ctx context.Context) Pass {
 			continue
 		}
 		cidr, _ := b.Spec.Prefix() // BlockFrom checked it
-		v := Decide(r.cachedInput(b, cidr, addrs, p.At))
-		p.Decisions = append(p.Decisions, Decision{Block: b.Name, CIDR: b.Spec.CIDR, Node: b.Spec.NodeName, Verdict: v})
+		in := r.cachedInput(b, cidr, addrs, p.At)
+		v := Decide(in)
+		gone := !in.NodeExists || in.NodeUID != in.BlockNodeUID
+		p.Decisions = append(p.Decisions, Decision{Block: b.Name, CIDR: b.Spec.CIDR, Node: b.Spec.NodeName, NodeGone: gone, Verdict: v})
 		if v.Reclaim {
 			candidates = append(candidates, candidate{block: b, cidr: cidr})
 		}
@@ -96,7 +100,7 @@ func (r *Reclaimer) RunOnce(ctx context.Context) Pass {
 func (r *Reclaimer) finish(p Pass) Pass {
 	waiting := 0
 	for _, d := range p.Decisions {
-		if !d.Reclaim && !strings.Contains(d.Keep, "exists with the block's UID") {
+		if d.NodeGone && !d.Reclaim {
 			waiting++
 		}
 	}
