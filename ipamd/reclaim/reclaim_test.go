@@ -76,6 +76,9 @@ func TestReclaimOnlyOnEvidence(t *testing.T) {
 		!keepReason(p, live.Name, "Node ev-n2 exists with the block's UID "+string(n2.UID)) {
 		t.Fatalf("kept blocks: %+v", p.Decisions)
 	}
+	if got := gauge(t, r.Metrics().Registry(), "sandboxipam_reclaimer_blocks_awaiting_evidence"); got != 1 {
+		t.Errorf("sandboxipam_reclaimer_blocks_awaiting_evidence %v, want 1 (the block web-1 holds an address in)", got)
+	}
 	for _, c := range []struct {
 		block    v1alpha1.IPBlock
 		evidence string
