@@ -3,6 +3,9 @@ package main
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -10,6 +13,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 
 	"github.com/sandboxipam/sandboxipam/internal/clusterfixture"
+	"github.com/sandboxipam/sandboxipam/internal/testsupport"
 	"github.com/sandboxipam/sandboxipam/ipamd/clustercheck"
 	"github.com/sandboxipam/sandboxipam/ipamd/clustercheck/kubesnap"
 )
@@ -94,6 +98,21 @@ func TestCheckClusterUsage(t *testing.T) {
 	out, code := runCheck(t, "check", "--cluster", "--kubeconfig", "/nonexistent/kubeconfig")
 	if code != 1 || !strings.Contains(out, "--kubeconfig /nonexistent/kubeconfig") {
 		t.Errorf("a missing kubeconfig: exit %d\n%s", code, out)
+	}
+	// An API server that cannot be read fails the check; it never passes
+	// on empty lists.
+	kc := filepath.Join(t.TempDir(), "kubeconfig")
+	// A loopback port nothing listens on: connections are refused.
+	closed := testsupport.ReservePort(t)
+	closed.Release()
+	config := fmt.Sprintf("apiVersion: v1\nkind: Config\nclusters:\n- name: c\n  cluster:\n    server: https://%s\n    insecure-skip-tls-verify: true\n"+
+		"users:\n- name: u\n  user:\n    token: x\ncontexts:\n- name: c\n  context:\n    cluster: c\n    user: u\ncurrent-context: c\n", closed.Addr)
+	if err := os.WriteFile(kc, []byte(config), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	out, code = runCheck(t, "--timeout", "20s", "check", "--cluster", "--kubeconfig", kc)
+	if code != 1 || !strings.Contains(out, "ipamctl: list IPPools: ") || strings.Contains(out, "agree") {
+		t.Errorf("an unreachable API server: exit %d\n%s", code, out)
 	}
 }
 
