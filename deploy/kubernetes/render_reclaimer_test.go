@@ -36,7 +36,7 @@ func TestReclaimerComponent(t *testing.T) {
 		t.Error("the reclaimer's ServiceAccount mounts its token into every pod")
 	}
 	c := container(t, spec.Containers, "reclaimer")
-	if c.Image != image.DefaultRef || !slices.Equal(c.Command, []string{"/usr/bin/sandboxipam-reclaimer", "--metrics-address=$(POD_IP):61680"}) {
+	if c.Image != image.DefaultRef || !slices.Equal(c.Command, []string{"/usr/bin/sandboxipam-reclaimer"}) {
 		t.Errorf("reclaimer image %q command %q", c.Image, c.Command)
 	}
 	checkLeastPrivilege(t, c)
@@ -49,7 +49,7 @@ func TestReclaimerComponent(t *testing.T) {
 			fields[e.Name] = e.ValueFrom.FieldRef.FieldPath
 		}
 	}
-	if fields["POD_NAME"] != "metadata.name" || fields["POD_IP"] != "status.podIP" {
+	if fields["POD_NAME"] != "metadata.name" {
 		t.Errorf("downward API env %v", fields)
 	}
 	if len(c.Ports) != 1 || c.Ports[0].ContainerPort != 61680 || c.LivenessProbe == nil || c.LivenessProbe.HTTPGet.Path != "/healthz" {
