@@ -46,6 +46,13 @@ type Env struct {
 // CI=true) when this machine cannot. The caller stops Env.API.
 func Start(t testing.TB, dir string) *Env {
 	t.Helper()
+	return StartWith(t, kubeenv.Options{Dir: dir})
+}
+
+// StartWith is Start with options (Authorization: "RBAC", say); Binaries
+// and Logf are filled in.
+func StartWith(t testing.TB, opts kubeenv.Options) *Env {
+	t.Helper()
 	if os.Geteuid() != 0 {
 		testsupport.SkipOrFail(t, "the API server test runs etcd and kube-apiserver as root")
 	}
@@ -53,7 +60,8 @@ func Start(t testing.TB, dir string) *Env {
 	if err := bins.Missing(); err != nil {
 		testsupport.SkipOrFail(t, "%v: run tools/kubernetes/build.sh (make kubernetes-tools) first", err)
 	}
-	a, err := kubeenv.StartAPIServer(context.Background(), kubeenv.Options{Binaries: bins, Dir: dir, Logf: t.Logf})
+	opts.Binaries, opts.Logf = bins, t.Logf
+	a, err := kubeenv.StartAPIServer(context.Background(), opts)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -79,6 +79,8 @@ func newReclaimer(t *testing.T, env *clusterfixture.Env, cfg reclaim.Config, id 
 	return r
 }
 
+func newLogger() *slog.Logger { return slog.New(slog.NewTextHandler(&syncBuffer{}, nil)) }
+
 // waitPass runs passes (at the fake clock's present time) until cond holds
 // of one, and returns that pass: the caches catch up with what the test
 // wrote through the watch, an event the test cannot wait on otherwise.
