@@ -52,6 +52,14 @@ Usage:
   ipamctl [flags] check                compare ipamd's assignments, the runtime's
                                        sandboxes and the node's routes and veths;
                                        prints each disagreement, exits 1 on any
+  ipamctl [flags] check --cluster [--kubeconfig PATH]
+                                       compare the whole cluster through the
+                                       Kubernetes API: blocks that overlap or lie
+                                       outside their pool, blocks of nodes that are
+                                       gone, pod addresses outside their node's
+                                       blocks and podCIDRs, one address on two pods;
+                                       exits 1 on any (kubeconfig from the flag,
+                                       $KUBECONFIG, or the pod's service account)
   ipamctl [flags] who ADDRESS|SANDBOX-ID|POD-NAME
                                        who holds it, since when, its sandbox's state
                                        in the runtime, and ipamd's recent history of it
@@ -66,6 +74,7 @@ Examples:
   ipamctl pods                          # is pod X's IP held under its sandbox ID?
   ipamctl -o json pool | jq .free
   ipamctl check || page-someone         # 1 when ipamd, runtime and kernel disagree
+  ipamctl check --cluster -o json       # 1 when one address is on two pods, anywhere
   ipamctl who 10.0.0.7                  # who has it, and who had it before
   sudo ipamctl reconcile --dry-run
   sudo ipamctl release --force 93e629d853d9  # only when you know better than the runtime
@@ -155,17 +164,7 @@ func (c command) run(ctx context.Context, name string, args []string) error {
 	case "release":
 		return c.release(ctx, args)
 	case "check":
-		if len(args) != 0 {
-			return fmt.Errorf("%w: check takes no arguments", errUsage)
-		}
-		v, err := c.client.Check(ctx)
-		if perr := c.print(v, err, func() error { return ctl.RenderCheck(c.out, v) }); perr != nil {
-			return perr
-		}
-		if n := len(v.Disagreements); n > 0 {
-			return fmt.Errorf("%w: %d", errDisagree, n)
-		}
-		return nil
+		return c.check(ctx, args)
 	case "who":
 		if len(args) != 1 {
 			return fmt.Errorf("%w: who ADDRESS|SANDBOX-ID|POD-NAME", errUsage)

@@ -53,6 +53,8 @@ type Rendered struct {
 	ServiceAccount     *corev1.ServiceAccount
 	ClusterRole        *rbacv1.ClusterRole
 	ClusterRoleBinding *rbacv1.ClusterRoleBinding
+	// Reclaimer is what components/reclaimer adds; nil without it.
+	Reclaimer *Reclaimer
 }
 
 // Render runs kustomize on overlays/<overlay> and decodes each object
@@ -91,7 +93,11 @@ func RenderWith(overlay string, components ...string) (Rendered, error) {
 		if err != nil {
 			return Rendered{}, fmt.Errorf("render overlay %s: %s: %w", overlay, res.CurId(), err)
 		}
-		if err := r.add(res.GetKind(), data); err != nil {
+		add := r.add
+		if isReclaimers(res.GetName()) {
+			add = r.addReclaimer
+		}
+		if err := add(res.GetKind(), data); err != nil {
 			return Rendered{}, fmt.Errorf("render overlay %s: %s %s: %w", overlay, res.GetKind(), res.GetName(), err)
 		}
 	}

@@ -89,8 +89,8 @@ func TestOverlaysRenderStrictly(t *testing.T) {
 // only it: every overlay without it adds no capability (checkDaemonSet).
 func TestRoutesComponent(t *testing.T) {
 	comps, err := Components()
-	if err != nil || !slices.Equal(comps, []string{"routes"}) {
-		t.Fatalf("components %q, %v; the test knows [routes]", comps, err)
+	if err != nil || !slices.Equal(comps, []string{"reclaimer", "routes"}) {
+		t.Fatalf("components %q, %v; the test knows [reclaimer routes]", comps, err)
 	}
 	for _, overlay := range []string{"containerd", "crio", "cri-dockerd"} {
 		r, err := RenderWith(overlay, "routes")

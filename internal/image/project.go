@@ -34,6 +34,7 @@ func projectBinaries() []binary {
 		{"./cmd/ipamd", "/usr/bin/ipamd"},
 		{"./cmd/ipamctl", "/usr/bin/ipamctl"},
 		{"./cmd/sandboxipam-install", "/usr/bin/sandboxipam-install"},
+		{"./cmd/sandboxipam-reclaimer", "/usr/bin/sandboxipam-reclaimer"},
 		{"./cmd/sandboxipam", CNIPluginPath},
 		{"./cmd/adapters/containerd", "/usr/bin/adapters/containerd"},
 		{"./cmd/adapters/crio", "/usr/bin/adapters/crio"},

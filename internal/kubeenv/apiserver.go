@@ -90,6 +90,10 @@ type Options struct {
 	ServiceCIDR string
 	// APIServerArgs are added to kube-apiserver's flags.
 	APIServerArgs []string
+	// Authorization is --authorization-mode; AlwaysAllow by default. RBAC
+	// tests a component's roles (the kubeconfig's token is of
+	// system:masters, which RBAC allows everything).
+	Authorization string
 	// Logf, when set, reports progress (t.Logf).
 	Logf func(format string, args ...any)
 }
@@ -128,6 +132,9 @@ func (o Options) withDefaults() (Options, error) {
 	}
 	if o.BindAddress == "" {
 		o.BindAddress = o.Address
+	}
+	if o.Authorization == "" {
+		o.Authorization = "AlwaysAllow"
 	}
 	if o.ServiceCIDR == "" {
 		o.ServiceCIDR = DefaultServiceCIDR

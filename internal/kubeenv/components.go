@@ -24,7 +24,7 @@ func (a *APIServer) startAPIServer(ctx context.Context) error {
 		"--endpoint-reconciler-type=none",
 		"--cert-dir=" + filepath.Join(o.Dir, "apiserver"),
 		"--tls-cert-file=" + a.PKI.ServerCert, "--tls-private-key-file=" + a.PKI.ServerKey,
-		"--token-auth-file=" + a.PKI.Tokens, "--authorization-mode=AlwaysAllow",
+		"--token-auth-file=" + a.PKI.Tokens, "--authorization-mode=" + o.Authorization,
 		"--service-account-issuer=https://kubernetes.default.svc",
 		"--service-account-key-file=" + a.PKI.SAKey, "--service-account-signing-key-file=" + a.PKI.SAKey,
 		"--service-cluster-ip-range=" + o.ServiceCIDR,

@@ -1,0 +1,124 @@
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+
+	"github.com/sandboxipam/sandboxipam/internal/clusterfixture"
+	"github.com/sandboxipam/sandboxipam/internal/testsupport"
+	"github.com/sandboxipam/sandboxipam/ipamd/clustercheck"
+	"github.com/sandboxipam/sandboxipam/ipamd/clustercheck/kubesnap"
+)
+
+// TestCheckClusterAgainstARealAPIServer builds a cluster's objects in a
+// real kube-apiserver (Nodes, Pods whose status.podIPs are set through the
+// status subresource, an IPPool and IPBlocks of the CRDs operators apply),
+// checks that `ipamctl check --cluster` passes it, then makes a duplicate
+// by hand and checks that it fails, naming both pods.
+func TestCheckClusterAgainstARealAPIServer(t *testing.T) {
+	env := clusterfixture.Start(t, t.TempDir())
+	t.Cleanup(env.API.Stop)
+	kc := env.API.Kubeconfig
+	n1, n2 := env.Node(t, "n1"), env.Node(t, "n2")
+	env.Node(t, "n3", "198.18.9.0/24")
+	env.Pod(t, "prod", "web-3", "n3", "198.18.9.5")
+
+	// Before the CRDs exist: a node-source cluster, checked on podCIDRs.
+	out, code := runCheck(t, "check", "--cluster", "--kubeconfig", kc)
+	if code != 0 || !strings.Contains(out, "the cluster's pools, blocks, nodes and pods agree: 0 pool(s), 0 block(s), 3 node(s), 1 pod(s) holding 1 address(es) compared") ||
+		!strings.Contains(out, "note: the IPPool and IPBlock resources (sandboxipam.io) are not installed") {
+		t.Fatalf("check --cluster without CRDs: exit %d\n%s", code, out)
+	}
+
+	env.InstallPoolCRDs(t)
+	env.Pool(t, "default", 26, "198.18.0.0/24")
+	env.Block(t, "default", "198.18.0.0/26", "n1", n1.UID)
+	env.Block(t, "default", "198.18.0.64/26", "n2", n2.UID)
+	env.Pod(t, "prod", "web-1", "n1", "198.18.0.2")
+	env.Pod(t, "prod", "web-2", "n2", "198.18.0.66")
+	env.PodIn(t, "batch", "done", "n2", corev1.PodSucceeded, false, "198.18.0.2")
+	env.PodIn(t, "kube-system", "proxy-1", "n1", corev1.PodRunning, true, "198.18.100.1")
+	env.PodIn(t, "kube-system", "proxy-2", "n2", corev1.PodRunning, true, "198.18.100.1")
+	out, code = runCheck(t, "check", "--cluster", "--kubeconfig", kc)
+	if code != 0 || !strings.Contains(out, "agree: 1 pool(s), 2 block(s), 3 node(s), 6 pod(s) holding 3 address(es) compared") || strings.Contains(out, "note:") {
+		t.Fatalf("check --cluster of a healthy cluster: exit %d\n%s", code, out)
+	}
+
+	// The duplicate, made by hand: a pod on n2 with web-1's address.
+	env.Pod(t, "default", "dup", "n2", "198.18.0.2")
+	out, code = runCheck(t, "check", "--cluster", "--kubeconfig", kc)
+	for _, line := range []string{
+		"duplicate-address    198.18.0.2 is held by 2 pods: default/dup (node n2), prod/web-1 (node n1)\n",
+		"pod-outside-node     pod default/dup on node n2 holds 198.18.0.2, outside its node's blocks (198.18.0.64/26) and podCIDRs (none)\n",
+		"2 finding(s): 1 pool(s), 2 block(s), 3 node(s), 7 pod(s) holding 3 address(es) compared\n",
+	} {
+		if code != 1 || !strings.Contains(out, line) {
+			t.Fatalf("check --cluster with a duplicate: exit %d, want 1 and %q:\n%s", code, line, out)
+		}
+	}
+
+	// A deleted node's blocks, in JSON.
+	env.DeleteNode(t, "n1")
+	var stdout, stderr bytes.Buffer
+	code = run([]string{"-o", "json", "check", "--cluster", "--kubeconfig", kc}, &stdout, &stderr)
+	out = stdout.String()
+	if !strings.Contains(stderr.String(), "ipamctl: findings in the cluster: 3, 1 of them duplicate addresses") {
+		t.Errorf("stderr %q", stderr.String())
+	}
+	var r kubesnap.Result
+	if err := json.Unmarshal([]byte(out), &r); err != nil || code != 1 {
+		t.Fatalf("check --cluster -o json: exit %d, %v\n%s", code, err, out)
+	}
+	var kinds []clustercheck.Kind
+	for _, f := range r.Findings {
+		kinds = append(kinds, f.Kind)
+	}
+	// web-1 stays in range: n1's block outlives n1 until it is reclaimed.
+	want := []clustercheck.Kind{clustercheck.DuplicateAddress, clustercheck.PodOutsideNode, clustercheck.BlockNodeGone}
+	if !slices.Equal(kinds, want) || r.Findings[0].Address != "198.18.0.2" || !slices.Equal(r.Findings[0].Pods, []string{"default/dup", "prod/web-1"}) ||
+		r.Findings[2].Words != "block 198.18.0.0-26 (198.18.0.0/26) is claimed by node n1 (UID "+string(n1.UID)+"), which does not exist" || r.Nodes != 2 {
+		t.Fatalf("check --cluster -o json after deleting n1: %+v", r)
+	}
+}
+
+func TestCheckClusterUsage(t *testing.T) {
+	for _, args := range [][]string{{"check", "--kubeconfig", "x"}, {"check", "--cluster", "extra"}, {"check", "--bogus"}} {
+		if _, code := runCheck(t, args...); code != 2 {
+			t.Errorf("%q: exit %d, want 2", args, code)
+		}
+	}
+	out, code := runCheck(t, "check", "--cluster", "--kubeconfig", "/nonexistent/kubeconfig")
+	if code != 1 || !strings.Contains(out, "--kubeconfig /nonexistent/kubeconfig") {
+		t.Errorf("a missing kubeconfig: exit %d\n%s", code, out)
+	}
+	// An API server that cannot be read fails the check; it never passes
+	// on empty lists.
+	kc := filepath.Join(t.TempDir(), "kubeconfig")
+	// A loopback port nothing listens on: connections are refused.
+	closed := testsupport.ReservePort(t)
+	closed.Release()
+	config := fmt.Sprintf("apiVersion: v1\nkind: Config\nclusters:\n- name: c\n  cluster:\n    server: https://%s\n    insecure-skip-tls-verify: true\n"+
+		"users:\n- name: u\n  user:\n    token: x\ncontexts:\n- name: c\n  context:\n    cluster: c\n    user: u\ncurrent-context: c\n", closed.Addr)
+	if err := os.WriteFile(kc, []byte(config), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	out, code = runCheck(t, "--timeout", "20s", "check", "--cluster", "--kubeconfig", kc)
+	if code != 1 || !strings.Contains(out, "ipamctl: list IPPools: ") || strings.Contains(out, "agree") {
+		t.Errorf("an unreachable API server: exit %d\n%s", code, out)
+	}
+}
+
+func runCheck(t *testing.T, args ...string) (string, int) {
+	t.Helper()
+	var stdout, stderr bytes.Buffer
+	code := run(args, &stdout, &stderr)
+	return stdout.String() + stderr.String(), code
+}

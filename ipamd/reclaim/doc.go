@@ -1,0 +1,34 @@
+// Package reclaim is the cluster pool's reclaimer: it returns a dead
+// node's IPBlocks to the pool, only on evidence, and runs the cluster-wide
+// comparison (package clustercheck) periodically for the metrics.
+//
+// A block is reclaimed only when all three hold (Decide):
+//
+//	(a) the Node that claimed it is gone: no Node has its name, or the
+//	    Node of that name has another UID (registered again);
+//	(b) that node's Lease in kube-node-lease has not been renewed for
+//	    longer than the grace; and
+//	(c) no Pod anywhere has a status.podIPs address inside the block,
+//	    whatever its phase.
+//
+// Owner references are not evidence: a Node object can be deleted while
+// its kubelet and its pods run on. (b) is judged as client-go's leader
+// election judges a lease, by the reclaimer's own clock: a Lease counts
+// as unrenewed only once the reclaimer has watched it stay unchanged (or
+// absent) for the grace, so a kubelet's skewed clock cannot make a live
+// node look dead, and a reclaimer that has just started (or just become
+// leader) waits a full grace before it reclaims anything. Where the Lease
+// exists, its spec.renewTime must be older than the grace as well.
+//
+// The decision is made on the informers' caches and confirmed, right
+// before the delete, by fresh reads from the API server: the Node, the
+// Lease and every Pod (a paginated list). The delete carries UID and
+// resourceVersion preconditions, so a block claimed again, or changed,
+// since it was judged is never deleted. Every reclaim is an Event on the
+// block and a log line naming the evidence.
+//
+// One reclaimer acts at a time: Run takes a Lease through client-go's
+// leader election, and only the leader starts informers and passes. It
+// writes nothing but deletes of IPBlocks and Events; pods' addresses are
+// only ever released by their own node's ipamd.
+package reclaim

@@ -1,0 +1,100 @@
+package reclaim
+
+import (
+	"fmt"
+	"strings"
+	"time"
+)
+
+// Input is what Decide judges one block on.
+type Input struct {
+	// Block names the block; BlockNodeName and BlockNodeUID are its claim.
+	Block, BlockCIDR, BlockNodeName, BlockNodeUID string
+	// NodeUID is the UID of the Node named BlockNodeName; NodeExists false
+	// when there is none.
+	NodeExists bool
+	NodeUID    string
+	// Lease is the node's Lease in kube-node-lease as the reclaimer has
+	// watched it.
+	Lease LeaseSeen
+	// Pods are the pods (namespace/name address) with an address inside
+	// the block, whatever their phase.
+	Pods []string
+	// Now and Grace are the reclaimer's clock and grace.
+	Now   time.Time
+	Grace time.Duration
+}
+
+// LeaseSeen is what the reclaimer has seen of a node's Lease.
+type LeaseSeen struct {
+	// Present says whether the Lease exists; RenewTime is its
+	// spec.renewTime (the kubelet's clock), zero when unset.
+	Present   bool
+	RenewTime time.Time
+	// Since is when, by the reclaimer's clock, the Lease was last seen to
+	// change (or to appear, or to go), or when the reclaimer first looked.
+	Since time.Time
+}
+
+// Verdict is Decide's answer: reclaim, with the evidence, or keep, and why.
+type Verdict struct {
+	Reclaim bool `json:"reclaim"`
+	// Evidence names what proves the block free, one item per condition,
+	// when Reclaim.
+	Evidence []string `json:"evidence,omitempty"`
+	// Keep says why the block stays, when not Reclaim.
+	Keep string `json:"keep,omitempty"`
+}
+
+// Decide judges one block. It is pure, and it reclaims only when all
+// three conditions hold; the first that fails is the reason to keep.
+func Decide(in Input) Verdict {
+	node, ok := nodeGone(in)
+	if !ok {
+		return Verdict{Keep: node}
+	}
+	lease, ok := leaseExpired(in)
+	if !ok {
+		return Verdict{Keep: lease}
+	}
+	if len(in.Pods) > 0 {
+		return Verdict{Keep: fmt.Sprintf("pods still hold addresses in %s: %s", in.BlockCIDR, strings.Join(in.Pods, ", "))}
+	}
+	return Verdict{Reclaim: true, Evidence: []string{node, lease, "no Pod has a status.podIPs address in " + in.BlockCIDR}}
+}
+
+// nodeGone is condition (a), in words either way.
+func nodeGone(in Input) (string, bool) {
+	switch {
+	case !in.NodeExists:
+		return fmt.Sprintf("Node %s (UID %s) does not exist", in.BlockNodeName, in.BlockNodeUID), true
+	case in.NodeUID != in.BlockNodeUID:
+		return fmt.Sprintf("Node %s has UID %s, not the claim's %s (registered again)", in.BlockNodeName, in.NodeUID, in.BlockNodeUID), true
+	default:
+		return fmt.Sprintf("Node %s exists with the block's UID %s", in.BlockNodeName, in.BlockNodeUID), false
+	}
+}
+
+// leaseExpired is condition (b): unchanged in the reclaimer's sight for
+// longer than the grace, and, when present, renewed longer ago than the
+// grace by its own time.
+func leaseExpired(in Input) (string, bool) {
+	name := "Lease kube-node-lease/" + in.BlockNodeName
+	quiet := in.Now.Sub(in.Lease.Since)
+	if !in.Lease.Present {
+		if quiet <= in.Grace {
+			return fmt.Sprintf("%s absent, but only for %s in the reclaimer's sight, not longer than the grace %s", name, quiet, in.Grace), false
+		}
+		return fmt.Sprintf("%s absent for %s in the reclaimer's sight, longer than the grace %s", name, quiet, in.Grace), true
+	}
+	renewed := "never renewed"
+	age := time.Duration(1<<63 - 1)
+	if !in.Lease.RenewTime.IsZero() {
+		age = in.Now.Sub(in.Lease.RenewTime)
+		renewed = "renewed at " + in.Lease.RenewTime.UTC().Format(time.RFC3339)
+	}
+	if quiet <= in.Grace || age <= in.Grace {
+		return fmt.Sprintf("%s %s and last seen to change %s ago: within the grace %s", name, renewed, quiet, in.Grace), false
+	}
+	return fmt.Sprintf("%s %s, unchanged for %s in the reclaimer's sight, longer than the grace %s", name, renewed, quiet, in.Grace), true
+}
