@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/sandboxipam/sandboxipam/ipamd/ipsource"
+	"github.com/sandboxipam/sandboxipam/ipamd/nodeview"
 )
 
 // Holding is one piece of evidence that a pod holds an address: the
@@ -97,14 +98,34 @@ func (s *Store) Observe(ctx context.Context, ev Evidence) (ObserveReport, error)
 		return ObserveReport{}, fmt.Errorf("observe: %w", ErrClosed)
 	}
 	wasUnproven := s.unproven
+	rep, b := s.observeLocked(ev)
+	events := s.adoptedEvents
+	s.adoptedEvents = nil
+	s.mu.Unlock()
+	s.logObserve(wasUnproven, rep)
+	err := wait(ctx, b)
+	s.emit(events)
+	if err != nil {
+		return rep, fmt.Errorf("record the runtime listing: %w", err)
+	}
+	return rep, nil
+}
+
+// observeLocked applies the evidence and returns the batch that records
+// it. Adoption and quarantine judge by one nodeview.Join of the evidence
+// with the store's assignments (viewLocked), taken again after adopting.
+func (s *Store) observeLocked(ev Evidence) (ObserveReport, *batch) {
+	wasUnproven := s.unproven
 	var rep ObserveReport
 	rep.Confirmed = s.confirmLocked(ev.Listed, ev.At)
 	s.forgetDeletedLocked(ev.Listed)
-	ev.Holdings = slices.DeleteFunc(slices.Clone(ev.Holdings), func(h Holding) bool { return s.staleLocked(ev.Network, ev.IfName, h) })
+	view := s.viewLocked(ev)
 	if s.unproven {
-		rep.Adopted = s.adoptLocked(ev)
+		if rep.Adopted = s.adoptLocked(ev, view); rep.Adopted > 0 {
+			view = s.viewLocked(ev)
+		}
 	}
-	foreign := s.foreignLocked(ev.Holdings)
+	foreign := s.foreignLocked(view)
 	quarantinedBefore := s.quarantinedLocked()
 	if s.unproven && len(ev.Unaccounted) == 0 {
 		s.unproven = false
@@ -125,28 +146,15 @@ func (s *Store) Observe(ctx context.Context, ev Evidence) (ObserveReport, error)
 		rep.ProvenFree = max(0, quarantinedBefore+rep.Conflicts-rep.Quarantined)
 	}
 	rep.Proven = !s.unproven
-	changed := rep.Adopted+rep.Confirmed+rep.Conflicts+rep.ProvenFree > 0 || wasUnproven != s.unproven
-	var b *batch
-	if changed {
-		if wasUnproven {
-			// Leaving the unproven state changes the quarantine of every
-			// address: written as a whole snapshot, not a journal record.
-			s.needFull = true
-		}
-		b = s.changedLocked()
-	} else {
-		b = s.syncLocked()
+	if rep.Adopted+rep.Confirmed+rep.Conflicts+rep.ProvenFree == 0 && wasUnproven == s.unproven {
+		return rep, s.syncLocked()
 	}
-	events := s.adoptedEvents
-	s.adoptedEvents = nil
-	s.mu.Unlock()
-	s.logObserve(wasUnproven, rep)
-	err := wait(ctx, b)
-	s.emit(events)
-	if err != nil {
-		return rep, fmt.Errorf("record the runtime listing: %w", err)
+	if wasUnproven {
+		// Leaving the unproven state changes the quarantine of every
+		// address: written as a whole snapshot, not a journal record.
+		s.needFull = true
 	}
-	return rep, nil
+	return rep, s.changedLocked()
 }
 
 // confirmLocked marks the assignments of listed sandboxes as seen.
@@ -163,13 +171,68 @@ func (s *Store) confirmLocked(listed map[string]struct{}, at time.Time) int {
 }
 
 // adoptLocked makes an assignment for each sandbox holding an address
-// that nobody holds in the store, running sandboxes first: one address
-// per family, as Assign hands them (a dual-stack pod's IPv4 and IPv6
-// address under its one key). A sandbox's further addresses are left to
-// the quarantine.
-func (s *Store) adoptLocked(ev Evidence) int {
-	hs := slices.Clone(ev.Holdings)
-	slices.SortStableFunc(hs, func(a, b Holding) int {
+// that no assignment records (by the view), running sandboxes first: one
+// address per family, as Assign hands them (a dual-stack pod's IPv4 and
+// IPv6 address under its one key). A sandbox's further addresses are left
+// to the quarantine.
+func (s *Store) adoptLocked(ev Evidence, view nodeview.View) int {
+	pods := make(map[string]Pod, len(ev.Holdings))
+	for _, h := range ev.Holdings {
+		if _, ok := pods[h.SandboxID]; !ok {
+			pods[h.SandboxID] = h.Pod
+		}
+	}
+	var order []Key
+	found := map[Key]*adoption{}
+	for _, c := range s.adoptable(ev, view) {
+		key := Key{Network: ev.Network, SandboxID: c.SandboxID, IfName: ev.IfName}
+		ad, ok := found[key]
+		if !ok {
+			found[key] = &adoption{a: &Assignment{Key: key, Pod: pods[c.SandboxID], Address: s.addressFor(c.ip),
+				AssignedAt: ev.At, ListedAt: ev.At}, source: c.Source}
+			order = append(order, key)
+			continue
+		}
+		if !slices.ContainsFunc(ad.a.All(), func(x ipsource.Address) bool { return ipsource.Family(x.IP) == ipsource.Family(c.ip) }) {
+			ad.a.Extra = append(ad.a.Extra, s.addressFor(c.ip))
+		}
+	}
+	for _, key := range order {
+		s.holdAdoptedLocked(found[key], ev.At)
+	}
+	return len(order)
+}
+
+type adoption struct {
+	a      *Assignment
+	source string
+}
+
+// candidate is a claim on one unrecorded address.
+type candidate struct {
+	nodeview.Claim
+	ip netip.Addr
+}
+
+// adoptable returns the claims adoption may take, running sandboxes
+// first, then by sandbox ID, then by address: one per address, of a
+// sandbox that has no assignment under the evidence's key and whose DEL
+// did not come after the listing started (the sandbox is going, and its
+// address is free once the listing that no longer shows it proves the
+// pool).
+func (s *Store) adoptable(ev Evidence, view nodeview.View) []candidate {
+	var cs []candidate
+	for _, row := range view.Addresses {
+		if len(row.Recorded) > 0 {
+			continue
+		}
+		for _, c := range row.Claims {
+			if c.SandboxID != "" {
+				cs = append(cs, candidate{Claim: c, ip: row.IP})
+			}
+		}
+	}
+	slices.SortStableFunc(cs, func(a, b candidate) int {
 		if a.Ready != b.Ready {
 			if a.Ready {
 				return -1
@@ -178,61 +241,35 @@ func (s *Store) adoptLocked(ev Evidence) int {
 		}
 		return cmp.Compare(a.SandboxID, b.SandboxID)
 	})
-	type adoption struct {
-		a      *Assignment
-		source string
-	}
-	var order []Key
-	found := map[Key]*adoption{}
 	chosen := map[netip.Addr]bool{}
-	for _, h := range hs {
-		if h.SandboxID == "" || chosen[h.IP] {
-			continue
-		}
-		key := Key{Network: ev.Network, SandboxID: h.SandboxID, IfName: ev.IfName}
-		if _, ok := s.assignments[key]; ok {
-			continue
+	return slices.DeleteFunc(cs, func(c candidate) bool {
+		key := Key{Network: ev.Network, SandboxID: c.SandboxID, IfName: ev.IfName}
+		if _, assigned := view.Assigned(key.Network, key.SandboxID, key.IfName); assigned || chosen[c.ip] {
+			return true
 		}
 		if at, ok := s.delsWhileUnproven[key]; ok && !at.Before(ev.At) {
-			// Its DEL came after this listing started: the sandbox is
-			// going, and its address is free once the listing that no
-			// longer shows it proves the pool.
-			continue
+			return true
 		}
-		if e, ok := s.addrs[h.IP]; ok && e.held {
-			continue
-		}
-		ad, ok := found[key]
-		if !ok {
-			ad = &adoption{a: &Assignment{Key: key, Pod: h.Pod, Address: s.addressFor(h.IP), AssignedAt: ev.At, ListedAt: ev.At}, source: h.Source}
-			found[key] = ad
-			order = append(order, key)
-			chosen[h.IP] = true
-			continue
-		}
-		if slices.ContainsFunc(ad.a.All(), func(x ipsource.Address) bool { return ipsource.Family(x.IP) == ipsource.Family(h.IP) }) {
-			continue
-		}
-		ad.a.Extra = append(ad.a.Extra, s.addressFor(h.IP))
-		chosen[h.IP] = true
+		chosen[c.ip] = true
+		return false
+	})
+}
+
+// holdAdoptedLocked records an adopted assignment, IPv4 first as Assign
+// orders them, and logs it.
+func (s *Store) holdAdoptedLocked(ad *adoption, at time.Time) {
+	a := ad.a
+	all := a.All()
+	slices.SortStableFunc(all, func(x, y ipsource.Address) int { return cmp.Compare(ipsource.Family(x.IP), ipsource.Family(y.IP)) })
+	a.Address, a.Extra = all[0], nil
+	if len(all) > 1 {
+		a.Extra = all[1:]
 	}
-	for _, key := range order {
-		ad := found[key]
-		a := ad.a
-		// IPv4 first, as Assign orders them.
-		all := a.All()
-		slices.SortStableFunc(all, func(x, y ipsource.Address) int { return cmp.Compare(ipsource.Family(x.IP), ipsource.Family(y.IP)) })
-		a.Address, a.Extra = all[0], nil
-		if len(all) > 1 {
-			a.Extra = all[1:]
-		}
-		s.holdLocked(a)
-		s.adoptedEvents = append(s.adoptedEvents, Event{At: ev.At, Kind: EventAdopted, Reason: ad.source, Assignment: *a})
-		s.log.Warn("adopted an address from the runtime listing", slog.Any("key", key),
-			slog.String("pod", a.Pod.Namespace+"/"+a.Pod.Name), slog.String("ip", a.Address.IP.String()),
-			slog.Any("extra_ips", a.IPs()[1:]), slog.String("source", ad.source))
-	}
-	return len(order)
+	s.holdLocked(a)
+	s.adoptedEvents = append(s.adoptedEvents, Event{At: at, Kind: EventAdopted, Reason: ad.source, Assignment: *a})
+	s.log.Warn("adopted an address from the runtime listing", slog.Any("key", a.Key),
+		slog.String("pod", a.Pod.Namespace+"/"+a.Pod.Name), slog.String("ip", a.Address.IP.String()),
+		slog.Any("extra_ips", a.IPs()[1:]), slog.String("source", ad.source))
 }
 
 func (s *Store) addressFor(ip netip.Addr) ipsource.Address {
@@ -245,20 +282,17 @@ func (s *Store) addressFor(ip netip.Addr) ipsource.Address {
 	return ipsource.Address{IP: ip}
 }
 
-// foreignLocked returns the pool addresses that some holding shows held by
-// another sandbox than the store's holder (or held at all, when the store
-// has them free), with that holding.
-func (s *Store) foreignLocked(holdings []Holding) map[netip.Addr]Holding {
+// foreignLocked returns the pool addresses whose view row has a claim by
+// another than the one assignment recording it (any claim, when none
+// does), with that claim.
+func (s *Store) foreignLocked(view nodeview.View) map[netip.Addr]Holding {
 	foreign := map[netip.Addr]Holding{}
-	for _, h := range holdings {
-		if !s.inPoolLocked(h.IP) {
+	for _, row := range view.Addresses {
+		if !s.inPoolLocked(row.IP) {
 			continue
 		}
-		if e, ok := s.addrs[h.IP]; ok && e.held && h.SandboxID != "" && e.holder.SandboxID == h.SandboxID {
-			continue
-		}
-		if _, seen := foreign[h.IP]; !seen {
-			foreign[h.IP] = h
+		if c, ok := row.Foreign(); ok {
+			foreign[row.IP] = Holding{IP: row.IP, SandboxID: c.SandboxID, Ready: c.Ready, Source: c.Source}
 		}
 	}
 	return foreign
