@@ -256,10 +256,8 @@ type Store struct {
 	// those outside the pool an assignment holds; a pool address with no
 	// entry is free.
 	addrs map[netip.Addr]*entry
-	// ranges is the pool, sorted by first address; excluded counts
-	// their excluded addresses.
-	ranges   []*poolRange
-	excluded int
+	// ranges is the pool, sorted by first address.
+	ranges []*poolRange
 	// marked holds the addresses that are cooling or quarantined, so a
 	// checkpoint write visits assignments and these, never all entries.
 	marked      map[netip.Addr]struct{}

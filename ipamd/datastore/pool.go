@@ -79,7 +79,6 @@ func (s *Store) TakeFree(_ context.Context, group string, n int) ([]ipsource.Add
 			e, ok := s.addrs[p.first]
 			if !ok || e.free(now, s.cooldown) {
 				taken = append(taken, p.address(p.first))
-				s.excluded -= len(p.exclude)
 				delete(s.addrs, p.first)
 				delete(s.marked, p.first)
 				continue
@@ -121,7 +120,6 @@ func (s *Store) RemoveRange(_ context.Context, prefix netip.Prefix) (bool, error
 			return false, nil
 		}
 	}
-	s.excluded -= len(p.exclude)
 	s.ranges = slices.Delete(s.ranges, i, i+1)
 	s.refreshEntriesLocked(p.first, p.last)
 	s.log.Info("range taken from the pool", slog.String("range", prefix.String()), slog.String("group", p.r.Group))
