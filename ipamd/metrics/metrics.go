@@ -134,6 +134,12 @@ func New(src Sources) *Metrics {
 	if m.now == nil {
 		m.now = time.Now
 	}
+	m.register(src)
+	return m
+}
+
+// register registers New's metrics, and those whose sources src has.
+func (m *Metrics) register(src Sources) {
 	for _, r := range ReleaseReasons {
 		m.released.WithLabelValues(r)
 	}
@@ -181,7 +187,6 @@ func New(src Sources) *Metrics {
 		grace.Set(src.ReconcileGrace.Seconds())
 		m.registry.MustRegister(grace)
 	}
-	return m
 }
 
 // censusDesc is ipamd_addresses: the pool by group, family and state.
