@@ -5,13 +5,19 @@
 // address inside each sandbox's network namespace), and says each
 // disagreement in words. `ipamctl check` prints the result.
 //
-// Compare is a pure function of three snapshots; the caller takes them
+// Compare is a pure function of three snapshots, read through the one
+// nodeview.Join that the reconciler and the datastore's proof judge by:
+// an address the datastore would quarantine (a Contested row) is a
+// two-holders disagreement here, so the check cannot call fine what the
+// reconciler quarantines. The caller takes the snapshots
 // without any lock (see package introspect: the assignments are read
 // before and after the runtime and the node, and a pass whose two reads
 // differ is retried and, if changes keep racing it, reported as raced).
 // A pod whose ADD is still being wired has an assignment and no route yet,
 // and a sandbox being created has no address yet: both are left out while
 // younger than Input.Settle, and counted in Report.Settling.
+//
+// See docs/architecture.md for where this package sits.
 package check
 
 import (

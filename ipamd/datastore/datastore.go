@@ -62,8 +62,17 @@
 // (a torn last record is an append a crash cut short, never acknowledged,
 // and is cut off), or a journal without its snapshot is kept aside (both
 // files), and the store starts unproven: every
-// address is quarantined and Assign fails with ErrUnproven until Adopt
-// rebuilds the assignments from the container runtime's listing.
+// address is quarantined and Assign fails with ErrUnproven until Observe
+// rebuilds the assignments from the container runtime's listing and the
+// node, and proves the rest of the pool free.
+//
+// The concerns, by file: the assignment (assignment.go) and each taken
+// address's entry (state.go); allocation (ranges.go, over package
+// allocator's pure walk); the operations (ops.go); Observe, adoption,
+// quarantine and proof (observe.go, adopt.go, quarantine.go, proof.go),
+// which judge by one nodeview.Join (nodeview.go), as the reconciler and
+// ipamctl check do; group commit and persistence (commit.go, persist.go,
+// over package checkpoint); the one read model (view.go, Store.View).
 //
 // See docs/architecture.md for where this package sits and the life of an
 // ADD, a DEL, a reconcile pass and a restart through it.

@@ -11,6 +11,10 @@
 // an operator's release) answer 403 there, naming the admin socket.
 // AdminHandler serves the reads and those calls, on the admin socket
 // (package adminsock), which only root and ipamd's uid can use.
+//
+// GET /v1/pool reads the datastore's one read model (Store.View), so its
+// totals, groups and ranges add up. See docs/architecture.md for where
+// this package sits.
 package introspect
 
 import (

@@ -3,7 +3,10 @@
 // one test process and nothing registers behind the daemon's back.
 //
 // Pool gauges and adapter health are read at scrape time from their
-// owners, so a gauge can never drift from the datastore it describes.
+// owners, so a gauge can never drift from the datastore it describes: the
+// pool's from one Store.View per scrape (pool.go).
+//
+// See docs/architecture.md for where this package sits.
 package metrics
 
 import (

@@ -5,7 +5,9 @@
 // A pass lists sandboxes through the runtime adapter. Only a successful
 // listing counts: a failed or timed-out one releases nothing, because an
 // empty or partial picture of the node would free addresses that live pods
-// still use. Each successful listing is turned into evidence (see
+// still use. Each successful listing is joined with the assignments and
+// the node's pod links by nodeview.Join (the one join ipamctl check and
+// the datastore's proof use too), turned into evidence (see
 // buildEvidence) and handed to the datastore (Store.Observe), which marks
 // the assignments whose sandbox it shows, adopts and proves after a lost
 // checkpoint, and quarantines any address a pod holds that the store does
