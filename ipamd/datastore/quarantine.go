@@ -7,22 +7,18 @@ import (
 	"log/slog"
 	"net/netip"
 
+	"github.com/sandboxipam/sandboxipam/ipamd/datastore/proof"
 	"github.com/sandboxipam/sandboxipam/ipamd/ipsource"
 	"github.com/sandboxipam/sandboxipam/ipamd/nodeview"
 )
 
-// foreignLocked returns the pool addresses whose view row has a claim by
-// another than the one assignment recording it (any claim, when none
-// does), with that claim.
+// foreignLocked returns the pool addresses proof.Foreign finds in the
+// view: claimed by another than the one assignment recording them (by
+// anyone, when none does), with that claim.
 func (s *Store) foreignLocked(view nodeview.View) map[netip.Addr]Holding {
 	foreign := map[netip.Addr]Holding{}
-	for _, row := range view.Addresses {
-		if !s.inPoolLocked(row.IP) {
-			continue
-		}
-		if c, ok := row.Foreign(); ok {
-			foreign[row.IP] = Holding{IP: row.IP, SandboxID: c.SandboxID, Ready: c.Ready, Source: c.Source}
-		}
+	for ip, c := range proof.Foreign(view, s.inPoolLocked) {
+		foreign[ip] = Holding{IP: ip, SandboxID: c.SandboxID, Ready: c.Ready, Source: c.Source}
 	}
 	return foreign
 }

@@ -38,6 +38,10 @@ type Claim struct {
 	Ready bool
 	// Source says where the evidence came from, for the log.
 	Source string
+	// Order is the claim's place among all of Join's claims, in the
+	// order met (see AddressRow.Claims): a tie-break that keeps the
+	// evidence's own order, a sandbox's primary address first.
+	Order int
 }
 
 // Holder names who holds the address by this claim: "sandbox X", or the
@@ -106,10 +110,13 @@ func joinAddresses(in Input, v View) []AddressRow {
 			r.Recorded = append(r.Recorded, a.SandboxID)
 		}
 	}
+	order := 0
 	claim := func(ip netip.Addr, c Claim) {
 		if _, deleted := in.Deleted[c.SandboxID]; deleted && !c.Ready && c.SandboxID != "" {
 			return // a stopped sandbox's report after its DEL: stale
 		}
+		c.Order = order
+		order++
 		r := row(ip)
 		r.Claims = append(r.Claims, c)
 	}
