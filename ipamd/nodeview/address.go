@@ -94,7 +94,7 @@ func (r AddressRow) Foreign() (Claim, bool) {
 }
 
 func joinAddresses(in Input, v View) []AddressRow {
-	rows := map[netip.Addr]*AddressRow{}
+	rows := make(map[netip.Addr]*AddressRow, len(in.Assignments)+len(in.Holdings))
 	row := func(ip netip.Addr) *AddressRow {
 		ip = ip.Unmap()
 		r, ok := rows[ip]
@@ -143,8 +143,8 @@ func joinAddresses(in Input, v View) []AddressRow {
 }
 
 func classify(r AddressRow) Class {
-	switch holders := r.Holders(); {
-	case len(holders) > 1:
+	switch {
+	case distinctHolders(r) > 1:
 		return Contested
 	case len(r.Recorded) == 0:
 		return Unrecorded
@@ -152,4 +152,41 @@ func classify(r AddressRow) Class {
 		return Unclaimed
 	}
 	return Agreed
+}
+
+// holderKey is Claim.Holder without building the string: a row is
+// classified on every pass for every address.
+type holderKey struct {
+	kind int // 0 sandbox, 1 link, 2 unowned evidence
+	name string
+}
+
+func (c Claim) holderKey() holderKey {
+	switch {
+	case c.SandboxID != "":
+		return holderKey{0, c.SandboxID}
+	case c.Link != "":
+		return holderKey{1, c.Link}
+	}
+	return holderKey{2, c.Source}
+}
+
+// distinctHolders counts the row's holders, up to 2.
+func distinctHolders(r AddressRow) int {
+	n, first := 0, holderKey{}
+	see := func(k holderKey) {
+		switch {
+		case n == 0:
+			n, first = 1, k
+		case k != first:
+			n = 2
+		}
+	}
+	for _, id := range r.Recorded {
+		see(holderKey{0, id})
+	}
+	for _, c := range r.Claims {
+		see(c.holderKey())
+	}
+	return n
 }

@@ -80,6 +80,10 @@ type Input struct {
 	// VethPrefix is the plugin's hostVethPrefix; IfName the interface of
 	// a listed sandbox's attachment (default DefaultIfName).
 	VethPrefix, IfName string
+	// LinkName names an attachment's pod link; nil means hostveth.Name
+	// with VethPrefix. A name is a SHA-256: a caller that joins every
+	// pass may pass a memo of hostveth.Name (it must return the same).
+	LinkName func(sandboxID, ifName string) string
 }
 
 // View is Join's answer.
@@ -102,8 +106,8 @@ type AssignmentRow struct {
 	// Sandbox is the listed sandbox of the same ID, host-network ones
 	// included; nil when the listing does not show it.
 	Sandbox *runtime.Sandbox
-	// Link is the assignment's pod link; LinkFound says whether the node
-	// has it, and LinkIPs what it routes.
+	// Link is the assignment's pod link (empty when Input.Links is nil);
+	// LinkFound says whether the node has it, and LinkIPs what it routes.
 	Link      string
 	LinkFound bool
 	LinkIPs   []netip.Addr
@@ -144,18 +148,28 @@ func Join(in Input) View {
 	if in.IfName == "" {
 		in.IfName = DefaultIfName
 	}
+	linkName := in.LinkName
+	if linkName == nil {
+		linkName = func(sandboxID, ifName string) string { return hostveth.Name(in.VethPrefix, sandboxID, ifName) }
+	}
 	v := View{byKey: make(map[[3]string]int, len(in.Assignments))}
-	bySandbox := map[string][]int{}
-	linkOwner := map[string]string{}
+	bySandbox := make(map[string][]int, len(in.Assignments))
+	linkOwner := make(map[string]string, len(in.Links))
+	v.Assignments = make([]AssignmentRow, len(in.Assignments))
 	for i, a := range in.Assignments {
-		link := hostveth.Name(in.VethPrefix, a.SandboxID, a.IfName)
-		routed, found := in.Links[link]
-		v.Assignments = append(v.Assignments, AssignmentRow{Assignment: a, Link: link, LinkFound: found, LinkIPs: routed})
+		row := AssignmentRow{Assignment: a}
+		// A link name is a hash: made only when there are links to match.
+		if in.Links != nil {
+			row.Link = linkName(a.SandboxID, a.IfName)
+			row.LinkIPs, row.LinkFound = in.Links[row.Link]
+			linkOwner[row.Link] = a.SandboxID
+		}
+		v.Assignments[i] = row
 		v.byKey[[3]string{a.Network, a.SandboxID, a.IfName}] = i
 		bySandbox[a.SandboxID] = append(bySandbox[a.SandboxID], i)
-		linkOwner[link] = a.SandboxID
 	}
-	listedLink := map[string]string{}
+	listedLink := make(map[string]string, len(in.Sandboxes))
+	v.Sandboxes = make([]SandboxRow, 0, len(in.Sandboxes))
 	for i := range in.Sandboxes {
 		sb := &in.Sandboxes[i]
 		for _, j := range bySandbox[sb.ID] {
@@ -164,7 +178,7 @@ func Join(in Input) View {
 		if sb.HostNetwork {
 			continue
 		}
-		link := hostveth.Name(in.VethPrefix, sb.ID, in.IfName)
+		link := linkName(sb.ID, in.IfName)
 		routed, found := in.Links[link]
 		listedLink[link] = sb.ID
 		v.Sandboxes = append(v.Sandboxes, SandboxRow{Sandbox: *sb, Assignments: bySandbox[sb.ID], Link: link, LinkFound: found, LinkIPs: routed})

@@ -46,7 +46,7 @@ func (r *Reconciler) readNode(ctx context.Context) node {
 // too.
 func (r *Reconciler) join(assignments []datastore.Assignment, sandboxes []runtime.Sandbox, n node) nodeview.View {
 	return nodeview.Join(nodeview.Input{Assignments: datastore.NodeView(assignments), Sandboxes: sandboxes,
-		Links: n.links, VethPrefix: r.cfg.VethPrefix, IfName: r.cfg.IfName})
+		Links: n.links, VethPrefix: r.cfg.VethPrefix, IfName: r.cfg.IfName, LinkName: r.names.name})
 }
 
 // buildEvidence turns a successful listing, and the node, into what the

@@ -158,6 +158,7 @@ type Reconciler struct {
 	last    Result
 	hasLast bool
 	sight   sight
+	names   *vethNames
 }
 
 // New returns a Reconciler; zero Config fields take their defaults.
@@ -189,7 +190,7 @@ func New(store *datastore.Store, adapter runtime.RuntimeAdapter, cfg Config) *Re
 	if cfg.VethPrefix == "" {
 		cfg.VethPrefix = hostveth.DefaultPrefix
 	}
-	return &Reconciler{store: store, adapter: adapter, cfg: cfg}
+	return &Reconciler{store: store, adapter: adapter, cfg: cfg, names: &vethNames{prefix: cfg.VethPrefix}}
 }
 
 // Last returns the most recent pass's result.
@@ -216,6 +217,7 @@ func (r *Reconciler) RunOnce(ctx context.Context, dryRun bool) (Result, error) {
 func (r *Reconciler) pass(ctx context.Context, dryRun bool) (Result, error) {
 	started := r.cfg.Now()
 	res := Result{At: started, DryRun: dryRun}
+	r.names.sweep()
 	sandboxes, err := r.list(ctx)
 	if err != nil {
 		res.Err = err.Error()
