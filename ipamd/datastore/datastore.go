@@ -70,8 +70,8 @@
 // address's entry (state.go); allocation (ranges.go, over package
 // allocator's pure walk); the operations (ops.go); Observe, adoption,
 // quarantine and proof (observe.go, adopt.go, quarantine.go, proof.go),
-// which judge by one nodeview.Join (nodeview.go), as the reconciler and
-// ipamctl check do; group commit and persistence (commit.go, persist.go,
+// which apply what package proof decides from one nodeview.Join
+// (nodeview.go), the join the reconciler and ipamctl check read too; group commit and persistence (commit.go, persist.go,
 // over package checkpoint); the one read model (view.go, Store.View).
 //
 // See docs/architecture.md for where this package sits and the life of an

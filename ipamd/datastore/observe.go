@@ -1,9 +1,10 @@
 package datastore
 
 // Observe: a runtime listing's evidence applied to the store in one
-// write. It judges by one nodeview.Join of the evidence with the
-// assignments (viewLocked, nodeview.go), then adopts (adopt.go),
-// quarantines (quarantine.go) and proves (proof.go).
+// write. It joins the evidence with the assignments by one nodeview.Join
+// (viewLocked, nodeview.go); package proof decides from those rows what to
+// adopt and what to quarantine; the store applies it: adopt.go,
+// quarantine.go, and proof.go for the unproven state.
 
 import (
 	"context"
