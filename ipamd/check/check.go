@@ -125,6 +125,7 @@ func Compare(in Input) Report {
 		nv.Links = in.Node.Links
 	}
 	c.view = nodeview.Join(nv)
+	c.addrs = c.view.Addresses()
 	if runtimeRead {
 		c.rep.Sandboxes = len(in.Sandboxes)
 		c.compareRuntime()
@@ -148,9 +149,10 @@ func Compare(in Input) Report {
 }
 
 type comparison struct {
-	in   Input
-	rep  Report
-	view nodeview.View
+	in    Input
+	rep   Report
+	view  nodeview.View
+	addrs []nodeview.AddressRow // view.Addresses()
 }
 
 func (c *comparison) note(format string, args ...any) {
@@ -169,6 +171,6 @@ func (c *comparison) settling(since time.Time) bool {
 
 // recorded reports whether an assignment records ip.
 func (c *comparison) recorded(ip netip.Addr) bool {
-	i, ok := slices.BinarySearchFunc(c.view.Addresses, ip, func(r nodeview.AddressRow, ip netip.Addr) int { return r.IP.Compare(ip) })
-	return ok && len(c.view.Addresses[i].Recorded) > 0
+	i, ok := slices.BinarySearchFunc(c.addrs, ip, func(r nodeview.AddressRow, ip netip.Addr) int { return r.IP.Compare(ip) })
+	return ok && len(c.addrs[i].Recorded) > 0
 }

@@ -106,7 +106,7 @@ func (c *comparison) compareNode() {
 // link) hold, by any source: the rows nodeview calls Contested, which
 // the datastore quarantines.
 func (c *comparison) twoHolders() {
-	for _, row := range c.view.Addresses {
+	for _, row := range c.addrs {
 		if row.Class != nodeview.Contested {
 			continue
 		}

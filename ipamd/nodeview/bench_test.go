@@ -23,8 +23,8 @@ func BenchmarkJoin10000(b *testing.B) {
 	}
 	b.ReportAllocs()
 	for b.Loop() {
-		if v := Join(in); len(v.Addresses) != 10000 || v.Addresses[0].Class != Agreed {
-			b.Fatalf("%d rows", len(v.Addresses))
+		if rows := Join(in).Addresses(); len(rows) != 10000 || rows[0].Class != Agreed {
+			b.Fatalf("%d rows", len(rows))
 		}
 	}
 }

@@ -94,10 +94,10 @@ type View struct {
 	Sandboxes []SandboxRow
 	// Links has a row per pod link, sorted by name.
 	Links []LinkRow
-	// Addresses has a row per address anything records or claims, sorted.
-	Addresses []AddressRow
 	// byKey indexes assignments by network, sandbox and interface.
 	byKey map[[3]string]int
+	// in is what was joined, for Addresses.
+	in Input
 }
 
 // AssignmentRow is one assignment and what the node shows of it.
@@ -143,7 +143,8 @@ type LinkRow struct {
 	Assigned, Listed bool
 }
 
-// Join joins the sources into rows. It is pure and O(n) in the sources.
+// Join joins the sources into rows. It is pure and O(n) in the sources
+// (the address rows: see View.Addresses).
 func Join(in Input) View {
 	if in.IfName == "" {
 		in.IfName = DefaultIfName
@@ -184,9 +185,14 @@ func Join(in Input) View {
 		v.Sandboxes = append(v.Sandboxes, SandboxRow{Sandbox: *sb, Assignments: bySandbox[sb.ID], Link: link, LinkFound: found, LinkIPs: routed})
 	}
 	v.Links = joinLinks(in.Links, linkOwner, listedLink)
-	v.Addresses = joinAddresses(in, v)
+	v.in = in
 	return v
 }
+
+// Addresses returns a row per address anything records or claims, sorted.
+// Made on each call (the reconciler never needs them; the datastore's
+// proof and ipamd/check do): keep the result.
+func (v View) Addresses() []AddressRow { return joinAddresses(v.in, v) }
 
 // Assigned returns the row index of the assignment under network,
 // sandbox and interface, if any.

@@ -39,7 +39,7 @@ func sandbox(id string, ready bool, addrs ...string) runtime.Sandbox {
 // addressRows renders the address rows as "ip class recorded claims".
 func addressRows(v View) []string {
 	var out []string
-	for _, r := range v.Addresses {
+	for _, r := range v.Addresses() {
 		var claims []string
 		for _, c := range r.Claims {
 			claims = append(claims, c.Holder()+"@"+c.Source)

@@ -87,7 +87,7 @@ type candidate struct {
 // running sandboxes first, then by sandbox ID, then in claim order.
 func candidates(view nodeview.View) []candidate {
 	var cs []candidate
-	for _, row := range view.Addresses {
+	for _, row := range view.Addresses() {
 		if len(row.Recorded) > 0 {
 			continue
 		}
@@ -114,7 +114,7 @@ func candidates(view nodeview.View) []candidate {
 // does, with the first such claim: each is quarantined.
 func Foreign(view nodeview.View, inPool func(netip.Addr) bool) map[netip.Addr]nodeview.Claim {
 	foreign := map[netip.Addr]nodeview.Claim{}
-	for _, row := range view.Addresses {
+	for _, row := range view.Addresses() {
 		if !inPool(row.IP) {
 			continue
 		}
