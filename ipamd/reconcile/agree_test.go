@@ -25,24 +25,26 @@ func TestCheckReportsExactlyWhatThePassQuarantines(t *testing.T) {
 	sandboxes := []runtime.Sandbox{sandbox("a", runtime.StateReady, "198.18.0.1"), sandbox("b", runtime.StateReady, "198.18.0.2"),
 		sandbox("old", runtime.StateNotReady, "198.18.0.2")} // a stopped sandbox whose DEL never came
 	n.setRuntime(testadapter.State{Sandboxes: sandboxes})
-	links := fakeNode{veth("a"): {netip.MustParseAddr("198.18.0.1")}, veth("b"): {netip.MustParseAddr("198.18.0.2")},
+	links := fakeNode{veth("a"): {netip.MustParseAddr("198.18.0.1"), netip.MustParseAddr("198.18.0.9")}, // .9: a route the runtime does not report
+		veth("b"):     {netip.MustParseAddr("198.18.0.2")},
 		veth("stray"): {netip.MustParseAddr("198.18.0.5")}} // a link no sandbox and no assignment owns
 	r := n.reconcilerOnNode(links)
 	n.clock.Set(t0.Add(time.Minute))
-	if res := n.pass(r); res.Conflicts != 2 || res.Quarantined != 2 {
-		t.Fatalf("pass = %+v; want 198.18.0.2 and 198.18.0.5 quarantined", res)
+	if res := n.pass(r); res.Conflicts != 3 || res.Quarantined != 3 {
+		t.Fatalf("pass = %+v; want 198.18.0.2, 198.18.0.5 and 198.18.0.9 quarantined", res)
 	}
-	want := []string{"two-holders 198.18.0.2 ", "route-unheld 198.18.0.5 "}
+	want := []string{"two-holders 198.18.0.2 ", "route-unheld 198.18.0.5 ", "route-unheld 198.18.0.9 a"}
 	if got := checkNode(n, sandboxes, links); !slices.Equal(got, want) {
 		t.Fatalf("check = %q; want %q", got, want)
 	}
 
-	// old's DEL comes, and the stray link goes: the next pass lifts both
-	// quarantines, and the check finds nothing.
+	// old's DEL comes, the stray link and a's extra route go: the next
+	// pass lifts the three quarantines, and the check finds nothing.
 	if _, _, err := n.store.Release(context.Background(), datastore.Key{Network: "pods", SandboxID: "old", IfName: "eth0"}); err != nil {
 		t.Fatal(err)
 	}
 	delete(links, veth("stray"))
+	links[veth("a")] = links[veth("a")][:1]
 	if res := n.pass(r); res.Conflicts != 0 || res.Quarantined != 0 {
 		t.Fatalf("pass after old's DEL = %+v; want no quarantine", res)
 	}

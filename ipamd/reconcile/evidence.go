@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"net/netip"
+	"slices"
 	"strings"
 	"time"
 
@@ -53,7 +54,7 @@ func (r *Reconciler) join(assignments []datastore.Assignment, sandboxes []runtim
 // datastore needs to account for every pod's address:
 //
 //  1. the IPs a sandbox reports (a stopped one's too: it may still hold
-//     them);
+//     them), and any more that its pod link routes;
 //  2. else the host routes through the veth the CNI plugin named after
 //     the sandbox, when that veth exists (it may route nothing yet);
 //  3. else, while the store is unproven, the addresses inside the
@@ -91,6 +92,14 @@ func (r *Reconciler) buildEvidence(sandboxes []runtime.Sandbox, view nodeview.Vi
 		for _, ip := range ips {
 			ev.Holdings = append(ev.Holdings, datastore.Holding{IP: ip, SandboxID: sb.ID, Ready: sb.State == runtime.StateReady,
 				Pod: datastore.Pod{Name: sb.Name, Namespace: sb.Namespace, UID: sb.UID}, Source: source})
+		}
+		// Its pod link may route more than the runtime reports: the node
+		// sends those to this pod too (ipamctl check counts them alike).
+		for _, ip := range row.LinkIPs {
+			if !slices.Contains(ips, ip) {
+				ev.Holdings = append(ev.Holdings, datastore.Holding{IP: ip, SandboxID: sb.ID, Ready: true,
+					Pod: datastore.Pod{Name: sb.Name, Namespace: sb.Namespace, UID: sb.UID}, Source: "host route via " + row.Link})
+			}
 		}
 	}
 	for _, l := range view.Links {
