@@ -83,12 +83,10 @@ func TestEveryAlertFiresInItsUnitTest(t *testing.T) {
 func exported(t *testing.T) (names map[string]bool, scrape []byte) {
 	t.Helper()
 	m := metrics.New(metrics.Sources{
-		Stats:    func() datastore.Stats { return datastore.Stats{Total: 4, Free: 4} },
-		Adapter:  func() (bool, int) { return true, 0 },
-		Unproven: func() bool { return false },
-		Census: func() map[datastore.CensusKey]int {
-			return map[datastore.CensusKey]int{{Group: "static", Family: "ipv4", State: datastore.StateFree}: 4}
+		Pool: func() datastore.PoolView {
+			return datastore.PoolView{Stats: datastore.Stats{Total: 4, Free: 4}, Groups: []datastore.GroupCount{{Group: "static", Family: "ipv4", Total: 4}}}
 		},
+		Adapter:        func() (bool, int) { return true, 0 },
 		AdapterState:   func() string { return "healthy" },
 		ReconcileGrace: 30 * time.Second,
 	})

@@ -5,13 +5,19 @@
 // address inside each sandbox's network namespace), and says each
 // disagreement in words. `ipamctl check` prints the result.
 //
-// Compare is a pure function of three snapshots; the caller takes them
+// Compare is a pure function of three snapshots, read through the one
+// nodeview.Join that the reconciler and the datastore's proof judge by:
+// an address the datastore would quarantine (a Contested row) is a
+// two-holders disagreement here, so the check cannot call fine what the
+// reconciler quarantines. The caller takes the snapshots
 // without any lock (see package introspect: the assignments are read
 // before and after the runtime and the node, and a pass whose two reads
 // differ is retried and, if changes keep racing it, reported as raced).
 // A pod whose ADD is still being wired has an assignment and no route yet,
 // and a sandbox being created has no address yet: both are left out while
 // younger than Input.Settle, and counted in Report.Settling.
+//
+// See docs/architecture.md for where this package sits.
 package check
 
 import (
@@ -21,9 +27,9 @@ import (
 	"slices"
 	"time"
 
-	"github.com/sandboxipam/sandboxipam/ipamd/api/hostveth"
 	"github.com/sandboxipam/sandboxipam/ipamd/datastore"
 	"github.com/sandboxipam/sandboxipam/ipamd/nodestate"
+	"github.com/sandboxipam/sandboxipam/ipamd/nodeview"
 	"github.com/sandboxipam/sandboxipam/runtime"
 )
 
@@ -79,6 +85,10 @@ type Input struct {
 	NodeErr error
 	// NetNS reads a sandbox's addresses by its netns path; nil skips it.
 	NetNS func(path string) ([]netip.Addr, error)
+	// Deleted holds the sandbox IDs whose DEL ipamd answered
+	// (Store.DeletedSandboxes): a stopped one's report of an address is
+	// stale, as the reconciler judges it too.
+	Deleted map[string]struct{}
 	// VethPrefix is the plugin's hostVethPrefix.
 	VethPrefix string
 	// Now and Settle: see the package doc.
@@ -100,15 +110,27 @@ type Report struct {
 }
 
 // Compare finds the disagreements between the three snapshots, sorted by
-// address, then kind, then sandbox.
+// address, then kind, then sandbox. It reads them through the one
+// nodeview.Join the reconciler and the datastore's proof use, so what it
+// calls a disagreement is what they act on.
 func Compare(in Input) Report {
 	c := &comparison{in: in, rep: Report{Assignments: len(in.Assignments), Disagreements: []Disagreement{}}}
-	c.indexAssignments()
-	if in.SandboxesErr != nil {
-		c.note("the runtime's side was not compared: %v", in.SandboxesErr)
-	} else {
+	nv := nodeview.Input{Assignments: datastore.NodeView(in.Assignments), VethPrefix: in.VethPrefix, Deleted: in.Deleted}
+	runtimeRead := in.SandboxesErr == nil
+	nodeRead := in.NodeErr == nil && in.Node != nil
+	if runtimeRead {
+		nv.Sandboxes = in.Sandboxes
+	}
+	if nodeRead {
+		nv.Links = in.Node.Links
+	}
+	c.view = nodeview.Join(nv)
+	c.addrs = c.view.Addresses()
+	if runtimeRead {
 		c.rep.Sandboxes = len(in.Sandboxes)
 		c.compareRuntime()
+	} else {
+		c.note("the runtime's side was not compared: %v", in.SandboxesErr)
 	}
 	switch {
 	case in.NodeErr != nil:
@@ -127,16 +149,10 @@ func Compare(in Input) Report {
 }
 
 type comparison struct {
-	in  Input
-	rep Report
-	// holders maps an address to who holds it by any source: "sandbox X"
-	// or "link Y" when the link belongs to no known sandbox.
-	holders map[netip.Addr]map[string]string
-	// byIP and bySandbox index the assignments.
-	byIP      map[netip.Addr][]datastore.Assignment
-	bySandbox map[string][]datastore.Assignment
-	// linkOwner maps a veth name to the sandbox whose attachment it is.
-	linkOwner map[string]string
+	in    Input
+	rep   Report
+	view  nodeview.View
+	addrs []nodeview.AddressRow // view.Addresses()
 }
 
 func (c *comparison) note(format string, args ...any) {
@@ -153,27 +169,8 @@ func (c *comparison) settling(since time.Time) bool {
 	return false
 }
 
-func (c *comparison) hold(ip netip.Addr, who, source string) {
-	if c.holders == nil {
-		c.holders = map[netip.Addr]map[string]string{}
-	}
-	if c.holders[ip] == nil {
-		c.holders[ip] = map[string]string{}
-	}
-	if _, ok := c.holders[ip][who]; !ok {
-		c.holders[ip][who] = source
-	}
-}
-
-func (c *comparison) indexAssignments() {
-	c.byIP, c.bySandbox, c.linkOwner = map[netip.Addr][]datastore.Assignment{}, map[string][]datastore.Assignment{}, map[string]string{}
-	for _, a := range c.in.Assignments {
-		// A dual-stack assignment holds one address per family.
-		for _, ip := range a.IPs() {
-			c.byIP[ip] = append(c.byIP[ip], a)
-			c.hold(ip, "sandbox "+a.SandboxID, "ipamd")
-		}
-		c.bySandbox[a.SandboxID] = append(c.bySandbox[a.SandboxID], a)
-		c.linkOwner[hostveth.Name(c.in.VethPrefix, a.SandboxID, a.IfName)] = a.SandboxID
-	}
+// recorded reports whether an assignment records ip.
+func (c *comparison) recorded(ip netip.Addr) bool {
+	i, ok := slices.BinarySearchFunc(c.addrs, ip, func(r nodeview.AddressRow, ip netip.Addr) int { return r.IP.Compare(ip) })
+	return ok && len(c.addrs[i].Recorded) > 0
 }

@@ -115,12 +115,27 @@ func TestEachDisagreementIsFoundWithItsAddress(t *testing.T) {
 		in.Node.Links["sbxforeign"] = addrs("10.0.0.1")
 		expect(t, Compare(in), "two-holders 10.0.0.1 ")
 	})
-	t.Run("a stopped sandbox still reports the IP another pod has now", func(t *testing.T) {
+	t.Run("a stopped sandbox still reports the IP another pod has now, after its DEL", func(t *testing.T) {
+		// CRI-O keeps reporting it; the store answered the DEL, so the
+		// report is stale, and the reconciler leaves it alone too.
 		in := agreeing()
 		old := sandbox("old", "10.0.0.2")
 		old.State = runtime.StateNotReady
 		in.Sandboxes = append(in.Sandboxes, old)
+		in.Deleted = map[string]struct{}{"old": {}}
 		expect(t, Compare(in))
+	})
+	t.Run("a stopped sandbox reports the IP another pod has, and no DEL came", func(t *testing.T) {
+		// The reconciler quarantines 10.0.0.2 here: the check must say so.
+		in := agreeing()
+		old := sandbox("old", "10.0.0.2")
+		old.State = runtime.StateNotReady
+		in.Sandboxes = append(in.Sandboxes, old)
+		r := Compare(in)
+		expect(t, r, "two-holders 10.0.0.2 ")
+		if w := r.Disagreements[0].Words; w != "10.0.0.2 has 2 holders: sandbox b (by ipamd), sandbox old (by runtime, stopped)" {
+			t.Fatalf("words %q", w)
+		}
 	})
 	t.Run("runtime reports another IP", func(t *testing.T) {
 		in := agreeing()

@@ -6,8 +6,8 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/sandboxipam/sandboxipam/ipamd/api/hostveth"
 	"github.com/sandboxipam/sandboxipam/ipamd/datastore"
+	"github.com/sandboxipam/sandboxipam/ipamd/nodeview"
 	"github.com/sandboxipam/sandboxipam/runtime"
 )
 
@@ -15,35 +15,31 @@ import (
 // the runtime does not list, IPs the runtime reports otherwise, and the
 // sandbox's own namespace.
 func (c *comparison) compareRuntime() {
-	listed := map[string]runtime.Sandbox{}
-	for _, sb := range c.in.Sandboxes {
-		listed[sb.ID] = sb
-		// A stopped sandbox was DELeted: CRI may still report the IP it
-		// had, which may be another pod's by now. Only a running one's
-		// IPs count.
-		if sb.HostNetwork || sb.State != runtime.StateReady {
+	for _, row := range c.view.Sandboxes {
+		sb := row.Sandbox
+		// A stopped sandbox was DELeted: it needs no address, and what it
+		// still reports is judged with the other claims (twoHolders).
+		if sb.State != runtime.StateReady {
 			continue
 		}
-		for _, ip := range sb.IPs {
-			c.hold(ip.Unmap(), "sandbox "+sb.ID, "runtime")
-		}
-		held := c.bySandbox[sb.ID]
-		if len(held) == 0 {
+		if len(row.Assignments) == 0 {
 			if !c.settling(sb.CreatedAt) {
 				c.add(Disagreement{Kind: SandboxNoAddress, SandboxID: sb.ID,
 					Words: fmt.Sprintf("the runtime lists running sandbox %s (pod %s) and ipamd holds no address for it", sb.ID, podName(sb.Namespace, sb.Name))})
 			}
 			continue
 		}
+		held := make([]datastore.Assignment, len(row.Assignments))
+		for i, j := range row.Assignments {
+			held[i] = c.in.Assignments[j]
+		}
 		c.compareSandboxIPs(sb, held)
 	}
-	for _, a := range c.in.Assignments {
-		if sb, ok := listed[a.SandboxID]; ok && !sb.HostNetwork {
+	for i, row := range c.view.Assignments {
+		if row.PodListed() || c.settling(row.AssignedAt) {
 			continue
 		}
-		if c.settling(a.AssignedAt) {
-			continue
-		}
+		a := c.in.Assignments[i]
 		c.add(Disagreement{Kind: SandboxGone, Address: a.Address.IP.String(), SandboxID: a.SandboxID,
 			Words: fmt.Sprintf("%s is assigned to sandbox %s (pod %s), which the runtime does not list", a.Address.IP, a.SandboxID, podName(a.Pod.Namespace, a.Pod.Name))})
 	}
@@ -54,12 +50,10 @@ func (c *comparison) compareSandboxIPs(sb runtime.Sandbox, held []datastore.Assi
 	for _, a := range held {
 		addrs = append(addrs, a.IPs()...)
 	}
-	if len(sb.IPs) > 0 {
-		for _, ip := range sb.IPs {
-			if !slices.Contains(addrs, ip.Unmap()) {
-				c.add(Disagreement{Kind: RuntimeIPDiffers, Address: ip.Unmap().String(), SandboxID: sb.ID,
-					Words: fmt.Sprintf("the runtime reports %s for sandbox %s, and ipamd assigned it %s", ip.Unmap(), sb.ID, joinAddrs(addrs))})
-			}
+	for _, ip := range sb.IPs {
+		if !slices.Contains(addrs, ip.Unmap()) {
+			c.add(Disagreement{Kind: RuntimeIPDiffers, Address: ip.Unmap().String(), SandboxID: sb.ID,
+				Words: fmt.Sprintf("the runtime reports %s for sandbox %s, and ipamd assigned it %s", ip.Unmap(), sb.ID, joinAddrs(addrs))})
 		}
 	}
 	if c.in.NetNS == nil || sb.NetNS == "" {
@@ -82,64 +76,68 @@ func (c *comparison) compareSandboxIPs(sb runtime.Sandbox, held []datastore.Assi
 
 // compareNode: assignments without their route, routes nobody holds.
 func (c *comparison) compareNode() {
-	links := c.in.Node.Links
-	for _, a := range c.in.Assignments {
-		if a.Wiring == datastore.WiringIPAMOnly {
+	for _, row := range c.view.Assignments {
+		if row.IPAMOnly {
 			continue // another main plugin wired it: no pod link of ours
 		}
-		link := hostveth.Name(c.in.VethPrefix, a.SandboxID, a.IfName)
-		routed, ok := links[link]
-		for _, ip := range a.IPs() {
-			if ok && slices.Contains(routed, ip) {
+		for _, ip := range row.IPs {
+			if row.LinkFound && slices.Contains(row.LinkIPs, ip) || c.settling(row.AssignedAt) {
 				continue
 			}
-			if c.settling(a.AssignedAt) {
-				continue
+			why := "the node has no host veth " + row.Link + " for it"
+			if row.LinkFound {
+				why = "its host veth " + row.Link + " routes " + joinAddrs(row.LinkIPs) + " and not it"
 			}
-			why := "the node has no host veth " + link + " for it"
-			if ok {
-				why = "its host veth " + link + " routes " + joinAddrs(routed) + " and not it"
-			}
-			c.add(Disagreement{Kind: NoRoute, Address: ip.String(), SandboxID: a.SandboxID, Link: link,
-				Words: fmt.Sprintf("%s is assigned to sandbox %s, and %s", ip, a.SandboxID, why)})
+			c.add(Disagreement{Kind: NoRoute, Address: ip.String(), SandboxID: row.SandboxID, Link: row.Link,
+				Words: fmt.Sprintf("%s is assigned to sandbox %s, and %s", ip, row.SandboxID, why)})
 		}
 	}
-	names := make([]string, 0, len(links))
-	for name := range links {
-		names = append(names, name)
-	}
-	slices.Sort(names)
-	for _, name := range names {
-		owner, known := c.linkOwner[name]
-		for _, ip := range links[name] {
-			who := "link " + name
-			if known {
-				who = "sandbox " + owner
-			}
-			c.hold(ip, who, "kernel")
-			if len(c.byIP[ip]) == 0 {
-				c.add(Disagreement{Kind: UnheldRoute, Address: ip.String(), SandboxID: owner, Link: name,
-					Words: fmt.Sprintf("the node routes %s through pod veth %s, and ipamd records nobody holding %s", ip, name, ip)})
+	for _, l := range c.view.Links {
+		for _, ip := range l.IPs {
+			if !c.recorded(ip) {
+				c.add(Disagreement{Kind: UnheldRoute, Address: ip.String(), SandboxID: l.Owner, Link: l.Name,
+					Words: fmt.Sprintf("the node routes %s through pod veth %s, and ipamd records nobody holding %s", ip, l.Name, ip)})
 			}
 		}
 	}
 }
 
 // twoHolders: an address that two sandboxes (or a sandbox and a foreign
-// link) hold, by any source.
+// link) hold, by any source: the rows nodeview calls Contested, which
+// the datastore quarantines.
 func (c *comparison) twoHolders() {
-	for ip, who := range c.holders {
-		if len(who) < 2 {
+	for _, row := range c.addrs {
+		if row.Class != nodeview.Contested {
 			continue
 		}
-		var parts []string
-		for w, src := range who {
+		by := map[string]string{}
+		for _, id := range row.Recorded {
+			by["sandbox "+id] = "ipamd"
+		}
+		for _, cl := range row.Claims {
+			if _, ok := by[cl.Holder()]; !ok {
+				by[cl.Holder()] = claimSource(cl)
+			}
+		}
+		parts := make([]string, 0, len(by))
+		for w, src := range by {
 			parts = append(parts, w+" (by "+src+")")
 		}
 		slices.Sort(parts)
-		c.add(Disagreement{Kind: TwoHolders, Address: ip.String(),
-			Words: fmt.Sprintf("%s has %d holders: %s", ip, len(who), strings.Join(parts, ", "))})
+		c.add(Disagreement{Kind: TwoHolders, Address: row.IP.String(),
+			Words: fmt.Sprintf("%s has %d holders: %s", row.IP, len(by), strings.Join(parts, ", "))})
 	}
+}
+
+// claimSource names a claim's source as ipamctl check always has.
+func claimSource(cl nodeview.Claim) string {
+	switch {
+	case cl.Link != "":
+		return "kernel"
+	case !cl.Ready:
+		return "runtime, stopped"
+	}
+	return cl.Source
 }
 
 func podName(namespace, name string) string {

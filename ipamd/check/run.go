@@ -26,6 +26,9 @@ type Sources struct {
 	// Node reads the node's pod links; nil means the plugin runs as IPAM
 	// only and pods have no link of its own.
 	Node func(ctx context.Context) (nodestate.Snapshot, error)
+	// Deleted returns the sandbox IDs whose DEL ipamd answered
+	// (Store.DeletedSandboxes); nil means none.
+	Deleted func() map[string]struct{}
 	// NetNS, VethPrefix, Settle: as in Input.
 	NetNS      func(path string) ([]netip.Addr, error)
 	VethPrefix string
@@ -91,6 +94,9 @@ func snapshot(ctx context.Context, src Sources) (Input, bool) {
 		}
 	}
 	in.Assignments = src.Assignments()
+	if src.Deleted != nil {
+		in.Deleted = src.Deleted()
+	}
 	in.Now = src.Now()
 	return in, stable && sameAssignments(before, in.Assignments)
 }

@@ -1,8 +1,9 @@
 // Package checkpoint is the on-disk format of ipamd's datastore: a
 // snapshot file that holds the whole state, written atomically and
-// verified on load, and a journal next to it (see journal.go) of the
-// changes made since, one appended record per group commit. Load reads
-// both.
+// verified on load, and a journal next to it of the changes made since,
+// one appended record per group commit. The journal's format is in
+// journal.go, its decoding, replay and Load (which reads both files) in
+// journal_load.go, and its writer in journal_writer.go.
 //
 // The file is a header line followed by a JSON body:
 //

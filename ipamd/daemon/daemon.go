@@ -176,8 +176,8 @@ func (d *Daemon) Start(ctx context.Context) (err error) {
 		return err
 	}
 	d.adapter = newAdapterHandle(d.cfg, d.opts, d.log)
-	d.metrics = metrics.New(metrics.Sources{Stats: d.store.Stats, Adapter: d.adapter.healthMetric, Unproven: d.store.Unproven,
-		Census: d.store.Census, Ranges: d.store.Ranges, AdapterState: d.adapterState, ReconcileGrace: d.cfg.Reconcile.Grace})
+	d.metrics = metrics.New(metrics.Sources{Pool: d.store.View, Adapter: d.adapter.healthMetric,
+		AdapterState: d.adapterState, ReconcileGrace: d.cfg.Reconcile.Grace})
 	if d.routes != nil {
 		d.metrics.MustRegister(d.routes.Collectors()...)
 	}

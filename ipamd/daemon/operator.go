@@ -50,7 +50,7 @@ func (d *Daemon) sandboxesNow(ctx context.Context) ([]runtime.Sandbox, error) {
 // sandbox still being created, is not judged before it.
 func (d *Daemon) checkNow(ctx context.Context) check.Outcome {
 	src := check.Sources{
-		Assignments: d.store.Assignments, NetNS: nodestate.NetNSAddrs,
+		Assignments: d.store.Assignments, Deleted: d.store.DeletedSandboxes, NetNS: nodestate.NetNSAddrs,
 		VethPrefix: d.cfg.Node.HostVethPrefix, Settle: d.cfg.Reconcile.Grace,
 	}
 	if d.rec.Load() != nil {

@@ -2,7 +2,7 @@ package datastore
 
 import "math"
 
-// AddressState is one address's state for the metrics.
+// AddressState is one address's state for the metrics (PoolView.Census).
 type AddressState string
 
 // Address states. Quarantined is an address a pod holds while the store
@@ -33,31 +33,4 @@ func freeOf(total, taken uint64, unproven bool) uint64 {
 		return total
 	}
 	return total - min(total, taken)
-}
-
-// Census counts the pool's addresses by group, family and state. Every
-// state of every (group, family) pair in the pool is present, zero
-// included, so a gauge per key never vanishes from a scrape. Counts
-// saturate at MaxInt (an IPv6 /64 holds 2^64 addresses; Ranges has the
-// exact size of each block).
-func (s *Store) Census() map[CensusKey]int {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	out := map[CensusKey]int{}
-	for k, c := range s.countLocked() {
-		group, family := k[0], k[1]
-		quarantined := StateQuarantined
-		if s.unproven {
-			quarantined = StateUnproven
-		}
-		free := freeOf(c.total, c.held+c.cooling+c.quarantined, s.unproven)
-		for _, st := range []AddressState{StateFree, StateAssigned, StateCooling, StateQuarantined, StateUnproven} {
-			out[CensusKey{Group: group, Family: family, State: st}] = 0
-		}
-		out[CensusKey{Group: group, Family: family, State: StateFree}] = clampInt(free)
-		out[CensusKey{Group: group, Family: family, State: StateAssigned}] = clampInt(c.held)
-		out[CensusKey{Group: group, Family: family, State: StateCooling}] = clampInt(c.cooling)
-		out[CensusKey{Group: group, Family: family, State: quarantined}] = clampInt(c.quarantined)
-	}
-	return out
 }

@@ -1,15 +1,17 @@
 package datastore_test
 
 import (
+	"slices"
 	"testing"
 	"time"
 
 	"github.com/sandboxipam/sandboxipam/ipamd/datastore"
+	"github.com/sandboxipam/sandboxipam/ipamd/ipsource"
 )
 
 func census(s *datastore.Store, group string) map[datastore.AddressState]int {
 	out := map[datastore.AddressState]int{}
-	for k, n := range s.Census() {
+	for k, n := range s.View().Census() {
 		if k.Group == group && k.Family == "ipv4" {
 			out[k.State] = n
 		}
@@ -56,5 +58,36 @@ func TestCensusUnprovenAfterALostCheckpoint(t *testing.T) {
 	got := census(s, "static")
 	if st.Total == 0 || got[datastore.StateUnproven] != st.Total || got[datastore.StateQuarantined] != 0 || got[datastore.StateFree] != 0 {
 		t.Fatalf("census %v of an unproven store, stats %+v", got, st)
+	}
+}
+
+// TestViewIsOneConsistentReadModel: the totals, the groups, the blocks,
+// the usage and the proof of one View describe the same pool.
+func TestViewIsOneConsistentReadModel(t *testing.T) {
+	f := newFixture(t, "10.1.0.0/29", "fd00:1::/126")
+	s := f.open()
+	mustAssign(t, s, key("a"), pod("a"), "10.1.0.1")
+	mustAssign(t, s, key("b"), pod("b"), "10.1.0.2")
+	mustRelease(t, s, key("a"), "10.1.0.1")
+	v := s.View()
+	if want := (datastore.Stats{Total: 10, Assigned: 1, Free: 6, Cooling: 2}); v.Stats != want {
+		t.Fatalf("Stats %+v, want %+v", v.Stats, want)
+	}
+	wantGroups := []datastore.GroupCount{
+		{Group: "static", Family: "ipv4", Total: 6, Assigned: 1, Cooling: 1},
+		{Group: "static", Family: "ipv6", Total: 4, Assigned: 1, Cooling: 1},
+	}
+	if !slices.Equal(v.Groups, wantGroups) {
+		t.Fatalf("Groups %+v, want %+v", v.Groups, wantGroups)
+	}
+	if len(v.Ranges) != 2 || v.Ranges[0].Size != 6 || v.Ranges[0].Assigned != 1 || v.Ranges[0].Cooling != 1 ||
+		v.Ranges[1].Size != 4 || v.Ranges[1].Assigned != 1 || v.Ranges[1].Cooling != 1 {
+		t.Fatalf("Ranges %+v", v.Ranges)
+	}
+	if u := v.Usage(); !slices.Equal(u, []ipsource.GroupUsage{{Group: "static", Total: 10, Assigned: 2, Cooling: 2}}) {
+		t.Fatalf("Usage %+v", u)
+	}
+	if v.Proof.Unproven || v.Proof.Quarantined != 0 || !v.At.Equal(f.clock.Now()) {
+		t.Fatalf("Proof %+v at %v", v.Proof, v.At)
 	}
 }

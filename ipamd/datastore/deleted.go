@@ -12,7 +12,8 @@ const maxDeleted = 4096
 // a completed pod's last sandbox until the pod is deleted, so a completed
 // Job pod's sandbox does so for as long as it exists): such a report is
 // stale, not a holding, and must neither be adopted nor quarantine the
-// address the DEL released. Only the store knows the DEL came. Kept in
+// address the DEL released (nodeview.Join drops it: see viewLocked). Only
+// the store knows the DEL came. Kept in
 // memory only, until a listing no longer shows the sandbox: after a
 // restart the report is treated as a holding again (adopted by an
 // unproven store, quarantined by a proven one) until the pod is deleted.
@@ -32,17 +33,6 @@ func (s *Store) noteDeletedLocked(key Key, now time.Time) {
 		}
 	}
 	delete(s.deleted, oldest)
-}
-
-// staleLocked reports whether h is a stopped sandbox's report of an
-// address after this store answered its DEL (see noteDeletedLocked). A
-// running sandbox's report is never stale: it holds what it reports.
-func (s *Store) staleLocked(network, ifName string, h Holding) bool {
-	if h.Ready || h.SandboxID == "" {
-		return false
-	}
-	_, ok := s.deleted[Key{Network: network, SandboxID: h.SandboxID, IfName: ifName}]
-	return ok
 }
 
 // forgetDeletedLocked drops the deleted sandboxes a listing no longer

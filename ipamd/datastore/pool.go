@@ -1,7 +1,6 @@
 package datastore
 
 import (
-	"cmp"
 	"context"
 	"fmt"
 	"log/slog"
@@ -79,7 +78,6 @@ func (s *Store) TakeFree(_ context.Context, group string, n int) ([]ipsource.Add
 			e, ok := s.addrs[p.first]
 			if !ok || e.free(now, s.cooldown) {
 				taken = append(taken, p.address(p.first))
-				s.excluded -= len(p.exclude)
 				delete(s.addrs, p.first)
 				delete(s.marked, p.first)
 				continue
@@ -121,36 +119,14 @@ func (s *Store) RemoveRange(_ context.Context, prefix netip.Prefix) (bool, error
 			return false, nil
 		}
 	}
-	s.excluded -= len(p.exclude)
 	s.ranges = slices.Delete(s.ranges, i, i+1)
 	s.refreshEntriesLocked(p.first, p.last)
 	s.log.Info("range taken from the pool", slog.String("range", prefix.String()), slog.String("group", p.r.Group))
 	return true, nil
 }
 
-// Usage reports, per group, the pool's size, assigned and cooling
-// addresses, sorted by group. Counts saturate at MaxInt.
-func (s *Store) Usage() []ipsource.GroupUsage {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	byGroup := map[string]*ipsource.GroupUsage{}
-	for k, c := range s.countLocked() {
-		u, ok := byGroup[k[0]]
-		if !ok {
-			u = &ipsource.GroupUsage{Group: k[0]}
-			byGroup[k[0]] = u
-		}
-		u.Total = clampInt(satAdd(uint64(u.Total), c.total))
-		u.Assigned += clampInt(c.held)
-		u.Cooling += clampInt(c.cooling)
-	}
-	out := make([]ipsource.GroupUsage, 0, len(byGroup))
-	for _, u := range byGroup {
-		out = append(out, *u)
-	}
-	slices.SortFunc(out, func(a, b ipsource.GroupUsage) int { return cmp.Compare(a.Group, b.Group) })
-	return out
-}
+// Usage is View().Usage(): the ipsource.Pool's view of the pool.
+func (s *Store) Usage() []ipsource.GroupUsage { return s.View().Usage() }
 
 // RangeInfo is one block of the pool, for ipamctl and the metrics.
 type RangeInfo struct {
@@ -169,10 +145,14 @@ type RangeInfo struct {
 	Retiring bool
 }
 
-// Ranges lists the pool's blocks in address order.
+// Ranges lists the pool's blocks in address order (View().Ranges).
 func (s *Store) Ranges() []RangeInfo {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	return s.rangesLocked()
+}
+
+func (s *Store) rangesLocked() []RangeInfo {
 	now := s.now()
 	out := make([]RangeInfo, len(s.ranges))
 	for i, p := range s.ranges {

@@ -8,6 +8,7 @@ import (
 	"slices"
 	"time"
 
+	"github.com/sandboxipam/sandboxipam/ipamd/datastore/allocator"
 	"github.com/sandboxipam/sandboxipam/ipamd/ipsource"
 )
 
@@ -17,10 +18,8 @@ import (
 // IPv6 /64 costs what a /30 costs. An address of a block with no entry in
 // s.addrs is free.
 //
-// Allocation walks a block from the cursor and skips taken addresses with
-// one map lookup each. Each address skipped is an entry or an excluded
-// address, so a walk that finds nothing after len(entries)+len(excluded)+1
-// steps has visited every address of the family: the pool is exhausted.
+// Allocation is package allocator's pure walk: it skips taken addresses
+// with one map lookup each (pickLocked).
 
 // poolRange is one block of the pool.
 type poolRange struct {
@@ -142,10 +141,8 @@ func (s *Store) addRangeLocked(r ipsource.Range) error {
 		if i+1 < len(s.ranges) && s.ranges[i+1].first.Compare(pr.last) <= 0 && s.ranges[i+1].first.BitLen() == pr.last.BitLen() {
 			return fmt.Errorf("range %s overlaps %s in the pool", pr.r.Prefix, s.ranges[i+1].r.Prefix)
 		}
-		s.excluded -= len(old.exclude)
 		s.ranges[i] = pr
 	}
-	s.excluded += len(pr.exclude)
 	// Entries inside the old and the new bounds take the block's
 	// Subnet, Gateway and Group, and (the assignment holding one) so
 	// the state reads the same after a restart.
@@ -227,75 +224,26 @@ func familyIndex(ip netip.Addr) int {
 	return 1
 }
 
-// pickLocked chooses the next free address of family round-robin: the
-// first allocatable address after the one handed out last, wrapping
-// around. Walking on from the cursor rather than taking the lowest free
-// address keeps a just-cooled address from being reused first, and is
-// deterministic given the state.
+// pickLocked chooses the next free address of family with the pure
+// allocator (see package allocator): round-robin from the address handed
+// out last, skipping what is held, cooling or quarantined.
 func (s *Store) pickLocked(family string, now time.Time) (ipsource.Address, bool) {
 	var fr []*poolRange
+	var blocks []allocator.Block
 	for _, p := range s.ranges {
 		if p.family() == family && !p.retiring {
 			fr = append(fr, p)
+			blocks = append(blocks, allocator.Block{First: p.first, Last: p.last, Exclude: p.exclude})
 		}
-	}
-	if len(fr) == 0 {
-		return ipsource.Address{}, false
 	}
 	slot := 0
 	if family == "ipv6" {
 		slot = 1
 	}
-	cursor := s.cursors[slot]
-	idx, start := 0, fr[0].first
-	if cursor.IsValid() && ipsource.Family(cursor) == family {
-		// The first block that ends after the cursor.
-		idx, _ = slices.BinarySearchFunc(fr, cursor, func(p *poolRange, ip netip.Addr) int {
-			if p.last.Compare(ip) <= 0 {
-				return -1
-			}
-			return 1
-		})
-		switch {
-		case idx == len(fr):
-			idx, start = 0, fr[0].first
-		case fr[idx].first.Compare(cursor) <= 0:
-			// Inside the block, before its last address.
-			start = cursor.Next()
-		default:
-			start = fr[idx].first
-		}
+	ip, i, ok := allocator.Pick(allocator.Pool{Blocks: blocks, Cursor: s.cursors[slot], Taken: len(s.addrs),
+		IsTaken: func(ip netip.Addr) bool { e, ok := s.addrs[ip]; return ok && !e.free(now, s.cooldown) }})
+	if !ok {
+		return ipsource.Address{}, false
 	}
-	limit := len(s.addrs) + s.excluded + 1
-	steps := 0
-	for k := 0; k <= len(fr); k++ {
-		p := fr[(idx+k)%len(fr)]
-		from, to := p.first, p.last
-		switch {
-		case k == 0:
-			from = start
-		case k == len(fr):
-			// Back in the first block: the part before where the walk
-			// started.
-			if start == p.first {
-				return ipsource.Address{}, false
-			}
-			to = start.Prev()
-		}
-		for ip := from; ; ip = ip.Next() {
-			if _, excluded := p.exclude[ip]; !excluded {
-				e, ok := s.addrs[ip]
-				if !ok || e.free(now, s.cooldown) {
-					return p.address(ip), true
-				}
-			}
-			if steps++; steps > limit {
-				return ipsource.Address{}, false
-			}
-			if ip == to {
-				break
-			}
-		}
-	}
-	return ipsource.Address{}, false
+	return fr[i].address(ip), true
 }

@@ -166,7 +166,7 @@ func TestDualStackAssignReleaseAndCheckpoint(t *testing.T) {
 	if _, err := s.Assign(context.Background(), key("c"), pod("c")); !errors.Is(err, datastore.ErrPoolExhausted) {
 		t.Fatalf("Assign = %v, want exhausted", err)
 	}
-	if c := s.Census(); c[datastore.CensusKey{Group: "static", Family: "ipv6", State: datastore.StateFree}] != 2 ||
+	if c := s.View().Census(); c[datastore.CensusKey{Group: "static", Family: "ipv6", State: datastore.StateFree}] != 2 ||
 		c[datastore.CensusKey{Group: "static", Family: "ipv6", State: datastore.StateAssigned}] != 2 ||
 		c[datastore.CensusKey{Group: "static", Family: "ipv4", State: datastore.StateFree}] != 0 {
 		t.Fatalf("Census = %v", c)

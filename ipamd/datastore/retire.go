@@ -149,7 +149,6 @@ func (s *Store) dropRangeLocked(p *poolRange) {
 	if i < 0 {
 		return
 	}
-	s.excluded -= len(p.exclude)
 	s.ranges = slices.Delete(s.ranges, i, i+1)
 	s.refreshEntriesLocked(p.first, p.last)
 	s.log.Info("range left the pool", slog.String("range", p.r.Prefix.String()), slog.String("group", p.r.Group))

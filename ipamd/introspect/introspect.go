@@ -11,6 +11,10 @@
 // an operator's release) answer 403 there, naming the admin socket.
 // AdminHandler serves the reads and those calls, on the admin socket
 // (package adminsock), which only root and ipamd's uid can use.
+//
+// GET /v1/pool reads the datastore's one read model (Store.View), so its
+// totals, groups and ranges add up. See docs/architecture.md for where
+// this package sits.
 package introspect
 
 import (
@@ -140,23 +144,26 @@ func (h *handlers) pods(w http.ResponseWriter, _ *http.Request) {
 }
 
 func (h *handlers) pool(w http.ResponseWriter, _ *http.Request) {
-	st := h.Store.Stats()
+	// One read model, under one lock: the totals, groups and ranges of
+	// one answer add up.
+	v := h.Store.View()
+	st := v.Stats
 	rec := h.Store.Recovery()
 	out := api.Pool{
 		Source: h.Source, Total: st.Total, Assigned: st.Assigned, Free: st.Free, Cooling: st.Cooling, Unproven: st.Unproven,
 		Groups:   []api.Group{},
 		Recovery: api.Recovery{Checkpoint: string(rec.Checkpoint), Detail: rec.Detail, Assignments: rec.Assignments, Unproven: rec.Unproven},
 	}
-	pr := h.Store.Proof()
+	pr := v.Proof
 	out.Proof = api.Proof{Unproven: pr.Unproven, Quarantined: pr.Quarantined, Waiting: pr.Waiting}
-	for _, g := range h.Store.Usage() {
+	for _, g := range v.Usage() {
 		free := max(g.Total-g.Assigned-g.Cooling, 0)
 		if g.Total == math.MaxInt {
 			free = math.MaxInt // saturated: an IPv6 /64 holds 2^64 addresses
 		}
 		out.Groups = append(out.Groups, api.Group{Group: g.Group, Total: g.Total, Assigned: g.Assigned, Cooling: g.Cooling, Free: free})
 	}
-	out.Families, out.Ranges = RangesView(h.Store.Ranges())
+	out.Families, out.Ranges = RangesView(v.Ranges)
 	out.Waiting = h.Store.PoolWaiting()
 	writeJSON(w, http.StatusOK, out)
 }

@@ -3,7 +3,10 @@
 // one test process and nothing registers behind the daemon's back.
 //
 // Pool gauges and adapter health are read at scrape time from their
-// owners, so a gauge can never drift from the datastore it describes.
+// owners, so a gauge can never drift from the datastore it describes: the
+// pool's from one Store.View per scrape (pool.go).
+//
+// See docs/architecture.md for where this package sits.
 package metrics
 
 import (
@@ -23,20 +26,13 @@ const namespace = "ipamd"
 
 // Sources are read at every scrape.
 type Sources struct {
-	// Stats is the datastore's pool counts.
-	Stats func() datastore.Stats
+	// Pool is the datastore's read model (Store.View), taken once per
+	// scrape for ipamd_ips, ipamd_datastore_unproven, ipamd_addresses and
+	// the range gauges; nil leaves them out.
+	Pool func() datastore.PoolView
 	// Adapter reports whether the runtime adapter is healthy and how often
 	// it was relaunched; nil when ipamd runs without one.
 	Adapter func() (healthy bool, restarts int)
-	// Unproven reports whether the datastore hands out nothing until the
-	// runtime and the node account for every pod's address.
-	Unproven func() bool
-	// Census counts the pool's addresses by group, family and state
-	// (ipamd_addresses).
-	Census func() map[datastore.CensusKey]int
-	// Ranges lists the pool's blocks; nil leaves ipamd_pool_range_addresses
-	// out.
-	Ranges func() []datastore.RangeInfo
 	// AdapterState is the adapter's supervision state: one of
 	// AdapterStates; nil when ipamd runs without one.
 	AdapterState func() string
@@ -134,6 +130,12 @@ func New(src Sources) *Metrics {
 	if m.now == nil {
 		m.now = time.Now
 	}
+	m.register(src)
+	return m
+}
+
+// register registers New's metrics, and those whose sources src has.
+func (m *Metrics) register(src Sources) {
 	for _, r := range ReleaseReasons {
 		m.released.WithLabelValues(r)
 	}
@@ -149,23 +151,8 @@ func New(src Sources) *Metrics {
 			Help: "How long the oldest of ipamd_unlisted_assignments has been missing from the runtime's listings (since the first successful pass that did not show it); 0 when there is none. Several grace periods mean a leak.",
 		}, m.oldestUnlisted),
 	)
-	if src.Unproven != nil {
-		m.registry.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{
-			Namespace: namespace, Name: "datastore_unproven",
-			Help: "1 while ipamd has no trusted checkpoint and the runtime and the node have not accounted for every pod's address: no address is handed out.",
-		}, func() float64 {
-			if src.Unproven() {
-				return 1
-			}
-			return 0
-		}))
-	}
-	m.registerPool(src.Stats)
-	if src.Ranges != nil {
-		m.registry.MustRegister(rangeCollector{ranges: src.Ranges})
-	}
-	if src.Census != nil {
-		m.registry.MustRegister(censusCollector{census: src.Census})
+	if src.Pool != nil {
+		m.registry.MustRegister(poolCollector{pool: src.Pool})
 	}
 	if src.Adapter != nil {
 		m.registerAdapter(src.Adapter)
@@ -180,64 +167,6 @@ func New(src Sources) *Metrics {
 		})
 		grace.Set(src.ReconcileGrace.Seconds())
 		m.registry.MustRegister(grace)
-	}
-	return m
-}
-
-// censusDesc is ipamd_addresses: the pool by group, family and state.
-var censusDesc = prometheus.NewDesc(namespace+"_addresses",
-	"Pool addresses by group (\"static\" or an ENI ID), family (ipv4, ipv6) and state: free, assigned, cooling (released, waiting out the cooldown), quarantined (a pod holds it while ipamd records it elsewhere), unproven (no trusted checkpoint yet).",
-	[]string{"group", "family", "state"}, nil)
-
-// censusCollector reads the census at scrape time, so a group that
-// leaves the pool leaves the scrape.
-type censusCollector struct {
-	census func() map[datastore.CensusKey]int
-}
-
-func (c censusCollector) Describe(ch chan<- *prometheus.Desc) { ch <- censusDesc }
-
-func (c censusCollector) Collect(ch chan<- prometheus.Metric) {
-	for k, n := range c.census() {
-		ch <- prometheus.MustNewConstMetric(censusDesc, prometheus.GaugeValue, float64(n), k.Group, k.Family, string(k.State))
-	}
-}
-
-// rangeDesc is ipamd_pool_range_addresses: each block of the pool (a
-// static CIDR, a delegated prefix; blocks of one address, as the aws
-// source adds secondary IPs, are left to ipamd_addresses) by state.
-var rangeDesc = prometheus.NewDesc(namespace+"_pool_range_addresses",
-	"Addresses of each block of the pool (a static CIDR or a delegated prefix) by family, group and state: size (usable addresses; an IPv6 /64 is 1.8e19), assigned, cooling, quarantined (unproven included).",
-	[]string{"range", "family", "group", "state"}, nil)
-
-// rangeCollector reads the blocks at scrape time.
-type rangeCollector struct {
-	ranges func() []datastore.RangeInfo
-}
-
-// retiringDesc is ipamd_retiring_range_held_addresses: the held addresses
-// of each retiring block (see datastore's retire.go).
-var retiringDesc = prometheus.NewDesc(namespace+"_retiring_range_held_addresses",
-	"Addresses pods still hold in each retiring range: a range the node no longer has (its Node deleted, or registered again with other podCIDRs). Nothing is handed out of it; it leaves the pool when its last pod goes.",
-	[]string{"range", "family", "group"}, nil)
-
-func (c rangeCollector) Describe(ch chan<- *prometheus.Desc) {
-	ch <- rangeDesc
-	ch <- retiringDesc
-}
-
-func (c rangeCollector) Collect(ch chan<- prometheus.Metric) {
-	for _, r := range c.ranges() {
-		p := r.Range.Prefix.String()
-		if r.Retiring {
-			ch <- prometheus.MustNewConstMetric(retiringDesc, prometheus.GaugeValue, float64(r.Assigned), p, r.Family, r.Range.Group)
-		}
-		if r.Size <= 1 {
-			continue
-		}
-		for state, n := range map[string]uint64{"size": r.Size, "assigned": r.Assigned, "cooling": r.Cooling, "quarantined": r.Quarantined} {
-			ch <- prometheus.MustNewConstMetric(rangeDesc, prometheus.GaugeValue, float64(n), p, r.Family, r.Range.Group, state)
-		}
 	}
 }
 
@@ -304,24 +233,6 @@ func (m *Metrics) oldestUnlisted() float64 {
 		return 0
 	}
 	return max(m.now().Sub(oldest).Seconds(), 0)
-}
-
-func (m *Metrics) registerPool(stats func() datastore.Stats) {
-	if stats == nil {
-		return
-	}
-	for state, read := range map[string]func(datastore.Stats) int{
-		"total":    func(s datastore.Stats) int { return s.Total },
-		"assigned": func(s datastore.Stats) int { return s.Assigned },
-		"free":     func(s datastore.Stats) int { return s.Free },
-		"cooling":  func(s datastore.Stats) int { return s.Cooling },
-		"unproven": func(s datastore.Stats) int { return s.Unproven },
-	} {
-		m.registry.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{
-			Namespace: namespace, Name: "ips", ConstLabels: prometheus.Labels{"state": state},
-			Help: "Pool addresses by state: total, assigned, free, cooling (released, waiting out the cooldown), unproven (quarantined after a lost checkpoint).",
-		}, func() float64 { return float64(read(stats())) }))
-	}
 }
 
 func (m *Metrics) registerAdapter(adapter func() (bool, int)) {

@@ -17,7 +17,7 @@ func TestMetricsExposition(t *testing.T) {
 	stats := datastore.Stats{Total: 30, Assigned: 7, Free: 20, Cooling: 3, Unproven: 0}
 	healthy, restarts := true, 2
 	m := metrics.New(metrics.Sources{
-		Stats:   func() datastore.Stats { return stats },
+		Pool:    func() datastore.PoolView { return datastore.PoolView{Stats: stats} },
 		Adapter: func() (bool, int) { return healthy, restarts },
 	})
 	m.ObserveCall("Add", 800*time.Microsecond, nil)

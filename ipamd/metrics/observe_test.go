@@ -23,14 +23,13 @@ func held(sandbox string) datastore.Assignment {
 func TestNewMetricsExactValues(t *testing.T) {
 	t0 := time.Date(2026, 12, 2, 12, 0, 0, 0, time.UTC)
 	now := t0
-	state := "starting"
+	state, unproven := "starting", false
 	m := metrics.New(metrics.Sources{
-		Census: func() map[datastore.CensusKey]int {
-			return map[datastore.CensusKey]int{
-				{Group: "eni-1", Family: "ipv4", State: datastore.StateFree}:      5,
-				{Group: "eni-1", Family: "ipv4", State: datastore.StateAssigned}:  2,
-				{Group: "static", Family: "ipv6", State: datastore.StateUnproven}: 7,
-			}
+		Pool: func() datastore.PoolView {
+			return datastore.PoolView{Proof: datastore.ProofState{Unproven: unproven}, Groups: []datastore.GroupCount{
+				{Group: "eni-1", Family: "ipv4", Total: 7, Assigned: 2},
+				{Group: "static", Family: "ipv6", Total: 7, Quarantined: 7},
+			}}
 		},
 		AdapterState: func() string { return state },
 		Now:          func() time.Time { return now },
@@ -52,7 +51,9 @@ func TestNewMetricsExactValues(t *testing.T) {
 	for _, line := range []string{
 		`ipamd_addresses{family="ipv4",group="eni-1",state="free"} 5`,
 		`ipamd_addresses{family="ipv4",group="eni-1",state="assigned"} 2`,
-		`ipamd_addresses{family="ipv6",group="static",state="unproven"} 7`,
+		`ipamd_addresses{family="ipv6",group="static",state="quarantined"} 7`,
+		`ipamd_addresses{family="ipv6",group="static",state="unproven"} 0`,
+		"ipamd_datastore_unproven 0",
 		`ipamd_assigned_addresses_total{how="cni_add"} 2`, `ipamd_assigned_addresses_total{how="adopted"} 1`,
 		`ipamd_released_addresses_total{reason="cni_del"} 1`, `ipamd_released_addresses_total{reason="runtime_gone"} 2`,
 		`ipamd_released_addresses_total{reason="cni_gc"} 0`, `ipamd_released_addresses_total{reason="operator"} 0`,
@@ -63,10 +64,13 @@ func TestNewMetricsExactValues(t *testing.T) {
 			t.Errorf("/metrics lacks %q", line)
 		}
 	}
-	state = "healthy"
+	state, unproven = "healthy", true
 	m.ObserveReconcile(reconcile.Result{At: now})
 	body = scrape(t, m)
 	for _, line := range []string{`ipamd_adapter_state{state="healthy"} 1`, `ipamd_adapter_state{state="starting"} 0`,
+		`ipamd_addresses{family="ipv4",group="eni-1",state="free"} 0`,
+		`ipamd_addresses{family="ipv6",group="static",state="unproven"} 7`,
+		`ipamd_addresses{family="ipv6",group="static",state="quarantined"} 0`, "ipamd_datastore_unproven 1",
 		"ipamd_unlisted_assignments 0", "ipamd_oldest_unlisted_assignment_seconds 0"} {
 		if !strings.Contains(body, line+"\n") {
 			t.Errorf("/metrics lacks %q", line)
@@ -78,12 +82,11 @@ func TestNewMetricsExactValues(t *testing.T) {
 // check metrics runs) over a scrape with every collector registered.
 func TestScrapePassesPromlint(t *testing.T) {
 	m := metrics.New(metrics.Sources{
-		Stats:    func() datastore.Stats { return datastore.Stats{Total: 4, Free: 4} },
-		Adapter:  func() (bool, int) { return true, 0 },
-		Unproven: func() bool { return false },
-		Census: func() map[datastore.CensusKey]int {
-			return map[datastore.CensusKey]int{{Group: "static", Family: "ipv4", State: datastore.StateFree}: 4}
+		Pool: func() datastore.PoolView {
+			return datastore.PoolView{Stats: datastore.Stats{Total: 4, Free: 4}, Groups: []datastore.GroupCount{{Group: "static", Family: "ipv4", Total: 4}},
+				Ranges: []datastore.RangeInfo{{Range: ipsource.Range{Prefix: netip.MustParsePrefix("198.18.0.0/30"), Group: "static"}, Family: "ipv4", Size: 4}}}
 		},
+		Adapter:        func() (bool, int) { return true, 0 },
 		AdapterState:   func() string { return "healthy" },
 		ReconcileGrace: 30 * time.Second,
 	})
@@ -109,12 +112,12 @@ func TestScrapePassesPromlint(t *testing.T) {
 // are left to ipamd_addresses.
 func TestRangeMetric(t *testing.T) {
 	m := metrics.New(metrics.Sources{
-		Ranges: func() []datastore.RangeInfo {
-			return []datastore.RangeInfo{
+		Pool: func() datastore.PoolView {
+			return datastore.PoolView{Ranges: []datastore.RangeInfo{
 				{Range: ipsource.Range{Prefix: netip.MustParsePrefix("198.18.0.0/24"), Group: "static"}, Family: "ipv4", Size: 254, Assigned: 3, Cooling: 1},
 				{Range: ipsource.Range{Prefix: netip.MustParsePrefix("2001:db8::/64"), Group: "static"}, Family: "ipv6", Size: 1<<64 - 1, Assigned: 3},
 				{Range: ipsource.Range{Prefix: netip.MustParsePrefix("10.0.0.9/32"), Group: "eni-1"}, Family: "ipv4", Size: 1},
-			}
+			}}
 		},
 		AdapterState: func() string { return "healthy" },
 	})

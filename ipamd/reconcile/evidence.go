@@ -9,9 +9,9 @@ import (
 	"strings"
 	"time"
 
-	"github.com/sandboxipam/sandboxipam/ipamd/api/hostveth"
 	"github.com/sandboxipam/sandboxipam/ipamd/datastore"
 	"github.com/sandboxipam/sandboxipam/ipamd/nodestate"
+	"github.com/sandboxipam/sandboxipam/ipamd/nodeview"
 	"github.com/sandboxipam/sandboxipam/runtime"
 )
 
@@ -42,18 +42,19 @@ func (r *Reconciler) readNode(ctx context.Context) node {
 	return node{links: snap.Links}
 }
 
-// alive reports whether the node still has the pod link of key: the pod
-// is there, whatever the listing says.
-func (n node) alive(prefix string, k datastore.Key) bool {
-	_, ok := n.links[hostveth.Name(prefix, k.SandboxID, k.IfName)]
-	return ok
+// join joins the assignments with the listing and the node's pod links:
+// the one nodeview.Join that ipamd/check and the datastore's proof use
+// too.
+func (r *Reconciler) join(assignments []datastore.Assignment, sandboxes []runtime.Sandbox, n node) nodeview.View {
+	return nodeview.Join(nodeview.Input{Assignments: datastore.NodeView(assignments), Sandboxes: sandboxes,
+		Links: n.links, VethPrefix: r.cfg.VethPrefix, IfName: r.cfg.IfName, LinkName: r.names.name})
 }
 
 // buildEvidence turns a successful listing, and the node, into what the
 // datastore needs to account for every pod's address:
 //
 //  1. the IPs a sandbox reports (a stopped one's too: it may still hold
-//     them);
+//     them), and any more that its pod link routes;
 //  2. else the host routes through the veth the CNI plugin named after
 //     the sandbox, when that veth exists (it may route nothing yet);
 //  3. else, while the store is unproven, the addresses inside the
@@ -74,19 +75,16 @@ func (n node) alive(prefix string, k datastore.Key) bool {
 // owns is held by a pod the adapter does not list: its addresses are
 // held, and it is unaccounted for too (the adapter may be looking at the
 // wrong runtime).
-func (r *Reconciler) buildEvidence(sandboxes []runtime.Sandbox, assignments []datastore.Assignment, n node, at time.Time, unproven bool) datastore.Evidence {
-	ev := datastore.Evidence{Network: r.cfg.Network, IfName: r.cfg.IfName, At: at, Listed: map[string]struct{}{}}
-	matched := map[string]bool{}
+func (r *Reconciler) buildEvidence(sandboxes []runtime.Sandbox, view nodeview.View, n node, at time.Time, unproven bool) datastore.Evidence {
+	ev := datastore.Evidence{Network: r.cfg.Network, IfName: r.cfg.IfName, At: at, Listed: make(map[string]struct{}, len(sandboxes))}
 	for _, sb := range sandboxes {
 		// A host-network sandbox is listed too: the adapter sees it, so
 		// an assignment under its ID is not a sign of blindness.
 		ev.Listed[sb.ID] = struct{}{}
-		if sb.HostNetwork {
-			continue
-		}
-		veth := hostveth.Name(r.cfg.VethPrefix, sb.ID, r.cfg.IfName)
-		matched[veth] = true
-		ips, source, why := r.sandboxAddrs(sb, n, veth, unproven)
+	}
+	for _, row := range view.Sandboxes {
+		sb := row.Sandbox
+		ips, source, why := r.sandboxAddrs(row, n, unproven)
 		if why != "" {
 			ev.Unaccounted = append(ev.Unaccounted, fmt.Sprintf("sandbox %s (pod %s/%s, %s): %s", sb.ID, sb.Namespace, sb.Name, stateName(sb), why))
 			continue
@@ -95,26 +93,25 @@ func (r *Reconciler) buildEvidence(sandboxes []runtime.Sandbox, assignments []da
 			ev.Holdings = append(ev.Holdings, datastore.Holding{IP: ip, SandboxID: sb.ID, Ready: sb.State == runtime.StateReady,
 				Pod: datastore.Pod{Name: sb.Name, Namespace: sb.Namespace, UID: sb.UID}, Source: source})
 		}
-	}
-	var owners map[string]string // pod link -> sandbox ID, made when a link is unmatched
-	for _, veth := range sortedKeys(n.links) {
-		if matched[veth] {
-			continue
-		}
-		if owners == nil {
-			owners = make(map[string]string, len(assignments))
-			for _, a := range assignments {
-				owners[hostveth.Name(r.cfg.VethPrefix, a.SandboxID, a.IfName)] = a.SandboxID
+		// Its pod link may route more than the runtime reports: the node
+		// sends those to this pod too (ipamctl check counts them alike).
+		for _, ip := range row.LinkIPs {
+			if !slices.Contains(ips, ip) {
+				ev.Holdings = append(ev.Holdings, datastore.Holding{IP: ip, SandboxID: sb.ID, Ready: true,
+					Pod: datastore.Pod{Name: sb.Name, Namespace: sb.Namespace, UID: sb.UID}, Source: "host route via " + row.Link})
 			}
 		}
-		ips := n.links[veth]
-		owner, known := owners[veth]
-		for _, ip := range ips {
-			ev.Holdings = append(ev.Holdings, datastore.Holding{IP: ip, SandboxID: owner, Ready: true, Source: "host route via " + veth})
+	}
+	for _, l := range view.Links {
+		if l.Listed {
+			continue // a listed sandbox's: its row above said what it holds
 		}
-		if !known && len(ips) > 0 {
+		for _, ip := range l.IPs {
+			ev.Holdings = append(ev.Holdings, datastore.Holding{IP: ip, SandboxID: l.Owner, Ready: true, Source: "host route via " + l.Name})
+		}
+		if !l.Assigned && len(l.IPs) > 0 {
 			ev.Unaccounted = append(ev.Unaccounted, fmt.Sprintf("pod link %s on the node routes %s, and no listed sandbox owns it (is the adapter looking at the runtime kubelet uses?)",
-				veth, joinAddrs(ips)))
+				l.Name, joinAddrs(l.IPs)))
 		}
 	}
 	return ev
@@ -122,14 +119,13 @@ func (r *Reconciler) buildEvidence(sandboxes []runtime.Sandbox, assignments []da
 
 // sandboxAddrs finds a listed sandbox's addresses, or says why nothing
 // could.
-func (r *Reconciler) sandboxAddrs(sb runtime.Sandbox, n node, veth string, unproven bool) (ips []netip.Addr, source, unaccounted string) {
+func (r *Reconciler) sandboxAddrs(row nodeview.SandboxRow, n node, unproven bool) (ips []netip.Addr, source, unaccounted string) {
+	sb, veth := row.Sandbox, row.Link
 	if len(sb.IPs) > 0 {
 		return sb.IPs, "runtime", ""
 	}
-	if n.err == nil {
-		if routed, ok := n.links[veth]; ok {
-			return routed, "host route via " + veth, ""
-		}
+	if row.LinkFound {
+		return row.LinkIPs, "host route via " + veth, ""
 	}
 	// Entering a namespace costs a netlink socket per sandbox: done only
 	// while the store needs the proof.
@@ -179,15 +175,6 @@ func stateName(sb runtime.Sandbox) string {
 		return "ready"
 	}
 	return "not ready"
-}
-
-func sortedKeys[V any](m map[string]V) []string {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	slices.Sort(keys)
-	return keys
 }
 
 func joinAddrs(ips []netip.Addr) string {

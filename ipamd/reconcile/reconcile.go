@@ -5,7 +5,9 @@
 // A pass lists sandboxes through the runtime adapter. Only a successful
 // listing counts: a failed or timed-out one releases nothing, because an
 // empty or partial picture of the node would free addresses that live pods
-// still use. Each successful listing is turned into evidence (see
+// still use. Each successful listing is joined with the assignments and
+// the node's pod links by nodeview.Join (the one join ipamctl check and
+// the datastore's proof use too), turned into evidence (see
 // buildEvidence) and handed to the datastore (Store.Observe), which marks
 // the assignments whose sandbox it shows, adopts and proves after a lost
 // checkpoint, and quarantines any address a pod holds that the store does
@@ -48,6 +50,7 @@ import (
 
 	"github.com/sandboxipam/sandboxipam/ipamd/api/hostveth"
 	"github.com/sandboxipam/sandboxipam/ipamd/datastore"
+	"github.com/sandboxipam/sandboxipam/ipamd/nodeview"
 	"github.com/sandboxipam/sandboxipam/runtime"
 )
 
@@ -162,6 +165,7 @@ type Reconciler struct {
 	last    Result
 	hasLast bool
 	sight   sight
+	names   *vethNames
 }
 
 // New returns a Reconciler; zero Config fields take their defaults.
@@ -193,7 +197,7 @@ func New(store *datastore.Store, adapter runtime.RuntimeAdapter, cfg Config) *Re
 	if cfg.VethPrefix == "" {
 		cfg.VethPrefix = hostveth.DefaultPrefix
 	}
-	return &Reconciler{store: store, adapter: adapter, cfg: cfg}
+	return &Reconciler{store: store, adapter: adapter, cfg: cfg, names: &vethNames{prefix: cfg.VethPrefix}}
 }
 
 // Last returns the most recent pass's result.
@@ -220,6 +224,7 @@ func (r *Reconciler) RunOnce(ctx context.Context, dryRun bool) (Result, error) {
 func (r *Reconciler) pass(ctx context.Context, dryRun bool) (Result, error) {
 	started := r.cfg.Now()
 	res := Result{At: started, DryRun: dryRun}
+	r.names.sweep()
 	sandboxes, err := r.list(ctx)
 	if err != nil {
 		res.Err = err.Error()
@@ -235,23 +240,27 @@ func (r *Reconciler) pass(ctx context.Context, dryRun bool) (Result, error) {
 		}
 	}
 	assignments := r.store.Assignments()
-	res.Unlisted = Unlisted(assignments, sandboxes)
+	view := r.join(assignments, sandboxes, n)
+	res.Unlisted = pick(assignments, view, unlisted)
 	var settled []datastore.Assignment
 	cutoff := started.Add(-r.cfg.Grace)
-	if missing := Missing(assignments, sandboxes, cutoff); len(missing) > 0 {
+	if missing := pick(assignments, view, missingBy(cutoff)); len(missing) > 0 {
 		var blind error
-		if settled, blind = r.settleMissing(ctx, missingAssignments(assignments, missing, cutoff), n); blind != nil {
-			res.Missing = missing
+		if settled, blind = r.settleMissing(ctx, missing, view, n); blind != nil {
+			res.Missing = sandboxIDs(missing)
 			err := fmt.Errorf("%w; %d sandbox(es) that CNI added more than %s ago are not in its listing: %s",
-				blind, len(missing), r.cfg.Grace, summarize(missing, 5))
+				blind, len(res.Missing), r.cfg.Grace, summarize(res.Missing, 5))
 			res.Err = err.Error()
 			r.cfg.Logger.Error("ADAPTER IS BLIND: it does not list sandboxes CNI added; releasing nothing until they are listed or released",
-				slog.Any("why", blind), slog.Any("missing", missing))
+				slog.Any("why", blind), slog.Any("missing", res.Missing))
 			return res, err
 		}
 	}
-	stale := Stale(assignments, sandboxes, cutoff)
-	stale = slices.DeleteFunc(stale, func(a datastore.Assignment) bool { return n.alive(r.cfg.VethPrefix, a.Key) || r.keptByNetNS(a) })
+	// A pod whose link is still on the node is alive, whatever the
+	// listing says.
+	stale := pick(assignments, view, func(row nodeview.AssignmentRow) bool { return staleBy(cutoff)(row) && !row.LinkFound })
+	// Nor is one whose network namespace is still there (netns.go).
+	stale = slices.DeleteFunc(stale, r.keptByNetNS)
 	stale = append(stale, settled...)
 	if dryRun {
 		res.Released = stale
@@ -280,19 +289,6 @@ func (r *Reconciler) ListSandboxes(ctx context.Context) ([]runtime.Sandbox, erro
 	return r.list(ctx)
 }
 
-// Unlisted returns the assignments whose sandbox the listing does not
-// show as a pod-network sandbox, in the order given.
-func Unlisted(assignments []datastore.Assignment, sandboxes []runtime.Sandbox) []datastore.Assignment {
-	present := podSandboxIDs(sandboxes)
-	var out []datastore.Assignment
-	for _, a := range assignments {
-		if _, ok := present[a.SandboxID]; !ok {
-			out = append(out, a)
-		}
-	}
-	return out
-}
-
 // ErrAdapterBlind: the adapter does not list sandboxes CNI added, so its
 // listing proves nothing gone.
 var ErrAdapterBlind = errors.New("the runtime adapter does not see what CNI sees")
@@ -316,9 +312,9 @@ func (r *Reconciler) observe(ctx context.Context, sandboxes []runtime.Sandbox, n
 	if r.cfg.Network == "" {
 		return errors.New("reconcile: Config.Network is empty")
 	}
-	assignments := r.store.Assignments()
-	r.earnSight(sandboxes, assignments, started)
-	ev := r.buildEvidence(sandboxes, assignments, n, started, r.store.Unproven())
+	view := r.join(r.store.Assignments(), sandboxes, n)
+	r.earnSight(view, started)
+	ev := r.buildEvidence(sandboxes, view, n, started, r.store.Unproven())
 	rep, err := r.store.Observe(ctx, ev)
 	res.Adopted, res.Confirmed, res.Conflicts, res.Quarantined = rep.Adopted, rep.Confirmed, rep.Conflicts, rep.Quarantined
 	res.Unproven, res.Unaccounted = !rep.Proven, rep.Unaccounted
@@ -339,52 +335,6 @@ func (r *Reconciler) logReleases(msg string, as []datastore.Assignment) {
 			slog.String("ifname", a.IfName), slog.String("pod", a.Pod.Namespace+"/"+a.Pod.Name),
 			slog.String("pod_uid", a.Pod.UID), slog.String("ip", a.Address.IP.String()))
 	}
-}
-
-// Stale returns the assignments whose sandbox a listing once showed
-// (ListedAt set), that are absent from this successful listing
-// (host-network sandboxes do not count) and that were made before cutoff.
-// It uses one map, so 10,000 of each take milliseconds.
-func Stale(assignments []datastore.Assignment, sandboxes []runtime.Sandbox, cutoff time.Time) []datastore.Assignment {
-	present := podSandboxIDs(sandboxes)
-	var stale []datastore.Assignment
-	for _, a := range assignments {
-		if _, ok := present[a.SandboxID]; ok || a.ListedAt.IsZero() || !a.AssignedAt.Before(cutoff) {
-			continue
-		}
-		stale = append(stale, a)
-	}
-	return stale
-}
-
-// Missing returns, sorted and without repeats, the sandbox IDs of
-// assignments that no listing has shown yet, made before cutoff, and
-// absent from this successful listing (host-network sandboxes count as
-// seen): CNI added them and the adapter does not see them.
-func Missing(assignments []datastore.Assignment, sandboxes []runtime.Sandbox, cutoff time.Time) []string {
-	present := make(map[string]struct{}, len(sandboxes))
-	for _, sb := range sandboxes {
-		present[sb.ID] = struct{}{}
-	}
-	var missing []string
-	for _, a := range assignments {
-		if _, ok := present[a.SandboxID]; ok || !a.ListedAt.IsZero() || !a.AssignedAt.Before(cutoff) {
-			continue
-		}
-		missing = append(missing, a.SandboxID)
-	}
-	slices.Sort(missing)
-	return slices.Compact(missing)
-}
-
-func podSandboxIDs(sandboxes []runtime.Sandbox) map[string]struct{} {
-	present := make(map[string]struct{}, len(sandboxes))
-	for _, sb := range sandboxes {
-		if !sb.HostNetwork {
-			present[sb.ID] = struct{}{}
-		}
-	}
-	return present
 }
 
 // summarize joins at most n items, saying how many more there are.

@@ -4,10 +4,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"slices"
 	"time"
 
 	"github.com/sandboxipam/sandboxipam/ipamd/datastore"
+	"github.com/sandboxipam/sandboxipam/ipamd/nodeview"
 	"github.com/sandboxipam/sandboxipam/runtime"
 )
 
@@ -52,16 +52,15 @@ type sight struct {
 // made before the listing started, gave an address. An adopted
 // assignment is recorded as listed when it was made (ListedAt equals
 // AssignedAt), and does not count.
-func (r *Reconciler) earnSight(sandboxes []runtime.Sandbox, assignments []datastore.Assignment, started time.Time) {
+func (r *Reconciler) earnSight(view nodeview.View, started time.Time) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if r.sight.sees {
 		return
 	}
-	present := podSandboxIDs(sandboxes)
-	for _, a := range assignments {
+	for _, a := range view.Assignments {
 		adopted := !a.ListedAt.IsZero() && a.ListedAt.Equal(a.AssignedAt)
-		if _, ok := present[a.SandboxID]; ok && !adopted && a.AssignedAt.Before(started) {
+		if a.PodListed() && !adopted && a.AssignedAt.Before(started) {
 			r.sight = sight{sees: true, proof: a.SandboxID}
 			r.cfg.Logger.Info("the adapter sees what CNI sees: its listing shows a sandbox CNI added",
 				"sandbox_id", a.SandboxID)
@@ -81,18 +80,18 @@ func (r *Reconciler) Sees() (bool, string) {
 // settleMissing decides what to do with the never-listed assignments
 // past the grace: it returns those proven gone, or why the adapter is
 // blind (then nothing is released).
-func (r *Reconciler) settleMissing(ctx context.Context, missing []datastore.Assignment, n node) (gone []datastore.Assignment, blind error) {
+func (r *Reconciler) settleMissing(ctx context.Context, missing []datastore.Assignment, view nodeview.View, n node) (gone []datastore.Assignment, blind error) {
 	if sees, _ := r.Sees(); !sees {
 		return nil, fmt.Errorf("%w: none of its listings has shown a sandbox CNI added", ErrAdapterBlind)
 	}
-	for i, a := range missing {
-		if n.alive(r.cfg.VethPrefix, a.Key) {
+	for j, a := range missing {
+		if i, ok := view.Assigned(a.Network, a.SandboxID, a.IfName); ok && view.Assignments[i].LinkFound {
 			return nil, r.loseSight(fmt.Errorf("%w: it does not list sandbox %s, whose pod link is on the node", ErrAdapterBlind, a.SandboxID))
 		}
 		if on, why := r.netnsOnNode(a); on {
 			return nil, r.loseSight(fmt.Errorf("%w: it does not list sandbox %s, and %s", ErrAdapterBlind, a.SandboxID, why))
 		}
-		if i >= maxLookups {
+		if j >= maxLookups {
 			continue
 		}
 		_, err := r.adapter.GetSandbox(ctx, a.SandboxID)
@@ -131,16 +130,4 @@ func (r *Reconciler) loseSight(why error) error {
 	r.sight = sight{}
 	r.mu.Unlock()
 	return why
-}
-
-// missingAssignments returns the never-listed assignments made before
-// cutoff whose sandbox IDs are in ids (sorted).
-func missingAssignments(assignments []datastore.Assignment, ids []string, cutoff time.Time) []datastore.Assignment {
-	var out []datastore.Assignment
-	for _, a := range assignments {
-		if _, found := slices.BinarySearch(ids, a.SandboxID); found && a.ListedAt.IsZero() && a.AssignedAt.Before(cutoff) {
-			out = append(out, a)
-		}
-	}
-	return out
 }

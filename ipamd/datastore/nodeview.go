@@ -1,0 +1,52 @@
+package datastore
+
+import (
+	"github.com/sandboxipam/sandboxipam/ipamd/nodeview"
+)
+
+// NodeView returns what nodeview.Join needs of the assignments, in order.
+func NodeView(as []Assignment) []nodeview.Assignment {
+	out := make([]nodeview.Assignment, len(as))
+	for i := range as {
+		out[i] = as[i].nodeView()
+	}
+	return out
+}
+
+func (a *Assignment) nodeView() nodeview.Assignment {
+	return nodeview.Assignment{Network: a.Network, SandboxID: a.SandboxID, IfName: a.IfName, IPs: a.IPs(),
+		IPAMOnly: a.Wiring == WiringIPAMOnly, AssignedAt: a.AssignedAt, ListedAt: a.ListedAt}
+}
+
+// DeletedSandboxes returns the sandbox IDs whose CNI DEL this store
+// answered and still remembers (see noteDeletedLocked): a stopped
+// sandbox's report of an address is stale for them. ipamctl check passes
+// them to nodeview.Join as Observe does.
+func (s *Store) DeletedSandboxes() map[string]struct{} {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	out := make(map[string]struct{}, len(s.deleted))
+	for k := range s.deleted {
+		out[k.SandboxID] = struct{}{}
+	}
+	return out
+}
+
+// viewLocked joins the evidence with the store's assignments as they are
+// now: the one judgement Observe adopts and quarantines by.
+func (s *Store) viewLocked(ev Evidence) nodeview.View {
+	in := nodeview.Input{Assignments: make([]nodeview.Assignment, 0, len(s.assignments)),
+		Holdings: make([]nodeview.Holding, len(ev.Holdings)), Deleted: map[string]struct{}{}}
+	for _, a := range s.assignments {
+		in.Assignments = append(in.Assignments, a.nodeView())
+	}
+	for i, h := range ev.Holdings {
+		in.Holdings[i] = nodeview.Holding{IP: h.IP, SandboxID: h.SandboxID, Ready: h.Ready, Source: h.Source}
+	}
+	for k := range s.deleted {
+		if k.Network == ev.Network && k.IfName == ev.IfName {
+			in.Deleted[k.SandboxID] = struct{}{}
+		}
+	}
+	return nodeview.Join(in)
+}

@@ -1,0 +1,83 @@
+package reconcile
+
+import (
+	"slices"
+	"time"
+
+	"github.com/sandboxipam/sandboxipam/ipamd/datastore"
+	"github.com/sandboxipam/sandboxipam/ipamd/nodeview"
+	"github.com/sandboxipam/sandboxipam/runtime"
+)
+
+// The pass picks assignments by their nodeview rows; these are the
+// pickers, and the exported forms tests and benchmarks call.
+
+// pick returns the assignments whose row (the view was joined from
+// assignments, in order) keep accepts.
+func pick(assignments []datastore.Assignment, view nodeview.View, keep func(nodeview.AssignmentRow) bool) []datastore.Assignment {
+	var out []datastore.Assignment
+	for i, row := range view.Assignments {
+		if keep(row) {
+			out = append(out, assignments[i])
+		}
+	}
+	return out
+}
+
+// unlisted: the listing does not show the sandbox as a pod-network one.
+func unlisted(row nodeview.AssignmentRow) bool { return !row.PodListed() }
+
+// staleBy: a listing once showed the sandbox (ListedAt set), this one
+// does not (host-network sandboxes do not count), and the assignment was
+// made before cutoff.
+func staleBy(cutoff time.Time) func(nodeview.AssignmentRow) bool {
+	return func(row nodeview.AssignmentRow) bool {
+		return !row.PodListed() && !row.ListedAt.IsZero() && row.AssignedAt.Before(cutoff)
+	}
+}
+
+// missingBy: no listing has shown the sandbox yet, it was made before
+// cutoff, and this listing lacks it (host-network sandboxes count as
+// seen): CNI added it and the adapter does not see it.
+func missingBy(cutoff time.Time) func(nodeview.AssignmentRow) bool {
+	return func(row nodeview.AssignmentRow) bool {
+		return !row.Listed() && row.ListedAt.IsZero() && row.AssignedAt.Before(cutoff)
+	}
+}
+
+// sandboxIDs returns the assignments' sandbox IDs, sorted, without repeats.
+func sandboxIDs(as []datastore.Assignment) []string {
+	ids := make([]string, len(as))
+	for i, a := range as {
+		ids[i] = a.SandboxID
+	}
+	slices.Sort(ids)
+	return slices.Compact(ids)
+}
+
+func listingView(assignments []datastore.Assignment, sandboxes []runtime.Sandbox) nodeview.View {
+	return nodeview.Join(nodeview.Input{Assignments: datastore.NodeView(assignments), Sandboxes: sandboxes})
+}
+
+// Unlisted returns the assignments whose sandbox the listing does not
+// show as a pod-network sandbox, in the order given.
+func Unlisted(assignments []datastore.Assignment, sandboxes []runtime.Sandbox) []datastore.Assignment {
+	return pick(assignments, listingView(assignments, sandboxes), unlisted)
+}
+
+// Stale returns the assignments whose sandbox a listing once showed
+// (ListedAt set), that are absent from this successful listing
+// (host-network sandboxes do not count) and that were made before cutoff.
+// The pod links are not consulted: the pass keeps those whose link is on
+// the node.
+func Stale(assignments []datastore.Assignment, sandboxes []runtime.Sandbox, cutoff time.Time) []datastore.Assignment {
+	return pick(assignments, listingView(assignments, sandboxes), staleBy(cutoff))
+}
+
+// Missing returns, sorted and without repeats, the sandbox IDs of
+// assignments that no listing has shown yet, made before cutoff, and
+// absent from this successful listing (host-network sandboxes count as
+// seen): CNI added them and the adapter does not see them.
+func Missing(assignments []datastore.Assignment, sandboxes []runtime.Sandbox, cutoff time.Time) []string {
+	return sandboxIDs(pick(assignments, listingView(assignments, sandboxes), missingBy(cutoff)))
+}
