@@ -80,6 +80,9 @@ type Options struct {
 	// RoutesNetlink is the network namespace routes.nodes keeps routes
 	// in; nil means ipamd's own (the host's).
 	RoutesNetlink *netlink.Handle
+	// PoolNow is the pool source's clock of its return grace; nil means
+	// time.Now (tests pass a clock they move).
+	PoolNow func() time.Time
 }
 
 // Daemon is one running ipamd.

@@ -1,5 +1,6 @@
-// Package kubeclient builds the client-go clientset ipamd's node source
-// and node routes share: from a kubeconfig file, or the pod's service
+// Package kubeclient builds the client-go clientset ipamd's node and pool
+// sources and node routes share (and a dynamic client for the pool's
+// custom resources): from a kubeconfig file, or the pod's service
 // account when none is given. It counts every request sent, so an
 // operator (and the cluster benchmark) can see that the CNI path makes
 // none: after the informers' initial list and watch, ipamd talks to the
@@ -13,6 +14,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
@@ -24,6 +26,9 @@ const UserAgent = "sandboxipam-ipamd"
 // Client is a clientset with a request counter.
 type Client struct {
 	kubernetes.Interface
+	// Dynamic reaches the pool source's custom resources (IPPool,
+	// IPBlock); its requests count with the clientset's.
+	Dynamic  dynamic.Interface
 	requests *atomic.Uint64
 }
 
@@ -56,7 +61,11 @@ func FromConfig(cfg *rest.Config) (*Client, error) {
 	if err != nil {
 		return nil, fmt.Errorf("kubernetes client: %w", err)
 	}
-	return &Client{Interface: cs, requests: requests}, nil
+	dyn, err := dynamic.NewForConfig(cfg)
+	if err != nil {
+		return nil, fmt.Errorf("kubernetes dynamic client: %w", err)
+	}
+	return &Client{Interface: cs, Dynamic: dyn, requests: requests}, nil
 }
 
 // Collector is ipamd_kubernetes_requests_total, Requests as a metric: it

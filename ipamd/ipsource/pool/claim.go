@@ -1,0 +1,181 @@
+package pool
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/netip"
+	"slices"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+
+	"github.com/sandboxipam/sandboxipam/ipamd/api/pool/v1alpha1"
+	"github.com/sandboxipam/sandboxipam/ipamd/datastore"
+)
+
+// errPoolFull: every block of a family is claimed (or maxProbes creates
+// found none free).
+var errPoolFull = errors.New("no free block")
+
+// grow claims one block of each family whose free addresses are below
+// the low watermark, and records them before any is used.
+func (s *Source) grow(ctx context.Context, fams []family, u usage) error {
+	var claimed []netip.Prefix
+	var errs []error
+	for _, f := range fams {
+		if u.free[f.name] >= uint64(s.cfg.LowWatermark) {
+			continue
+		}
+		p, err := s.claim(ctx, f, u)
+		if err != nil {
+			errs = append(errs, fmt.Errorf("claim an %s block: %w", f.name, err))
+			continue
+		}
+		claimed = append(claimed, p)
+	}
+	if len(claimed) == 0 {
+		return errors.Join(errs...)
+	}
+	next := append(slices.Clone(s.current), claimed...)
+	slices.SortFunc(next, func(a, b netip.Prefix) int { return a.Addr().Compare(b.Addr()) })
+	if err := s.record(ctx, s.uid, next); err != nil {
+		// Not recorded: nothing was handed out of them. Give them back
+		// now; a restart would adopt them otherwise.
+		s.log.Error("could not record claimed blocks; returning them", slog.Any("blocks", claimed), slog.Any("error", err))
+		for _, p := range claimed {
+			s.deleteBlock(ctx, p)
+		}
+		return errors.Join(append(errs, fmt.Errorf("record claimed blocks: %w", err))...)
+	}
+	s.log.Info("claimed blocks", slog.String("pool", s.cfg.Pool), slog.Any("blocks", claimed))
+	return errors.Join(errs...)
+}
+
+// claim creates the IPBlock of the first block of f, in this node's probe
+// order, that is not this node's already; AlreadyExists tries the next.
+func (s *Source) claim(ctx context.Context, f family, u usage) (netip.Prefix, error) {
+	tries := 0
+	for p := range f.probe(s.nodeName) {
+		if u.all[p] || slices.Contains(s.current, p) {
+			continue
+		}
+		if tries == maxProbes {
+			break
+		}
+		tries++
+		obj := v1alpha1.NewBlock(s.cfg.Pool, p, s.nodeName, s.uid, metav1.NewTime(s.opts.Now()))
+		un, err := v1alpha1.ToUnstructured(&obj)
+		if err != nil {
+			return netip.Prefix{}, err
+		}
+		_, err = s.dyn.Resource(v1alpha1.IPBlockResource).Create(ctx, un, metav1.CreateOptions{})
+		if apierrors.IsAlreadyExists(err) {
+			s.setStatus(func(st *Status) { st.Conflicts++ })
+			continue
+		}
+		if err != nil {
+			return netip.Prefix{}, fmt.Errorf("create IPBlock %s: %w", obj.Name, err)
+		}
+		s.setStatus(func(st *Status) { st.Claims++ })
+		return p, nil
+	}
+	return netip.Prefix{}, fmt.Errorf("%w of IPPool %s after %d tries: every block tried is claimed", errPoolFull, s.cfg.Pool, tries)
+}
+
+// shrink returns at most one block: one empty for the return grace whose
+// family keeps more than the high watermark free, and at least the low
+// watermark without it.
+func (s *Source) shrink(ctx context.Context, u usage) {
+	now := s.opts.Now()
+	for p := range s.emptySince {
+		if r, ok := u.blocks[p]; !ok || r.Assigned+r.Cooling+r.Quarantined > 0 {
+			delete(s.emptySince, p)
+		}
+	}
+	for _, p := range s.current {
+		r, ok := u.blocks[p]
+		if !ok || r.Assigned+r.Cooling+r.Quarantined > 0 {
+			continue
+		}
+		since, seen := s.emptySince[p]
+		if !seen {
+			s.emptySince[p] = now
+			continue
+		}
+		free := u.free[r.Family]
+		if now.Sub(since) < s.cfg.ReturnGrace || free <= uint64(s.cfg.HighWatermark) ||
+			free-r.Size < uint64(s.cfg.LowWatermark) {
+			continue
+		}
+		s.giveBack(ctx, p)
+		return
+	}
+}
+
+// giveBack takes an empty block out of the pool (only if it still is
+// empty: the datastore checks under its lock), records the pool without
+// it, and deletes its IPBlock (collect does, with preconditions).
+func (s *Source) giveBack(ctx context.Context, p netip.Prefix) {
+	removed, err := s.store.RemoveRange(ctx, p)
+	if err != nil || !removed {
+		return
+	}
+	next := slices.DeleteFunc(slices.Clone(s.current), func(q netip.Prefix) bool { return q == p })
+	if err := s.record(ctx, s.uid, next); err != nil {
+		s.log.Error("could not record a returned block; the record keeps it until the next write", slog.String("block", p.String()), slog.Any("error", err))
+		return
+	}
+	delete(s.emptySince, p)
+	s.setStatus(func(st *Status) { st.Returns++ })
+	s.log.Info("returned an empty block", slog.String("block", p.String()), slog.String("pool", s.cfg.Pool))
+}
+
+// collect deletes this node's IPBlocks that are in no block of the pool
+// (returned, retired and left, or claimed and not recorded), once the
+// store is proven and no assignment holds an address of them.
+func (s *Source) collect(ctx context.Context) {
+	if s.store.Unproven() {
+		return
+	}
+	u := s.usage()
+	held := s.store.Assignments()
+	for _, b := range s.myBlocks() {
+		p, err := b.Spec.Prefix()
+		if err != nil || u.all[p] || slices.Contains(s.current, p) {
+			continue
+		}
+		if slices.ContainsFunc(held, func(a datastore.Assignment) bool {
+			return slices.ContainsFunc(a.IPs(), p.Contains)
+		}) {
+			continue
+		}
+		s.deleteBlock(ctx, p)
+	}
+}
+
+// deleteBlock deletes this node's IPBlock of p with its UID and
+// resourceVersion as preconditions, so a block claimed again meanwhile
+// (by anyone) is never deleted. A failure waits for the next pass.
+func (s *Source) deleteBlock(ctx context.Context, p netip.Prefix) {
+	name := v1alpha1.BlockName(p)
+	obj, ok, err := s.blocks.GetStore().GetByKey(name)
+	if err != nil || !ok {
+		return
+	}
+	u, _ := obj.(*unstructured.Unstructured)
+	if u == nil {
+		return
+	}
+	uid, rv := u.GetUID(), u.GetResourceVersion()
+	err = s.dyn.Resource(v1alpha1.IPBlockResource).Delete(ctx, name, metav1.DeleteOptions{
+		Preconditions: &metav1.Preconditions{UID: &uid, ResourceVersion: &rv}})
+	switch {
+	case err == nil, apierrors.IsNotFound(err):
+		s.log.Info("deleted IPBlock", slog.String("block", p.String()), slog.String("pool", s.cfg.Pool))
+	default:
+		s.log.Warn("could not delete IPBlock; trying again at the next pass", slog.String("block", p.String()), slog.Any("error", err))
+	}
+}
