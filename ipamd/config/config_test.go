@@ -195,12 +195,16 @@ func TestValidateNamesFieldAndValue(t *testing.T) {
 			`metrics.address must be host:port such as 127.0.0.1:61679, got "127.0.0.1:99999"`},
 		{"log level", func(c *Config) { c.Log.Level = "trace" }, `log.level must be one of debug, info, warn, error, got "trace"`},
 		{"log format", func(c *Config) { c.Log.Format = "xml" }, `log.format must be one of text, json, got "xml"`},
-		{"pool name", func(c *Config) { c.IPSource.Type, c.IPSource.NodeName, c.IPSource.Pool.Pool = SourcePool, "n1", "Pods!" },
+		{"pool name", func(c *Config) {
+			c.IPSource.Type, c.IPSource.NodeName, c.IPSource.Pool.Pool = SourcePool, "n1", "Pods!"
+		},
 			`ipSource.pool.pool must name an IPPool (a DNS subdomain), got "Pods!"`},
 		{"pool watermarks", func(c *Config) {
 			c.IPSource.Type, c.IPSource.NodeName, c.IPSource.Pool.HighWatermark = SourcePool, "n1", 16
 		}, "ipSource.pool.highWatermark must be above lowWatermark (16), got 16"},
-		{"pool low watermark", func(c *Config) { c.IPSource.Type, c.IPSource.NodeName, c.IPSource.Pool.LowWatermark = SourcePool, "n1", 0 },
+		{"pool low watermark", func(c *Config) {
+			c.IPSource.Type, c.IPSource.NodeName, c.IPSource.Pool.LowWatermark = SourcePool, "n1", 0
+		},
 			"ipSource.pool.lowWatermark must be at least 1, got 0"},
 		{"pool grace", func(c *Config) {
 			c.IPSource.Type, c.IPSource.NodeName, c.IPSource.Pool.ReturnGrace = SourcePool, "n1", -time.Second
