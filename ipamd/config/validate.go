@@ -107,8 +107,8 @@ func (s IPSource) validate(v *validator) {
 	if (s.Type == SourceNode || s.Type == SourcePool) && s.NodeName == "" {
 		v.addf("ipSource.nodeName must be set when ipSource.type is %s (set NODE_NAME from the downward API's spec.nodeName)", s.Type)
 	}
-	if s.Type == SourcePool {
-		for _, e := range unjoin(s.Pool.Validate("ipSource.pool")) {
+	if err := s.Pool.Validate("ipSource.pool"); err != nil && s.Type == SourcePool {
+		for _, e := range unjoin(err) {
 			v.addf("%v", e)
 		}
 	}
