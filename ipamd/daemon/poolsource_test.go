@@ -303,5 +303,125 @@ func cniCode(err error) (uint, string) {
 	return code, we.Message
 }
 
-var _ = metav1.Now
-var _ = v1alpha1.BlockName
+// The API server stopped: ADD and DEL go on inside the claimed block,
+// no claim is possible, and an ADD that finds the block full is answered
+// "try again later" (CNI code 11) naming the wait for a new block. A
+// restart with the API server still down serves from the checkpoint.
+func TestPoolSourceAPIServerDown(t *testing.T) {
+	const name = "node-p2"
+	e := startPoolEnv(t, name, "198.18.8.0/27")
+	n := poolNode(t, e, name)
+	clock := &fakeClock{now: time.Date(2026, 12, 3, 18, 0, 0, 0, time.UTC)}
+	d, _, cni, intro := startPoolDaemon(t, e, n, clock)
+	ctx := t.Context()
+	testsupport.Wait(t, "the store to be proven", func() (bool, string) { return !d.Store().Unproven(), readyWhy(t, intro) })
+	block := waitBlocks(t, intro, 1)[0]
+	want := hosts(block)
+	waitReady(t, cni)
+	for i := range 4 {
+		id := fmt.Sprintf("sandbox-%d", i)
+		n.addSandbox(id)
+		if got := mustAddIPs(t, cni, id); !slices.Equal(got, want[i:i+1]) {
+			t.Fatalf("ADD %d got %v, want %v", i, got, want[i:i+1])
+		}
+	}
+	e.api.Stop()
+	for i := 4; i < 6; i++ {
+		id := fmt.Sprintf("sandbox-%d", i)
+		n.addSandbox(id)
+		if got := mustAddIPs(t, cni, id); !slices.Equal(got, want[i:i+1]) {
+			t.Fatalf("ADD %d with the API server down got %v, want %v", i, got, want[i:i+1])
+		}
+	}
+	n.addSandbox("sandbox-6")
+	const wantMsg = "waiting for a new block of IPPool default: claim an ipv4 block: create IPBlock"
+	testsupport.Wait(t, "ADD on a full block to answer code 11 naming the failed claim", func() (bool, string) {
+		_, err := cni.add(ctx, "sandbox-6")
+		code, msg := cniCode(err)
+		return code == apierr.CNITryAgainLater && strings.Contains(msg, wantMsg), fmt.Sprint(err)
+	})
+	if got := blocksOf(t, intro); !slices.Equal(got, []string{block}) {
+		t.Fatalf("pool %v with the API server down, want only %s", got, block)
+	}
+	if released, err := cni.del(ctx, "sandbox-0"); err != nil || !released {
+		t.Fatalf("DEL with the API server down = %v, %v", released, err)
+	}
+	n.removeSandbox("sandbox-0")
+	testsupport.Wait(t, "ADD to reuse the released address past its cooldown", func() (bool, string) {
+		got, err := cni.addAll(ctx, "sandbox-6")
+		return err == nil && slices.Equal(got, want[:1]), fmt.Sprint(got, err)
+	})
+
+	// Restart, the API server still down: the checkpoint has the block.
+	if err := d.Stop(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	d2, _, cni2, intro2 := startPoolDaemon(t, e, n, clock)
+	if got := blocksOf(t, intro2); !slices.Equal(got, []string{block}) {
+		t.Fatalf("pool after a restart with the API server down = %v, want %s from the checkpoint", got, block)
+	}
+	testsupport.Wait(t, "the store to be proven", func() (bool, string) { return !d2.Store().Unproven(), readyWhy(t, intro2) })
+	if released, err := cni2.del(ctx, "sandbox-1"); err != nil || !released {
+		t.Fatalf("DEL after the restart = %v, %v", released, err)
+	}
+	n.removeSandbox("sandbox-1")
+	n.addSandbox("sandbox-7")
+	testsupport.Wait(t, "ADD after the restart to get the released address", func() (bool, string) {
+		got, err := cni2.addAll(ctx, "sandbox-7")
+		return err == nil && slices.Equal(got, want[1:2]), fmt.Sprint(got, err)
+	})
+}
+
+// ipamd stopped between an IPBlock's create and the record of its claim
+// leaves a block in the API server that its checkpoint lacks; the next
+// start adopts it (it carries this Node's UID) and hands out its
+// addresses, so nothing leaks. Another node's block is left alone.
+func TestPoolSourceAdoptsAnUnrecordedClaim(t *testing.T) {
+	const name = "node-p3"
+	e := startPoolEnv(t, name, "198.18.8.0/27")
+	ctx := t.Context()
+	otherUID, err := pooltest.CreateNode(ctx, e.kube, "node-other")
+	if err != nil {
+		t.Fatal(err)
+	}
+	at := metav1.NewTime(time.Date(2026, 12, 3, 17, 0, 0, 0, time.UTC))
+	for _, b := range []v1alpha1.IPBlock{
+		v1alpha1.NewBlock("default", netip.MustParsePrefix("198.18.8.16/29"), name, e.uid, at),
+		v1alpha1.NewBlock("default", netip.MustParsePrefix("198.18.8.0/29"), "node-other", otherUID, at),
+	} {
+		u, err := v1alpha1.ToUnstructured(&b)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := e.kube.Dynamic.Resource(v1alpha1.IPBlockResource).Create(ctx, u, metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	n := poolNode(t, e, name)
+	clock := &fakeClock{now: time.Date(2026, 12, 3, 18, 0, 0, 0, time.UTC)}
+	d, _, cni, intro := startPoolDaemon(t, e, n, clock)
+	testsupport.Wait(t, "the store to be proven", func() (bool, string) { return !d.Store().Unproven(), readyWhy(t, intro) })
+	if got := waitBlocks(t, intro, 1); !slices.Equal(got, []string{"198.18.8.16/29"}) {
+		t.Fatalf("pool %v, want the adopted 198.18.8.16/29", got)
+	}
+	fullPass(d)
+	if st := d.PoolSource().Status(); st.Adopted != 1 || st.Claims != 0 {
+		t.Fatalf("status %+v, want 1 adopted and no claim (6 free >= low watermark 2)", st)
+	}
+	bs, err := pooltest.Blocks(ctx, e.kube.Dynamic)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(bs) != 2 || bs["198.18.8.0/29"].Spec.NodeUID != otherUID || bs["198.18.8.16/29"].Spec.NodeUID != e.uid {
+		t.Fatalf("IPBlocks after adoption: %+v", bs)
+	}
+	rec, _ := d.Store().NodeRecord()
+	if len(rec.PodCIDRs) != 1 || rec.PodCIDRs[0].String() != "198.18.8.16/29" || rec.UID != e.uid {
+		t.Fatalf("checkpoint record %+v, want the adopted block under UID %s", rec, e.uid)
+	}
+	waitReady(t, cni)
+	n.addSandbox("sandbox-a")
+	if got := mustAddIPs(t, cni, "sandbox-a"); !slices.Equal(got, []string{"198.18.8.17/29"}) {
+		t.Fatalf("ADD got %v, want 198.18.8.17/29 from the adopted block", got)
+	}
+}
