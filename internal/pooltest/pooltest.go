@@ -8,9 +8,11 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"net"
 	"net/netip"
 	"os"
 	"path/filepath"
+	"testing"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -20,6 +22,11 @@ import (
 	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/tools/clientcmd"
+
+	"github.com/sandboxipam/sandboxipam/internal/kubeenv"
+	"github.com/sandboxipam/sandboxipam/internal/testsupport"
+	"github.com/sandboxipam/sandboxipam/ipamd/kubeclient"
 
 	"github.com/sandboxipam/sandboxipam/ipamd/api/pool/v1alpha1"
 )
@@ -128,4 +135,49 @@ func Blocks(ctx context.Context, dyn dynamic.Interface) (map[string]v1alpha1.IPB
 		out[b.Spec.CIDR] = b
 	}
 	return out, nil
+}
+
+// Start runs etcd and kube-apiserver for the test with the pool's CRDs
+// installed, or skips (fails under CI=true) when tools/kubernetes/build.sh
+// has not built them. The client counts its requests.
+func Start(t testing.TB) (*kubeenv.APIServer, *kubeclient.Client) {
+	t.Helper()
+	if os.Geteuid() != 0 {
+		testsupport.SkipOrFail(t, "the API server test runs etcd and kube-apiserver as root")
+	}
+	bins := kubeenv.BinariesIn(kubeenv.CacheDir())
+	if err := bins.Missing(); err != nil {
+		testsupport.SkipOrFail(t, "%v: run tools/kubernetes/build.sh (make kubernetes-tools) first", err)
+	}
+	ctx := context.Background()
+	a, err := kubeenv.StartAPIServer(ctx, kubeenv.Options{Binaries: bins, Dir: t.TempDir(), Logf: t.Logf})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(a.Stop)
+	if err := a.Ready(ctx); err != nil {
+		t.Fatal(err)
+	}
+	kc, err := Client(a)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := InstallCRDs(ctx, kc.Dynamic, testsupport.Root(t)); err != nil {
+		t.Fatal(err)
+	}
+	return a, kc
+}
+
+// Client is a new counted client of a's, on a connection of its own (as
+// every node's ipamd has).
+func Client(a *kubeenv.APIServer) (*kubeclient.Client, error) {
+	rc, err := clientcmd.BuildConfigFromFlags("", a.Kubeconfig)
+	if err != nil {
+		return nil, err
+	}
+	// A Dial of its own keeps client-go from sharing one cached
+	// transport (and one HTTP/2 connection) among all simulated nodes.
+	d := &net.Dialer{Timeout: 10 * time.Second}
+	rc.Dial = d.DialContext
+	return kubeclient.FromConfig(rc)
 }

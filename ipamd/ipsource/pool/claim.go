@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"net/netip"
 	"slices"
+	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -15,6 +16,16 @@ import (
 	"github.com/sandboxipam/sandboxipam/ipamd/api/pool/v1alpha1"
 	"github.com/sandboxipam/sandboxipam/ipamd/datastore"
 )
+
+// fullBackoff is how long a family whose pool had no free block waits
+// before it probes again.
+const fullBackoff = 30 * time.Second
+
+// fullPool is a family's last failed probe of a full pool.
+type fullPool struct {
+	until time.Time
+	err   error
+}
 
 // errPoolFull: every block of a family is claimed (or maxProbes creates
 // found none free).
@@ -25,15 +36,28 @@ var errPoolFull = errors.New("no free block")
 func (s *Source) grow(ctx context.Context, fams []family, u usage) error {
 	var claimed []netip.Prefix
 	var errs []error
+	start, conflicts := time.Now(), s.Status().Conflicts
 	for _, f := range fams {
 		if u.free[f.name] >= uint64(s.cfg.LowWatermark) {
+			delete(s.full, f.name)
+			continue
+		}
+		if full, ok := s.full[f.name]; ok && s.opts.Now().Before(full.until) {
+			errs = append(errs, full.err)
 			continue
 		}
 		p, err := s.claim(ctx, f, u)
 		if err != nil {
-			errs = append(errs, fmt.Errorf("claim an %s block: %w", f.name, err))
+			err = fmt.Errorf("claim an %s block: %w", f.name, err)
+			if errors.Is(err, errPoolFull) {
+				// Probing a full pool again at once would cost maxProbes
+				// requests a pass; blocks come free rarely.
+				s.full[f.name] = fullPool{until: s.opts.Now().Add(fullBackoff), err: err}
+			}
+			errs = append(errs, err)
 			continue
 		}
+		delete(s.full, f.name)
 		claimed = append(claimed, p)
 	}
 	if len(claimed) == 0 {
@@ -51,6 +75,9 @@ func (s *Source) grow(ctx context.Context, fams []family, u usage) error {
 		return errors.Join(append(errs, fmt.Errorf("record claimed blocks: %w", err))...)
 	}
 	s.log.Info("claimed blocks", slog.String("pool", s.cfg.Pool), slog.Any("blocks", claimed))
+	if s.opts.OnClaim != nil {
+		s.opts.OnClaim(Claim{Blocks: claimed, Took: time.Since(start), Conflicts: s.Status().Conflicts - conflicts})
+	}
 	return errors.Join(errs...)
 }
 

@@ -74,6 +74,18 @@ type Options struct {
 	// Tick, when set, replaces the interval's ticker: a pass runs on each
 	// receive (tests drive passes with it).
 	Tick <-chan time.Time
+	// OnClaim, when set, is called after each pass that claimed blocks
+	// (the scale benchmark's figures).
+	OnClaim func(Claim)
+}
+
+// Claim is one pass's claims: the blocks won, the time from the first
+// create to the record on disk, and the creates answered AlreadyExists on
+// the way.
+type Claim struct {
+	Blocks    []netip.Prefix
+	Took      time.Duration
+	Conflicts int
 }
 
 // Source claims and returns the node's blocks.
@@ -93,6 +105,9 @@ type Source struct {
 	current    []netip.Prefix
 	adopted    bool
 	emptySince map[netip.Prefix]time.Time
+	// full holds, per family, a failed probe of a full pool until its
+	// backoff ends.
+	full map[string]fullPool
 
 	mu     sync.Mutex
 	status Status
@@ -134,7 +149,7 @@ func New(cfg Config, nodeName string, kube kubernetes.Interface, dyn dynamic.Int
 		opts.Now = time.Now
 	}
 	return &Source{cfg: cfg, nodeName: nodeName, kube: kube, dyn: dyn, store: store, opts: opts,
-		log: opts.Logger, emptySince: map[netip.Prefix]time.Time{}, passes: make(chan struct{}, 1),
+		log: opts.Logger, emptySince: map[netip.Prefix]time.Time{}, full: map[string]fullPool{}, passes: make(chan struct{}, 1),
 		status: Status{Pool: cfg.Pool, Node: nodeName, Blocks: []string{}}}, nil
 }
 
