@@ -198,7 +198,7 @@ func TestValidateNamesFieldAndValue(t *testing.T) {
 		{"pool name", func(c *Config) {
 			c.IPSource.Type, c.IPSource.NodeName, c.IPSource.Pool.Pool = SourcePool, "n1", "Pods!"
 		},
-			`ipSource.pool.pool must name an IPPool (a DNS subdomain), got "Pods!"`},
+			`ipSource.pool.pool must name an IPPool (a lowercase DNS subdomain such as "default"), got "Pods!"`},
 		{"pool watermarks", func(c *Config) {
 			c.IPSource.Type, c.IPSource.NodeName, c.IPSource.Pool.HighWatermark = SourcePool, "n1", 16
 		}, "ipSource.pool.highWatermark must be above lowWatermark (16), got 16"},

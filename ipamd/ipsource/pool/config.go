@@ -43,8 +43,8 @@ func DefaultConfig() Config {
 func (c Config) Validate(prefix string) error {
 	var errs []error
 	add := func(format string, a ...any) { errs = append(errs, fmt.Errorf(prefix+"."+format, a...)) }
-	if msgs := validation.IsDNS1123Subdomain(c.Pool); len(msgs) > 0 {
-		add("pool must name an IPPool (a DNS subdomain), got %q: %s", c.Pool, msgs[0])
+	if len(validation.IsDNS1123Subdomain(c.Pool)) > 0 {
+		add("pool must name an IPPool (a lowercase DNS subdomain such as \"default\"), got %q", c.Pool)
 	}
 	if c.LowWatermark < 1 {
 		add("lowWatermark must be at least 1, got %d", c.LowWatermark)
