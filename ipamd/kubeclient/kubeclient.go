@@ -30,6 +30,7 @@ type Client struct {
 	// IPBlock); its requests count with the clientset's.
 	Dynamic  dynamic.Interface
 	requests *atomic.Uint64
+	writes   *atomic.Uint64
 }
 
 // New builds a client from kubeconfig, or from the in-cluster config when
@@ -53,9 +54,9 @@ func New(kubeconfig string) (*Client, error) {
 func FromConfig(cfg *rest.Config) (*Client, error) {
 	cfg = rest.CopyConfig(cfg)
 	cfg.UserAgent = UserAgent
-	requests := new(atomic.Uint64)
+	requests, writes := new(atomic.Uint64), new(atomic.Uint64)
 	cfg.Wrap(func(rt http.RoundTripper) http.RoundTripper {
-		return counting{rt: rt, n: requests}
+		return counting{rt: rt, n: requests, writes: writes}
 	})
 	cs, err := kubernetes.NewForConfig(cfg)
 	if err != nil {
@@ -65,7 +66,7 @@ func FromConfig(cfg *rest.Config) (*Client, error) {
 	if err != nil {
 		return nil, fmt.Errorf("kubernetes dynamic client: %w", err)
 	}
-	return &Client{Interface: cs, Dynamic: dyn, requests: requests}, nil
+	return &Client{Interface: cs, Dynamic: dyn, requests: requests, writes: writes}, nil
 }
 
 // Collector is ipamd_kubernetes_requests_total, Requests as a metric: it
@@ -80,12 +81,19 @@ func (c *Client) Collector() prometheus.Collector {
 // counts once, when it opens).
 func (c *Client) Requests() uint64 { return c.requests.Load() }
 
+// Writes counts the requests that are not reads (GET): the pool source's
+// creates and deletes of IPBlocks.
+func (c *Client) Writes() uint64 { return c.writes.Load() }
+
 type counting struct {
-	rt http.RoundTripper
-	n  *atomic.Uint64
+	rt        http.RoundTripper
+	n, writes *atomic.Uint64
 }
 
 func (c counting) RoundTrip(r *http.Request) (*http.Response, error) {
 	c.n.Add(1)
+	if r.Method != http.MethodGet {
+		c.writes.Add(1)
+	}
 	return c.rt.RoundTrip(r)
 }
