@@ -81,35 +81,60 @@ func (s *Source) grow(ctx context.Context, fams []family, u usage) error {
 	return errors.Join(errs...)
 }
 
-// claim creates the IPBlock of the first block of f, in this node's probe
-// order, that is not this node's already; AlreadyExists tries the next.
+// claim creates the IPBlock of a block of f that is not this node's, in
+// this node's probe order from where its last claim stopped (the cursor),
+// wrapping around once; AlreadyExists tries the next. A probe that always
+// started at the beginning would, in a nearly full pool, try the same
+// taken blocks forever (the scale benchmark found it so).
 func (s *Source) claim(ctx context.Context, f family, u usage) (netip.Prefix, error) {
-	tries := 0
-	for p := range f.probe(s.nodeName) {
-		if u.all[p] || slices.Contains(s.current, p) {
-			continue
+	from, tries := s.cursor[f.name], 0
+	for round := range 2 {
+		i := -1
+		for p := range f.probe(s.nodeName) {
+			i++
+			if round == 1 && i >= from {
+				break
+			}
+			if (round == 0 && i < from) || u.all[p] || slices.Contains(s.current, p) {
+				continue
+			}
+			if tries == maxProbes {
+				s.cursor[f.name] = i
+				return netip.Prefix{}, fmt.Errorf("no free block of IPPool %s among the %d tried; the next pass goes on from there", s.cfg.Pool, tries)
+			}
+			tries++
+			won, err := s.create(ctx, p)
+			if err != nil {
+				s.cursor[f.name] = i
+				return netip.Prefix{}, err
+			}
+			if won {
+				s.cursor[f.name] = i + 1
+				return p, nil
+			}
 		}
-		if tries == maxProbes {
-			break
-		}
-		tries++
-		obj := v1alpha1.NewBlock(s.cfg.Pool, p, s.nodeName, s.uid, metav1.NewTime(s.opts.Now()))
-		un, err := v1alpha1.ToUnstructured(&obj)
-		if err != nil {
-			return netip.Prefix{}, err
-		}
-		_, err = s.dyn.Resource(v1alpha1.IPBlockResource).Create(ctx, un, metav1.CreateOptions{})
-		if apierrors.IsAlreadyExists(err) {
-			s.setStatus(func(st *Status) { st.Conflicts++ })
-			continue
-		}
-		if err != nil {
-			return netip.Prefix{}, fmt.Errorf("create IPBlock %s: %w", obj.Name, err)
-		}
-		s.setStatus(func(st *Status) { st.Claims++ })
-		return p, nil
 	}
 	return netip.Prefix{}, fmt.Errorf("%w of IPPool %s after %d tries: every block tried is claimed", errPoolFull, s.cfg.Pool, tries)
+}
+
+// create claims block p: true when this create made its IPBlock, false
+// when the block is another's (AlreadyExists).
+func (s *Source) create(ctx context.Context, p netip.Prefix) (bool, error) {
+	obj := v1alpha1.NewBlock(s.cfg.Pool, p, s.nodeName, s.uid, metav1.NewTime(s.opts.Now()))
+	un, err := v1alpha1.ToUnstructured(&obj)
+	if err != nil {
+		return false, err
+	}
+	_, err = s.dyn.Resource(v1alpha1.IPBlockResource).Create(ctx, un, metav1.CreateOptions{})
+	switch {
+	case apierrors.IsAlreadyExists(err):
+		s.setStatus(func(st *Status) { st.Conflicts++ })
+		return false, nil
+	case err != nil:
+		return false, fmt.Errorf("create IPBlock %s: %w", obj.Name, err)
+	}
+	s.setStatus(func(st *Status) { st.Claims++ })
+	return true, nil
 }
 
 // shrink returns at most one block: one empty for the return grace whose

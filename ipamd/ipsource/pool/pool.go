@@ -108,6 +108,9 @@ type Source struct {
 	// full holds, per family, a failed probe of a full pool until its
 	// backoff ends.
 	full map[string]fullPool
+	// cursor is, per family, where in the probe order the next claim
+	// starts.
+	cursor map[string]int
 
 	mu     sync.Mutex
 	status Status
@@ -149,7 +152,7 @@ func New(cfg Config, nodeName string, kube kubernetes.Interface, dyn dynamic.Int
 		opts.Now = time.Now
 	}
 	return &Source{cfg: cfg, nodeName: nodeName, kube: kube, dyn: dyn, store: store, opts: opts,
-		log: opts.Logger, emptySince: map[netip.Prefix]time.Time{}, full: map[string]fullPool{}, passes: make(chan struct{}, 1),
+		log: opts.Logger, emptySince: map[netip.Prefix]time.Time{}, full: map[string]fullPool{}, cursor: map[string]int{}, passes: make(chan struct{}, 1),
 		status: Status{Pool: cfg.Pool, Node: nodeName, Blocks: []string{}}}, nil
 }
 
