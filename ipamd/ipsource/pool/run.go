@@ -2,7 +2,6 @@ package pool
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"log/slog"
 	"time"
@@ -19,9 +18,6 @@ import (
 
 	"github.com/sandboxipam/sandboxipam/ipamd/api/pool/v1alpha1"
 )
-
-// errNotListed: an informer has not listed its objects yet.
-var errNotListed = errors.New("not listed by the API server yet")
 
 // Run starts the informers and compares the pool with the watermarks
 // every interval until ctx is done. Call Restore first.
@@ -78,11 +74,11 @@ func (s *Source) synced() bool {
 func (s *Source) node() (*corev1.Node, error) {
 	obj, ok, err := s.nodes.GetStore().GetByKey(s.nodeName)
 	if err != nil || !ok {
-		return nil, fmt.Errorf("Node %s is not registered", s.nodeName)
+		return nil, fmt.Errorf("this node's Node %s is not registered", s.nodeName)
 	}
 	n, _ := obj.(*corev1.Node)
 	if n == nil {
-		return nil, fmt.Errorf("Node %s: unexpected object %T", s.nodeName, obj)
+		return nil, fmt.Errorf("the informer of Node %s holds a %T", s.nodeName, obj)
 	}
 	return n, nil
 }
