@@ -186,6 +186,9 @@ func (d *Daemon) Start(ctx context.Context) (err error) {
 	if d.kubeClient != nil {
 		d.metrics.MustRegister(d.kubeClient.Collector())
 	}
+	if src := d.PoolSource(); src != nil {
+		d.metrics.MustRegister(src.Collectors()...)
+	}
 	if err := d.serveSocket(ctx); err != nil {
 		return err
 	}

@@ -273,6 +273,13 @@ func TestPoolSourceGrowsAndReturns(t *testing.T) {
 	if st := d.PoolSource().Status(); st.Returns != 1 {
 		t.Fatalf("returns = %d, want 1", st.Returns)
 	}
+	m := scrape(t, d.MetricsAddr().String())
+	for _, line := range []string{"ipamd_pool_claims_total 2", "ipamd_pool_returns_total 1", "ipamd_pool_blocks 1",
+		"ipamd_pool_claim_conflicts_total 0", "ipamd_pool_growth_waiting 0"} {
+		if !strings.Contains(m, line+"\n") {
+			t.Errorf("/metrics lacks %q", line)
+		}
+	}
 }
 
 func sortedPair(a, b string) []string {
