@@ -133,7 +133,8 @@ kubernetes-tools:
 # ipamd as a static pod from the DaemonSet in deploy/kubernetes; a one-node
 # cluster on 127.0.0.1; and a cluster of three nodes on this machine (each its
 # own network and mount namespaces, containerd and kubelet) that applies the
-# containerd overlay with the routes component. Needs root.
+# containerd overlay with the routes component, and again in pool mode
+# (components/pool: TestThreeNodePool). Needs root.
 e2e-kubernetes: kubernetes-tools
 	SANDBOXIPAM_E2E_KUBERNETES=1 $(GO) test -count=1 -timeout 60m -v ./e2e/kubernetes/
 
