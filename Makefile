@@ -15,7 +15,7 @@ PROTOC_GEN_GO_VERSION      := v1.36.12
 PROTOC_GEN_GO_GRPC_VERSION := v1.5.1
 STATICCHECK_VERSION        := v0.8.2
 
-.PHONY: all build test test-short test-tools runtime-tools fuzz lint generate bench demo clean tools image e2e-kubernetes bench-kubernetes kubernetes-tools
+.PHONY: all build test test-short test-tools runtime-tools fuzz lint generate bench demo clean tools image e2e-kubernetes bench-kubernetes bench-pool kubernetes-tools
 
 all: build
 
@@ -133,7 +133,8 @@ kubernetes-tools:
 # ipamd as a static pod from the DaemonSet in deploy/kubernetes; a one-node
 # cluster on 127.0.0.1; and a cluster of three nodes on this machine (each its
 # own network and mount namespaces, containerd and kubelet) that applies the
-# containerd overlay with the routes component. Needs root.
+# containerd overlay with the routes component, and again in pool mode
+# (components/pool: TestThreeNodePool). Needs root.
 e2e-kubernetes: kubernetes-tools
 	SANDBOXIPAM_E2E_KUBERNETES=1 $(GO) test -count=1 -timeout 60m -v ./e2e/kubernetes/
 
@@ -142,6 +143,13 @@ e2e-kubernetes: kubernetes-tools
 # ipamd's API requests (BENCHMARKS.md). Long: not part of e2e-kubernetes.
 bench-kubernetes: kubernetes-tools
 	SANDBOXIPAM_E2E_KUBERNETES=1 SANDBOXIPAM_E2E_BENCH=1 $(GO) test -count=1 -timeout 90m -v -run 'TestClusterScaleBenchmark' ./e2e/kubernetes/
+
+# The cluster pool at scale (issue 23): 1,000 simulated nodes (POOL_SCALE_NODES,
+# each its own pool source, datastore and API connection) claim blocks of one
+# IPPool from a real kube-apiserver while each ADDs 100 pods (POOL_SCALE_PODS).
+# Needs root and make kubernetes-tools; figures in BENCHMARKS.md.
+bench-pool: kubernetes-tools
+	$(GO) test -count=1 -run '^$$' -bench BenchmarkPoolClaimScale -benchtime 1x -timeout 40m ./ipamd/ipsource/pool
 
 clean:
 	rm -rf $(BIN) dist

@@ -15,7 +15,7 @@ import (
 	"sigs.k8s.io/kustomize/kyaml/filesys"
 )
 
-//go:embed base overlays components
+//go:embed base overlays components crds
 var manifests embed.FS
 
 // ErrStrictDecode: a rendered object has a field its k8s.io/api type does
@@ -55,6 +55,9 @@ type Rendered struct {
 	ClusterRoleBinding *rbacv1.ClusterRoleBinding
 	// Reclaimer is what components/reclaimer adds; nil without it.
 	Reclaimer *Reclaimer
+	// CRDs are the CustomResourceDefinitions (components/pool brings the
+	// cluster pool's), by name, as JSON.
+	CRDs map[string][]byte
 }
 
 // Render runs kustomize on overlays/<overlay> and decodes each object
@@ -110,6 +113,8 @@ func RenderWith(overlay string, components ...string) (Rendered, error) {
 func (r *Rendered) add(kind string, data []byte) error {
 	var target any
 	switch kind {
+	case "CustomResourceDefinition":
+		return r.addCRD(data)
 	case "DaemonSet":
 		if r.DaemonSet != nil {
 			return errors.New("second DaemonSet")
@@ -178,4 +183,25 @@ func inMemory() (filesys.FileSystem, error) {
 		return nil, fmt.Errorf("load manifests: %w", err)
 	}
 	return mem, nil
+}
+
+// addCRD keeps a CRD as rendered; the API server, not a Go type of ours,
+// is its strict validator (internal/pooltest installs it in the tests).
+func (r *Rendered) addCRD(data []byte) error {
+	var meta struct {
+		Metadata struct {
+			Name string `json:"name"`
+		} `json:"metadata"`
+	}
+	if err := kjson.UnmarshalCaseSensitivePreserveInts(data, &meta); err != nil || meta.Metadata.Name == "" {
+		return fmt.Errorf("CustomResourceDefinition without a name: %v", err)
+	}
+	if r.CRDs == nil {
+		r.CRDs = map[string][]byte{}
+	}
+	if _, dup := r.CRDs[meta.Metadata.Name]; dup {
+		return fmt.Errorf("second CustomResourceDefinition %s", meta.Metadata.Name)
+	}
+	r.CRDs[meta.Metadata.Name] = data
+	return nil
 }

@@ -4,12 +4,14 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"reflect"
 	"slices"
 	"strings"
 	"testing"
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
 
 	"github.com/sandboxipam/sandboxipam/internal/image"
 	"github.com/sandboxipam/sandboxipam/ipamd/config"
@@ -89,8 +91,8 @@ func TestOverlaysRenderStrictly(t *testing.T) {
 // only it: every overlay without it adds no capability (checkDaemonSet).
 func TestRoutesComponent(t *testing.T) {
 	comps, err := Components()
-	if err != nil || !slices.Equal(comps, []string{"reclaimer", "routes"}) {
-		t.Fatalf("components %q, %v; the test knows [reclaimer routes]", comps, err)
+	if err != nil || !slices.Equal(comps, []string{"pool", "reclaimer", "routes"}) {
+		t.Fatalf("components %q, %v; the test knows [pool reclaimer routes]", comps, err)
 	}
 	for _, overlay := range []string{"containerd", "crio", "cri-dockerd"} {
 		r, err := RenderWith(overlay, "routes")
@@ -111,6 +113,47 @@ func TestRoutesComponent(t *testing.T) {
 		}
 		install := container(t, r.DaemonSet.Spec.Template.Spec.InitContainers, "install-cni")
 		checkLeastPrivilege(t, install)
+	}
+}
+
+// The pool component brings the two CRDs of crds/pool.yaml (which
+// internal/pooltest installs on a real API server), switches ipamd to ipSource.type pool (IPPool "default"), and adds
+// to the RBAC exactly the pool source's verbs; the rest of the overlay is
+// untouched (no capability, the same probes and mounts).
+func TestPoolComponent(t *testing.T) {
+	for _, overlay := range []string{"containerd", "crio", "cri-dockerd"} {
+		r, err := RenderWith(overlay, "pool")
+		if err != nil {
+			t.Fatal(err)
+		}
+		checkDaemonSet(t, r)
+		checkHostPaths(t, r.DaemonSet, overlayRuntime[overlay].socket)
+		ipamd := container(t, r.DaemonSet.Spec.Template.Spec.Containers, "ipamd")
+		checkLeastPrivilege(t, ipamd)
+		cfg := loadConfig(t, r, ipamd)
+		if cfg.IPSource.Type != "pool" || cfg.IPSource.Pool.Pool != "default" || cfg.IPSource.NodeName != testNodeName || cfg.Routes.Nodes {
+			t.Errorf("%s+pool: source %q pool %q node %q routes %v", overlay, cfg.IPSource.Type, cfg.IPSource.Pool.Pool, cfg.IPSource.NodeName, cfg.Routes.Nodes)
+		}
+		var names []string
+		for name := range r.CRDs {
+			names = append(names, name)
+		}
+		slices.Sort(names)
+		if !slices.Equal(names, []string{"ipblocks.sandboxipam.io", "ippools.sandboxipam.io"}) {
+			t.Errorf("%s+pool: CRDs %q", overlay, names)
+		}
+		want := []rbacv1.PolicyRule{
+			{APIGroups: []string{""}, Resources: []string{"nodes"}, Verbs: []string{"get", "list", "watch"}},
+			{APIGroups: []string{"sandboxipam.io"}, Resources: []string{"ipblocks"}, Verbs: []string{"create", "delete", "get", "list", "watch"}},
+			{APIGroups: []string{"sandboxipam.io"}, Resources: []string{"ippools"}, Verbs: []string{"get", "list", "watch"}},
+		}
+		if !reflect.DeepEqual(r.ClusterRole.Rules, want) {
+			t.Errorf("%s+pool: ClusterRole rules %+v, want %+v", overlay, r.ClusterRole.Rules, want)
+		}
+	}
+	// Without the component: no CRD.
+	if r, err := Render("containerd"); err != nil || len(r.CRDs) != 0 {
+		t.Errorf("containerd alone renders CRDs %v, %v", r.CRDs, err)
 	}
 }
 

@@ -34,6 +34,7 @@ import (
 	"go.yaml.in/yaml/v3"
 
 	"github.com/sandboxipam/sandboxipam/ipamd/ipsource/aws"
+	"github.com/sandboxipam/sandboxipam/ipamd/ipsource/pool"
 )
 
 // Config is ipamd's whole configuration. The comment on each field states
@@ -172,8 +173,8 @@ type Runtime struct {
 
 // IPSource says where the pool's addresses come from.
 type IPSource struct {
-	// Type is static, node or aws. Default "static".
-	Type string `yaml:"type" desc:"static (CIDRs from config), node (the Node's spec.podCIDRs) or aws"`
+	// Type is static, node, pool or aws. Default "static".
+	Type string `yaml:"type" desc:"static (CIDRs from config), node (the Node's spec.podCIDRs), pool (blocks claimed from an IPPool) or aws"`
 	// NodeName is this node's Kubernetes Node name: the node source reads
 	// that Node, static.nodes picks its entry, routes.nodes skips it. The
 	// DaemonSet sets NODE_NAME from the downward API's spec.nodeName.
@@ -183,6 +184,9 @@ type IPSource struct {
 	Static Static `yaml:"static"`
 	// Node configures the node source.
 	Node NodeSource `yaml:"node"`
+	// Pool configures the pool source (package ipsource/pool, whose
+	// Config's field comments state the defaults).
+	Pool pool.Config `yaml:"pool"`
 	// AWS configures the aws (ENI) source.
 	AWS AWS `yaml:"aws"`
 }
@@ -371,6 +375,7 @@ func DefaultConfig() Config {
 		IPSource: IPSource{
 			Type:   SourceStatic,
 			Static: Static{CIDRs: []string{"198.18.0.0/24"}},
+			Pool:   pool.DefaultConfig(),
 			AWS:    defaultAWS(),
 		},
 		Introspection: Listener{Address: "127.0.0.1:61679"},
@@ -420,6 +425,7 @@ func (c Config) PodWiringReason() string {
 const (
 	SourceStatic = "static"
 	SourceNode   = "node"
+	SourcePool   = "pool"
 	SourceAWS    = "aws"
 )
 

@@ -10,6 +10,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/sandboxipam/sandboxipam/ipamd/ipsource/pool"
 )
 
 func TestLoadGoldenFullExample(t *testing.T) {
@@ -41,6 +43,8 @@ func TestLoadGoldenFullExample(t *testing.T) {
 			Type:     "static",
 			NodeName: "node-7",
 			Node:     NodeSource{Kubeconfig: "/etc/kubernetes/ipamd.kubeconfig"},
+			Pool: pool.Config{Pool: "pods-b", LowWatermark: 8, HighWatermark: 40, ReturnGrace: 90 * time.Second,
+				Interval: 2 * time.Second, Kubeconfig: "/etc/kubernetes/pool.kubeconfig"},
 			Static: Static{CIDRs: []string{"198.18.0.0/24", "198.19.0.0/28"}, Reserved: []string{"198.18.0.2"},
 				Gateways: []string{"198.18.0.1", ""}},
 			AWS: AWS{WarmIPTarget: 5, MinimumIPTarget: 10, WarmENITarget: 2, MaxENIs: 3,
@@ -133,7 +137,7 @@ func TestValidateNamesFieldAndValue(t *testing.T) {
 		{"maxBackoff", func(c *Config) { c.Runtime.MaxBackoff = time.Millisecond },
 			"runtime.maxBackoff must be at least runtime.minBackoff (500ms), got 1ms"},
 		{"healthInterval", func(c *Config) { c.Runtime.HealthInterval = 0 }, "runtime.healthInterval must be positive, got 0s"},
-		{"source type", func(c *Config) { c.IPSource.Type = "dhcp" }, `ipSource.type must be one of static, node, aws, got "dhcp"`},
+		{"source type", func(c *Config) { c.IPSource.Type = "dhcp" }, `ipSource.type must be one of static, node, pool, aws, got "dhcp"`},
 		{"routes without node name", func(c *Config) { c.Routes.Nodes = true },
 			"ipSource.nodeName must be set when routes.nodes is true"},
 		{"node without name", func(c *Config) { c.IPSource.Type = "node" },
@@ -191,6 +195,24 @@ func TestValidateNamesFieldAndValue(t *testing.T) {
 			`metrics.address must be host:port such as 127.0.0.1:61679, got "127.0.0.1:99999"`},
 		{"log level", func(c *Config) { c.Log.Level = "trace" }, `log.level must be one of debug, info, warn, error, got "trace"`},
 		{"log format", func(c *Config) { c.Log.Format = "xml" }, `log.format must be one of text, json, got "xml"`},
+		{"pool name", func(c *Config) {
+			c.IPSource.Type, c.IPSource.NodeName, c.IPSource.Pool.Pool = SourcePool, "n1", "Pods!"
+		},
+			`ipSource.pool.pool must name an IPPool (a lowercase DNS subdomain such as "default"), got "Pods!"`},
+		{"pool watermarks", func(c *Config) {
+			c.IPSource.Type, c.IPSource.NodeName, c.IPSource.Pool.HighWatermark = SourcePool, "n1", 16
+		}, "ipSource.pool.highWatermark must be above lowWatermark (16), got 16"},
+		{"pool low watermark", func(c *Config) {
+			c.IPSource.Type, c.IPSource.NodeName, c.IPSource.Pool.LowWatermark = SourcePool, "n1", 0
+		},
+			"ipSource.pool.lowWatermark must be at least 1, got 0"},
+		{"pool grace", func(c *Config) {
+			c.IPSource.Type, c.IPSource.NodeName, c.IPSource.Pool.ReturnGrace = SourcePool, "n1", -time.Second
+		}, "ipSource.pool.returnGrace must not be negative, got -1s"},
+		{"pool interval", func(c *Config) { c.IPSource.Type, c.IPSource.NodeName, c.IPSource.Pool.Interval = SourcePool, "n1", 0 },
+			"ipSource.pool.interval must be positive, got 0s"},
+		{"pool node name", func(c *Config) { c.IPSource.Type = SourcePool },
+			"ipSource.nodeName must be set when ipSource.type is pool"},
 		{"podWiring", func(c *Config) { c.Node.PodWiring = "true" }, `node.podWiring must be one of auto, plugin, ipamOnly, got "true"`},
 		{"podWiring ipamOnly with conflist", func(c *Config) {
 			c.Node.PodWiring = PodWiringIPAMOnly

@@ -103,9 +103,14 @@ func (r Runtime) validate(v *validator) {
 }
 
 func (s IPSource) validate(v *validator) {
-	v.oneOf("ipSource.type", s.Type, SourceStatic, SourceNode, SourceAWS)
-	if s.Type == SourceNode && s.NodeName == "" {
-		v.addf("ipSource.nodeName must be set when ipSource.type is node (set NODE_NAME from the downward API's spec.nodeName)")
+	v.oneOf("ipSource.type", s.Type, SourceStatic, SourceNode, SourcePool, SourceAWS)
+	if (s.Type == SourceNode || s.Type == SourcePool) && s.NodeName == "" {
+		v.addf("ipSource.nodeName must be set when ipSource.type is %s (set NODE_NAME from the downward API's spec.nodeName)", s.Type)
+	}
+	if err := s.Pool.Validate("ipSource.pool"); err != nil && s.Type == SourcePool {
+		for _, e := range unjoin(err) {
+			v.addf("%v", e)
+		}
 	}
 	if len(s.Static.Nodes) > 0 {
 		s.validateNodes(v)

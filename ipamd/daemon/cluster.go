@@ -6,6 +6,7 @@ import (
 	"log/slog"
 	"sync"
 
+	"github.com/sandboxipam/sandboxipam/ipamd/config"
 	"github.com/sandboxipam/sandboxipam/ipamd/datastore"
 	"github.com/sandboxipam/sandboxipam/ipamd/ipsource/node"
 	"github.com/sandboxipam/sandboxipam/ipamd/kubeclient"
@@ -20,7 +21,11 @@ func (d *Daemon) kube() (*kubeclient.Client, error) {
 			d.kubeClient = d.opts.Kube
 			return
 		}
-		d.kubeClient, d.kubeErr = kubeclient.New(d.cfg.IPSource.Node.Kubeconfig)
+		kubeconfig := d.cfg.IPSource.Node.Kubeconfig
+		if d.cfg.IPSource.Type == config.SourcePool && d.cfg.IPSource.Pool.Kubeconfig != "" {
+			kubeconfig = d.cfg.IPSource.Pool.Kubeconfig
+		}
+		d.kubeClient, d.kubeErr = kubeclient.New(kubeconfig)
 	})
 	return d.kubeClient, d.kubeErr
 }

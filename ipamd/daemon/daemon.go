@@ -81,6 +81,9 @@ type Options struct {
 	// RoutesNetlink is the network namespace routes.nodes keeps routes
 	// in; nil means ipamd's own (the host's).
 	RoutesNetlink *netlink.Handle
+	// PoolNow is the pool source's clock of its return grace; nil means
+	// time.Now (tests pass a clock they move).
+	PoolNow func() time.Time
 }
 
 // Daemon is one running ipamd.
@@ -183,6 +186,9 @@ func (d *Daemon) Start(ctx context.Context) (err error) {
 	}
 	if d.kubeClient != nil {
 		d.metrics.MustRegister(d.kubeClient.Collector())
+	}
+	if src := d.PoolSource(); src != nil {
+		d.metrics.MustRegister(src.Collectors()...)
 	}
 	if err := d.serveSocket(ctx); err != nil {
 		return err

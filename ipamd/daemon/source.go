@@ -11,6 +11,7 @@ import (
 	"github.com/sandboxipam/sandboxipam/ipamd/ipsource"
 	"github.com/sandboxipam/sandboxipam/ipamd/ipsource/aws"
 	"github.com/sandboxipam/sandboxipam/ipamd/ipsource/node"
+	"github.com/sandboxipam/sandboxipam/ipamd/ipsource/pool"
 	"github.com/sandboxipam/sandboxipam/ipamd/ipsource/static"
 )
 
@@ -21,6 +22,8 @@ type sourceHandle struct {
 	enis func(ctx context.Context) (any, error)
 	// node is the node source; nil for the others.
 	node *node.Source
+	// pool is the pool source; nil for the others.
+	pool *pool.Source
 }
 
 // startSource builds the configured source and fills the pool. The static
@@ -31,6 +34,8 @@ func startSource(ctx, runCtx context.Context, d *Daemon) (*sourceHandle, error) 
 	switch cfg.IPSource.Type {
 	case config.SourceNode:
 		return startNode(ctx, runCtx, d, store, wg)
+	case config.SourcePool:
+		return startPool(ctx, runCtx, d, store, wg)
 	case config.SourceStatic:
 		scfg, err := static.ParseConfig(cfg.IPSource.StaticPool())
 		if err != nil {

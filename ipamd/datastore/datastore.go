@@ -211,6 +211,9 @@ type Store struct {
 	// poolWaiting, while the pool has no block, is what it waits for;
 	// Assign then fails with ErrPoolNotReady naming it.
 	poolWaiting string
+	// growthWaiting, while set, is what an exhausted pool waits for to
+	// grow (SetGrowthWaiting); see growth.go.
+	growthWaiting string
 	// unaccounted is what the last listing could not account for while
 	// the store stays unproven; ErrUnproven names it.
 	unaccounted []string

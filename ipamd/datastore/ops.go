@@ -90,6 +90,10 @@ func (s *Store) assignLocked(key Key, pod Pod, origin Origin) (Assignment, *batc
 	var picked []ipsource.Address
 	for _, family := range s.familiesLocked() {
 		addr, ok := s.pickLocked(family, now)
+		if !ok && s.growthWaiting != "" {
+			return Assignment{}, nil, fmt.Errorf("assign to sandbox %s: %w: no free %s address; waiting for %s",
+				key.SandboxID, ErrPoolNotReady, family, s.growthWaiting)
+		}
 		if !ok {
 			st := s.statsLocked()
 			return Assignment{}, nil, fmt.Errorf("assign to sandbox %s: %w: no free %s address: %d addresses, %d assigned, %d cooling, %d quarantined",

@@ -2,11 +2,13 @@
 // trims the datastore's pool; the datastore alone decides which free address
 // a pod gets, so a Source never sees the CNI ADD/DEL path.
 //
-// Three sources ship: static (CIDRs from config, one node's or per node,
+// Four sources ship: static (CIDRs from config, one node's or per node,
 // package ipsource/static), node (the Node's spec.podCIDRs from the
 // Kubernetes API, package ipsource/node, which keeps its record in the
-// checkpoint and so works through the datastore rather than Pool alone)
-// and aws (secondary private IPs of ENIs, package ipsource/aws).
+// checkpoint and so works through the datastore rather than Pool alone),
+// pool (blocks claimed from a cluster IPPool through IPBlock objects,
+// package ipsource/pool, recorded the same way) and aws (secondary
+// private IPs of ENIs, package ipsource/aws).
 package ipsource
 
 import (

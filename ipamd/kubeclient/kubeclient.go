@@ -1,5 +1,6 @@
-// Package kubeclient builds the client-go clientset ipamd's node source
-// and node routes share: from a kubeconfig file, or the pod's service
+// Package kubeclient builds the client-go clientset ipamd's node and pool
+// sources and node routes share (and a dynamic client for the pool's
+// custom resources): from a kubeconfig file, or the pod's service
 // account when none is given. It counts every request sent, so an
 // operator (and the cluster benchmark) can see that the CNI path makes
 // none: after the informers' initial list and watch, ipamd talks to the
@@ -13,6 +14,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
@@ -24,7 +26,11 @@ const UserAgent = "sandboxipam-ipamd"
 // Client is a clientset with a request counter.
 type Client struct {
 	kubernetes.Interface
+	// Dynamic reaches the pool source's custom resources (IPPool,
+	// IPBlock); its requests count with the clientset's.
+	Dynamic  dynamic.Interface
 	requests *atomic.Uint64
+	writes   *atomic.Uint64
 }
 
 // New builds a client from kubeconfig, or from the in-cluster config when
@@ -48,15 +54,19 @@ func New(kubeconfig string) (*Client, error) {
 func FromConfig(cfg *rest.Config) (*Client, error) {
 	cfg = rest.CopyConfig(cfg)
 	cfg.UserAgent = UserAgent
-	requests := new(atomic.Uint64)
+	requests, writes := new(atomic.Uint64), new(atomic.Uint64)
 	cfg.Wrap(func(rt http.RoundTripper) http.RoundTripper {
-		return counting{rt: rt, n: requests}
+		return counting{rt: rt, n: requests, writes: writes}
 	})
 	cs, err := kubernetes.NewForConfig(cfg)
 	if err != nil {
 		return nil, fmt.Errorf("kubernetes client: %w", err)
 	}
-	return &Client{Interface: cs, requests: requests}, nil
+	dyn, err := dynamic.NewForConfig(cfg)
+	if err != nil {
+		return nil, fmt.Errorf("kubernetes dynamic client: %w", err)
+	}
+	return &Client{Interface: cs, Dynamic: dyn, requests: requests, writes: writes}, nil
 }
 
 // Collector is ipamd_kubernetes_requests_total, Requests as a metric: it
@@ -71,12 +81,19 @@ func (c *Client) Collector() prometheus.Collector {
 // counts once, when it opens).
 func (c *Client) Requests() uint64 { return c.requests.Load() }
 
+// Writes counts the requests that are not reads (GET): the pool source's
+// creates and deletes of IPBlocks.
+func (c *Client) Writes() uint64 { return c.writes.Load() }
+
 type counting struct {
-	rt http.RoundTripper
-	n  *atomic.Uint64
+	rt        http.RoundTripper
+	n, writes *atomic.Uint64
 }
 
 func (c counting) RoundTrip(r *http.Request) (*http.Response, error) {
 	c.n.Add(1)
+	if r.Method != http.MethodGet {
+		c.writes.Add(1)
+	}
 	return c.rt.RoundTrip(r)
 }

@@ -24,6 +24,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/util/validation"
 )
 
 // Group and Version of the pool's resources.
@@ -137,12 +138,21 @@ func (s IPBlockSpec) Prefix() (netip.Prefix, error) {
 	return p, nil
 }
 
+// NodeLabel carries an IPBlock's spec.nodeName (when the name is a valid
+// label value, 63 characters at most), so a node's ipamd watches only its
+// own blocks with a label selector.
+const NodeLabel = Group + "/node"
+
 // NewBlock is the object that claims block p of pool for a node.
 func NewBlock(pool string, p netip.Prefix, nodeName, nodeUID string, at metav1.Time) IPBlock {
 	p = p.Masked()
+	var labels map[string]string
+	if len(validation.IsValidLabelValue(nodeName)) == 0 {
+		labels = map[string]string{NodeLabel: nodeName}
+	}
 	return IPBlock{
 		TypeMeta:   metav1.TypeMeta{APIVersion: Group + "/" + Version, Kind: IPBlockKind},
-		ObjectMeta: metav1.ObjectMeta{Name: BlockName(p)},
+		ObjectMeta: metav1.ObjectMeta{Name: BlockName(p), Labels: labels},
 		Spec:       IPBlockSpec{Pool: pool, CIDR: p.String(), NodeName: nodeName, NodeUID: nodeUID, ClaimedAt: at},
 	}
 }

@@ -1,0 +1,126 @@
+package pool
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/fields"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/util/validation"
+	"k8s.io/client-go/dynamic/dynamicinformer"
+	"k8s.io/client-go/informers"
+	"k8s.io/client-go/tools/cache"
+
+	"github.com/sandboxipam/sandboxipam/ipamd/api/pool/v1alpha1"
+)
+
+// Run starts the informers and compares the pool with the watermarks
+// every interval until ctx is done. Call Restore first.
+func (s *Source) Run(ctx context.Context) error {
+	nodeFactory := informers.NewSharedInformerFactoryWithOptions(s.kube, 0,
+		informers.WithTweakListOptions(func(o *metav1.ListOptions) {
+			o.FieldSelector = fields.OneTermEqualSelector("metadata.name", s.nodeName).String()
+		}))
+	s.nodes = nodeFactory.Core().V1().Nodes().Informer()
+	s.pools = dynamicinformer.NewFilteredDynamicInformer(s.dyn, v1alpha1.IPPoolResource, "", 0, cache.Indexers{},
+		func(o *metav1.ListOptions) {
+			o.FieldSelector = fields.OneTermEqualSelector("metadata.name", s.cfg.Pool).String()
+		}).Informer()
+	s.blocks = dynamicinformer.NewFilteredDynamicInformer(s.dyn, v1alpha1.IPBlockResource, "", 0, cache.Indexers{},
+		s.blockSelector).Informer()
+	nodeFactory.Start(ctx.Done())
+	defer nodeFactory.Shutdown()
+	go s.pools.Run(ctx.Done())
+	go s.blocks.Run(ctx.Done())
+	tick := s.opts.Tick
+	if tick == nil {
+		t := time.NewTicker(s.cfg.Interval)
+		defer t.Stop()
+		tick = t.C
+	}
+	for {
+		s.pass(ctx)
+		select {
+		case s.passes <- struct{}{}:
+		default:
+		}
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-tick:
+		}
+	}
+}
+
+// blockSelector selects this node's IPBlocks by label; a node name too
+// long for a label value watches every block (filtered by spec.nodeName).
+func (s *Source) blockSelector(o *metav1.ListOptions) {
+	if len(validation.IsValidLabelValue(s.nodeName)) == 0 {
+		o.LabelSelector = labels.SelectorFromSet(labels.Set{v1alpha1.NodeLabel: s.nodeName}).String()
+	}
+}
+
+// synced reports whether all three informers have listed once.
+func (s *Source) synced() bool {
+	return s.nodes.HasSynced() && s.pools.HasSynced() && s.blocks.HasSynced()
+}
+
+// node is this Node from the informer, or an error naming what is missing.
+func (s *Source) node() (*corev1.Node, error) {
+	obj, ok, err := s.nodes.GetStore().GetByKey(s.nodeName)
+	if err != nil || !ok {
+		return nil, fmt.Errorf("this node's Node %s is not registered", s.nodeName)
+	}
+	n, _ := obj.(*corev1.Node)
+	if n == nil {
+		return nil, fmt.Errorf("the informer of Node %s holds a %T", s.nodeName, obj)
+	}
+	return n, nil
+}
+
+// poolFamilies is the IPPool's families from the informer.
+func (s *Source) poolFamilies() ([]family, error) {
+	obj, ok, err := s.pools.GetStore().GetByKey(s.cfg.Pool)
+	if err != nil || !ok {
+		return nil, fmt.Errorf("IPPool %s does not exist", s.cfg.Pool)
+	}
+	u, _ := obj.(*unstructured.Unstructured)
+	if u == nil {
+		return nil, fmt.Errorf("IPPool %s: unexpected object %T", s.cfg.Pool, obj)
+	}
+	p, err := v1alpha1.PoolFrom(u)
+	if err != nil {
+		return nil, err
+	}
+	fams, err := families(p.Spec)
+	if err != nil {
+		return nil, fmt.Errorf("IPPool %s: %w", s.cfg.Pool, err)
+	}
+	return fams, nil
+}
+
+// myBlocks lists the IPBlocks of this node's name in the pool, from the
+// informer.
+func (s *Source) myBlocks() []v1alpha1.IPBlock {
+	var out []v1alpha1.IPBlock
+	for _, obj := range s.blocks.GetStore().List() {
+		u, _ := obj.(*unstructured.Unstructured)
+		if u == nil {
+			continue
+		}
+		b, err := v1alpha1.BlockFrom(u)
+		if err != nil {
+			s.log.Warn("IPBlock ignored", slog.Any("error", err))
+			continue
+		}
+		if b.Spec.NodeName == s.nodeName && b.Spec.Pool == s.cfg.Pool {
+			out = append(out, b)
+		}
+	}
+	return out
+}
