@@ -73,9 +73,6 @@ runtime:
   adapter: %s
   endpoint: %s
   pluginDir: %s
-  minBackoff: 100ms
-  maxBackoff: 1s
-  healthInterval: 10s
 ipSource:
   type: static
   static:
@@ -86,6 +83,11 @@ metrics:
   address: ""
 log:
   level: debug
+advanced:
+  adapter:
+    minBackoff: 100ms
+    maxBackoff: 1s
+    healthInterval: 10s
 `, d.Socket, filepath.Join(cfg.Dir, "state"), cfg.Cooldown, interval, cfg.Grace,
 		cfg.Adapter, cfg.Endpoint, filepath.Join(cfg.BinDir, "adapters"), cfg.CIDR, addr)
 	if err := os.MkdirAll(cfg.Dir, 0o700); err != nil {

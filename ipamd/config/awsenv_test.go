@@ -134,7 +134,7 @@ func TestAWSEnvOverridesByDocumentedNames(t *testing.T) {
 		PoolCheckInterval: 250 * time.Millisecond, ShrinkInterval: 0, ResyncInterval: 90 * time.Second,
 		LeakedENICleanupInterval: 2 * time.Hour, MaxAttempts: 4, MaxBackoff: 3 * time.Second,
 		Region: "ap-south-2", EC2Endpoint: "http://127.0.0.1:9001", IMDSEndpoint: "http://127.0.0.1:9002"}
-	if got := cfg.IPSource.AWS.SourceConfig(); got != want {
+	if got := cfg.IPSource.AWS; got != want {
 		t.Errorf("aws config from env =\n%+v\nwant\n%+v", got, want)
 	}
 	if cfg.IPSource.Type != SourceAWS {
