@@ -2,6 +2,7 @@ package scenario
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -10,6 +11,7 @@ import (
 
 	"github.com/sandboxipam/sandboxipam/conformance/fixture"
 	"github.com/sandboxipam/sandboxipam/internal/testenv"
+	"github.com/sandboxipam/sandboxipam/internal/testsupport"
 )
 
 // Demo walks a newcomer through the seed bug's scenario on real parts,
@@ -130,22 +132,20 @@ func (d Demo) scenario(ctx context.Context, node *Node) error {
 }
 
 func (d Demo) waitReleased(ctx context.Context, node *Node, sandboxID string) error {
-	deadline := time.Now().Add(30 * time.Second)
-	for time.Now().Before(deadline) {
+	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	return testsupport.Poll(ctx, "the reconciler releasing sandbox "+sandboxID, func(ctx context.Context) error {
 		pods, err := node.IPAMD.Client().Pods(ctx)
 		if err != nil {
 			return err
 		}
-		held := false
 		for _, p := range pods.Pods {
-			held = held || p.SandboxID == sandboxID
+			if p.SandboxID == sandboxID {
+				return errors.New("still assigned")
+			}
 		}
-		if !held {
-			return nil
-		}
-		time.Sleep(200 * time.Millisecond)
-	}
-	return fmt.Errorf("the reconciler did not release sandbox %s within 30s", sandboxID)
+		return nil
+	})
 }
 
 func (d Demo) ctl(ctx context.Context, node *Node, args ...string) error {

@@ -15,7 +15,6 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/ec2"
 
 	"github.com/sandboxipam/sandboxipam/internal/awslocal"
-	"github.com/sandboxipam/sandboxipam/internal/testsupport"
 	"github.com/sandboxipam/sandboxipam/ipamd/datastore"
 )
 
@@ -232,13 +231,6 @@ func callsSince(cloud *awslocal.Cloud, before map[string]int) map[string]int {
 		}
 	}
 	return out
-}
-
-// eventually waits for cond, for the tests that run the real loop. The
-// deadline only keeps a broken test from hanging; no test measures time.
-func eventually(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	testsupport.Eventually(t, what, cond)
 }
 
 func testLogger(t testing.TB) *slog.Logger {

@@ -10,6 +10,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/ec2/types"
 
 	"github.com/sandboxipam/sandboxipam/internal/awslocal"
+	"github.com/sandboxipam/sandboxipam/internal/testsupport"
 )
 
 // createDetachedENI makes an ENI through the SDK, tagged with tags by a
@@ -74,5 +75,5 @@ func TestLeakedENIsAreDeletedByTheLoop(t *testing.T) {
 	n := newNode(t, awslocal.Options{InstanceType: "t3.medium"})
 	n.start(n.config(func(c *Config) { c.WarmIPTarget = 1; c.LeakedENICleanupInterval = time.Millisecond }))
 	leaked := createDetachedENI(t, n.cloud, map[string]string{TagNode: n.cloud.InstanceID(), TagCreatedBy: "ipamd"})
-	eventually(t, "the loop to delete the leaked ENI", func() bool { _, ok := n.cloud.LookupENI(leaked); return !ok })
+	testsupport.Eventually(t, "the loop to delete the leaked ENI", func() bool { _, ok := n.cloud.LookupENI(leaked); return !ok })
 }

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/sandboxipam/sandboxipam/internal/awslocal"
+	"github.com/sandboxipam/sandboxipam/internal/testsupport"
 	"github.com/sandboxipam/sandboxipam/ipamd/datastore"
 )
 
@@ -94,14 +95,14 @@ func TestThrottlingSlowsButNeverBreaksAdd(t *testing.T) {
 
 	held := map[netip.Addr]int{}
 	for i := range 12 {
-		eventually(t, "a free address", func() bool { _, free := n.pool(); return free > 0 })
+		testsupport.Eventually(t, "a free address", func() bool { _, free := n.pool(); return free > 0 })
 		ip := n.add(i) // fails the test if ADD fails
 		if pod, dup := held[ip]; dup {
 			t.Fatalf("pod %d got %s, which pod %d holds", i, ip, pod)
 		}
 		held[ip] = i
 	}
-	eventually(t, "the warm target after the last ADD", func() bool { total, free := n.pool(); return total == 14 && free == 2 })
+	testsupport.Eventually(t, "the warm target after the last ADD", func() bool { total, free := n.pool(); return total == 14 && free == 2 })
 	if n.cloud.Throttled() == 0 {
 		t.Fatal("no call was throttled; the test proves nothing")
 	}
@@ -122,7 +123,7 @@ func TestAddNeverWaitsForEC2(t *testing.T) {
 	n.add(0) // one free address left
 	adjusted := make(chan error, 1)
 	go func() { adjusted <- n.src.Adjust(context.Background()) }()
-	eventually(t, "the source's EC2 call to be in flight", func() bool { return n.cloud.InFlight() > 0 })
+	testsupport.Eventually(t, "the source's EC2 call to be in flight", func() bool { return n.cloud.InFlight() > 0 })
 
 	n.add(1) // the last free address, while EC2 does not answer
 	if _, err := n.store.Assign(context.Background(), podKey(2), datastore.Pod{Name: "pod-2"}); !errors.Is(err, datastore.ErrPoolExhausted) {

@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"github.com/sandboxipam/sandboxipam/internal/awslocal"
+	"github.com/sandboxipam/sandboxipam/internal/testsupport"
 )
 
 func TestShrinkNeverTouchesAddressesPodsHold(t *testing.T) {
@@ -100,7 +101,7 @@ func TestUnknownUnassignOutcomeIsResolvedFromEC2(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	adjusted := make(chan error, 1)
 	go func() { adjusted <- n.src.Adjust(ctx) }()
-	eventually(t, "the unassign call to be in flight", func() bool { return n.cloud.InFlight() > 0 })
+	testsupport.Eventually(t, "the unassign call to be in flight", func() bool { return n.cloud.InFlight() > 0 })
 	cancel()
 	if err := <-adjusted; err == nil {
 		t.Fatal("Adjust with a cancelled call returned nil")
