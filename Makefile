@@ -111,7 +111,7 @@ generate: tools
 # The seed bug's scenario on a private containerd, narrated. Needs root;
 # installs containerd, runc and the CNI plugins from Debian if missing.
 demo: build
-	$(GO) run ./cmd/demo --bin $(BIN)
+	$(GO) run ./internal/scenario/demo --bin $(BIN)
 
 bench:
 	$(GO) test -run '^$$' -bench . -benchmem $(PKGS)
