@@ -10,8 +10,6 @@ import (
 	"path/filepath"
 	"time"
 
-	"google.golang.org/grpc"
-	"google.golang.org/grpc/credentials/insecure"
 	criapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
 	"github.com/sandboxipam/sandboxipam/conformance/fixture"
@@ -194,22 +192,11 @@ func (c *CRIO) writeConfig(bins map[string]string) error {
 // waitUsable waits for CRI to answer, loads the pause image, then waits
 // until CRI sees the image and reports runtime and network ready.
 func (c *CRIO) waitUsable(ctx context.Context, began time.Time, skopeo string) error {
-	if err := c.daemon.waitReady(ctx, func(ctx context.Context) error { return dialUnix(ctx, c.Address) }); err != nil {
-		return err
-	}
-	conn, err := grpc.NewClient(c.Endpoint, grpc.WithTransportCredentials(insecure.NewCredentials()))
+	conn, runtimeService, err := answeringCRI(ctx, c.daemon, c.Address, c.Endpoint)
 	if err != nil {
-		return fmt.Errorf("CRI client: %w", err)
+		return err
 	}
 	defer conn.Close()
-	runtimeService := criapi.NewRuntimeServiceClient(conn)
-	answers := func(ctx context.Context) error {
-		_, err := runtimeService.Version(ctx, &criapi.VersionRequest{})
-		return err
-	}
-	if err := c.daemon.waitReady(ctx, answers); err != nil {
-		return err
-	}
 	c.logger.Info("cri-o answers CRI", "after", time.Since(began), "endpoint", c.Endpoint)
 	if err := c.loadPauseImage(ctx, skopeo); err != nil {
 		return err
@@ -247,26 +234,8 @@ func (c *CRIO) loadPauseImage(ctx context.Context, skopeo string) error {
 // processes), removes libcni's cached results of its pods, unmounts
 // everything under Dir and removes Dir. It is safe to call twice.
 func (c *CRIO) Stop(ctx context.Context) error {
-	began := time.Now()
-	var errs []error
-	if c.daemon != nil {
-		if err := removeAllSandboxes(ctx, c.daemon, c.Endpoint); err != nil {
-			errs = append(errs, err)
-		}
-		if err := c.daemon.stop(ctx); err != nil {
-			errs = append(errs, err)
-		}
-	}
-	c.logger.Info("daemon stopped", "dir", c.Dir, "took", time.Since(began))
-	if err := teardown(ctx, c.record); err != nil {
-		errs = append(errs, err)
-	}
-	if err := errors.Join(errs...); err != nil {
-		return fmt.Errorf("stop cri-o in %s: %w", c.Dir, err)
-	}
-	_ = os.Remove(recordPath(c.Dir))
-	c.logger.Info("instance removed", "dir", c.Dir, "took", time.Since(began))
-	return nil
+	removePods := func(ctx context.Context) error { return removeAllSandboxes(ctx, c.daemon, c.Endpoint) }
+	return stopInstance(ctx, instance{name: "cri-o", dir: c.Dir, daemon: c.daemon, record: c.record, logger: c.logger}, removePods)
 }
 
 // StopDaemon stops CRI-O itself and nothing else: conmon and the pods keep
@@ -274,19 +243,15 @@ func (c *CRIO) Stop(ctx context.Context) error {
 // same sandboxes under the same IDs (the conformance suite's
 // runtime-restart check). Not safe to call concurrently with other methods.
 func (c *CRIO) StopDaemon(ctx context.Context) error {
-	if err := c.daemon.stop(ctx); err != nil {
-		return fmt.Errorf("stop cri-o in %s: %w", c.Dir, err)
-	}
-	return nil
+	return stopDaemonOnly(ctx, "cri-o", c.Dir, c.daemon)
 }
 
 // StartDaemon starts CRI-O again after StopDaemon, with the same command
 // line, and waits until its socket accepts connections.
 func (c *CRIO) StartDaemon(ctx context.Context) error {
-	d, err := restartDaemon(c.daemon)
-	if err != nil {
-		return err
+	d, err := restartAndWait(ctx, c.daemon, c.Address)
+	if d != nil {
+		c.daemon, c.PID = d, d.pid()
 	}
-	c.daemon, c.PID = d, d.pid()
-	return d.waitReady(ctx, func(ctx context.Context) error { return dialUnix(ctx, c.Address) })
+	return err
 }
