@@ -223,13 +223,12 @@ func (c *Containerd) startWithoutCRI(ctx context.Context) error {
 // until CRI sees the image and reports the runtime ready, and the network
 // too when needNetwork.
 func (c *Containerd) waitUsable(ctx context.Context, began time.Time, needNetwork bool) error {
-	conn, runtimeService, err := answeringCRI(ctx, c.daemon, c.Address, c.Endpoint)
+	conn, runtimeService, err := answeringCRI(ctx, c.daemon, c.Address, c.Endpoint, c.logger, began)
 	if err != nil {
 		return err
 	}
 	defer conn.Close()
 	imageService := criapi.NewImageServiceClient(conn)
-	c.logger.Info("containerd answers CRI", "after", time.Since(began), "endpoint", c.Endpoint)
 	if err := c.importPauseImage(ctx); err != nil {
 		return err
 	}

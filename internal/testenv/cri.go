@@ -18,10 +18,10 @@ import (
 // stop of an instance.
 
 // answeringCRI waits for d's socket at address, then for CRI at endpoint
-// to answer Version, and returns the connection and its runtime service.
-// A gRPC connection that failed once backs off for a second: it waits for
-// the socket itself first.
-func answeringCRI(ctx context.Context, d *daemon, address, endpoint string) (*grpc.ClientConn, criapi.RuntimeServiceClient, error) {
+// to answer Version, logs how long that took since began, and returns the
+// connection and its runtime service. A gRPC connection that failed once
+// backs off for a second: it waits for the socket itself first.
+func answeringCRI(ctx context.Context, d *daemon, address, endpoint string, log *slog.Logger, began time.Time) (*grpc.ClientConn, criapi.RuntimeServiceClient, error) {
 	if err := d.waitReady(ctx, func(ctx context.Context) error { return dialUnix(ctx, address) }); err != nil {
 		return nil, nil, err
 	}
@@ -38,6 +38,7 @@ func answeringCRI(ctx context.Context, d *daemon, address, endpoint string) (*gr
 		conn.Close()
 		return nil, nil, err
 	}
+	log.Info(d.name+" answers CRI", "after", time.Since(began), "endpoint", endpoint)
 	return conn, rs, nil
 }
 
@@ -144,12 +145,14 @@ func stopDaemonOnly(ctx context.Context, name, dir string, d *daemon) error {
 	return nil
 }
 
-// restartAndWait starts d's command again and waits until its socket at
-// address accepts connections (StartDaemon of CRI-O and cri-dockerd).
-func restartAndWait(ctx context.Context, d *daemon, address string) (*daemon, error) {
-	d, err := restartDaemon(d)
+// restartInto starts *d's command again, puts the new daemon and its pid
+// in *d and *pid, and waits until its socket at address accepts
+// connections (StartDaemon of CRI-O and cri-dockerd).
+func restartInto(ctx context.Context, d **daemon, pid *int, address string) error {
+	next, err := restartDaemon(*d)
 	if err != nil {
-		return nil, err
+		return err
 	}
-	return d, d.waitReady(ctx, func(ctx context.Context) error { return dialUnix(ctx, address) })
+	*d, *pid = next, next.pid()
+	return next.waitReady(ctx, func(ctx context.Context) error { return dialUnix(ctx, address) })
 }

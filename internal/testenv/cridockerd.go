@@ -180,9 +180,5 @@ func (c *CRIDockerd) StopDaemon(ctx context.Context) error {
 // StartDaemon starts cri-dockerd again after StopDaemon, with the same
 // command line, and waits until its socket accepts connections.
 func (c *CRIDockerd) StartDaemon(ctx context.Context) error {
-	d, err := restartAndWait(ctx, c.daemon, c.Address)
-	if d != nil {
-		c.daemon, c.PID = d, d.pid()
-	}
-	return err
+	return restartInto(ctx, &c.daemon, &c.PID, c.Address)
 }

@@ -192,12 +192,11 @@ func (c *CRIO) writeConfig(bins map[string]string) error {
 // waitUsable waits for CRI to answer, loads the pause image, then waits
 // until CRI sees the image and reports runtime and network ready.
 func (c *CRIO) waitUsable(ctx context.Context, began time.Time, skopeo string) error {
-	conn, runtimeService, err := answeringCRI(ctx, c.daemon, c.Address, c.Endpoint)
+	conn, runtimeService, err := answeringCRI(ctx, c.daemon, c.Address, c.Endpoint, c.logger, began)
 	if err != nil {
 		return err
 	}
 	defer conn.Close()
-	c.logger.Info("cri-o answers CRI", "after", time.Since(began), "endpoint", c.Endpoint)
 	if err := c.loadPauseImage(ctx, skopeo); err != nil {
 		return err
 	}
@@ -249,9 +248,5 @@ func (c *CRIO) StopDaemon(ctx context.Context) error {
 // StartDaemon starts CRI-O again after StopDaemon, with the same command
 // line, and waits until its socket accepts connections.
 func (c *CRIO) StartDaemon(ctx context.Context) error {
-	d, err := restartAndWait(ctx, c.daemon, c.Address)
-	if d != nil {
-		c.daemon, c.PID = d, d.pid()
-	}
-	return err
+	return restartInto(ctx, &c.daemon, &c.PID, c.Address)
 }

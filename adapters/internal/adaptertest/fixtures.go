@@ -27,12 +27,7 @@ func NewCRIFixtureAt(t testing.TB, ctx context.Context, endpoint, pauseImage, cg
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() {
-		if err := f.Cleanup(context.WithoutCancel(ctx)); err != nil {
-			t.Errorf("fixture cleanup: %v", err)
-		}
-		f.Close()
-	})
+	cleanUpWith(t, ctx, f)
 	return f
 }
 
@@ -44,11 +39,19 @@ func NewDockerFixture(t testing.TB, ctx context.Context, d *testenv.Docker) *fix
 	if err != nil {
 		t.Fatal(err)
 	}
+	cleanUpWith(t, ctx, f)
+	return f
+}
+
+// cleanUpWith removes what f created, and closes it, when t ends.
+func cleanUpWith(t testing.TB, ctx context.Context, f interface {
+	Cleanup(context.Context) error
+	Close() error
+}) {
 	t.Cleanup(func() {
 		if err := f.Cleanup(context.WithoutCancel(ctx)); err != nil {
 			t.Errorf("fixture cleanup: %v", err)
 		}
-		f.Close()
+		_ = f.Close()
 	})
-	return f
 }

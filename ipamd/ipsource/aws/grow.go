@@ -212,6 +212,14 @@ func (s *Source) sortedENIs() []*eni {
 	return out
 }
 
+// newestENIsFirst is sortedENIs, highest device index first: the order
+// in which the pool gives back.
+func (s *Source) newestENIsFirst() []*eni {
+	enis := s.sortedENIs()
+	slices.Reverse(enis)
+	return enis
+}
+
 func (s *Source) resyncNeeded() bool {
 	s.mu.Lock()
 	defer s.mu.Unlock()

@@ -116,9 +116,7 @@ func (s *Source) addPrefixesToPool(ctx context.Context, e *eni, prefixes []netip
 // quarantined; one it refuses stays.
 func (s *Source) releaseFreePrefixes(ctx context.Context) (int, error) {
 	released := 0
-	enis := s.sortedENIs()
-	slices.Reverse(enis)
-	for _, e := range enis {
+	for _, e := range s.newestENIsFirst() {
 		prefixes := slices.Clone(e.prefixes)
 		slices.Reverse(prefixes)
 		for _, p := range prefixes {
