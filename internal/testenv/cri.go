@@ -135,24 +135,3 @@ func stopInstance(ctx context.Context, in instance, removePods func(context.Cont
 	in.logger.Info("instance removed", "dir", in.dir, "took", time.Since(began))
 	return nil
 }
-
-// stopDaemonOnly stops d and nothing else (StopDaemon of CRI-O and
-// cri-dockerd).
-func stopDaemonOnly(ctx context.Context, name, dir string, d *daemon) error {
-	if err := d.stop(ctx); err != nil {
-		return fmt.Errorf("stop %s in %s: %w", name, dir, err)
-	}
-	return nil
-}
-
-// restartInto starts *d's command again, puts the new daemon and its pid
-// in *d and *pid, and waits until its socket at address accepts
-// connections (StartDaemon of CRI-O and cri-dockerd).
-func restartInto(ctx context.Context, d **daemon, pid *int, address string) error {
-	next, err := restartDaemon(*d)
-	if err != nil {
-		return err
-	}
-	*d, *pid = next, next.pid()
-	return next.waitReady(ctx, func(ctx context.Context) error { return dialUnix(ctx, address) })
-}

@@ -3,6 +3,7 @@ package config
 import (
 	"time"
 
+	"github.com/sandboxipam/sandboxipam/ipamd/ipsource/aws"
 	"github.com/sandboxipam/sandboxipam/runtime/plugin"
 )
 
@@ -11,6 +12,9 @@ import (
 type Advanced struct {
 	// Adapter tunes the runtime adapter's launch and supervision.
 	Adapter AdapterTuning `yaml:"adapter"`
+	// AWS tunes the aws source's intervals and EC2 retries; package
+	// ipsource/aws owns it (aws.Tuning, defaults aws.DefaultTuning).
+	AWS aws.Tuning `yaml:"aws"`
 }
 
 // AdapterTuning tunes the adapter's launch and its supervisor; the
@@ -26,13 +30,18 @@ type AdapterTuning struct {
 }
 
 func defaultAdvanced() Advanced {
-	return Advanced{Adapter: AdapterTuning{
-		StartTimeout: plugin.DefaultStartTimeout,
-		Supervision:  plugin.DefaultSupervision(),
-	}}
+	return Advanced{
+		Adapter: AdapterTuning{StartTimeout: plugin.DefaultStartTimeout, Supervision: plugin.DefaultSupervision()},
+		AWS:     aws.DefaultTuning(),
+	}
 }
 
-func (a Advanced) validate(v *validator) {
+// validate checks every knob; the aws tuning only matters, and is only
+// checked, with ipSource.type aws.
+func (a Advanced) validate(v *validator, source string) {
 	v.positive("advanced.adapter.startTimeout", a.Adapter.StartTimeout)
 	v.nested("advanced.adapter.", a.Adapter.Supervision.Validate())
+	if source == SourceAWS {
+		v.nested("advanced.", a.AWS.Validate()) // its errors say aws.<field>
+	}
 }

@@ -17,8 +17,8 @@
 //
 // The package only composes: each component owns its part of the config,
 // with its defaults and its validation, and Config embeds that part as it
-// is: reconcile.Settings (reconcile), aws.Config (ipSource.aws) and
-// plugin.Supervision (advanced.adapter). The sections defined here are the
+// is: reconcile.Settings (reconcile), aws.Config (ipSource.aws),
+// aws.Tuning (advanced.aws) and plugin.Supervision (advanced.adapter). The sections defined here are the
 // daemon's own wiring (sockets, listeners, the runtime selection, the
 // node). Knobs most operators never touch sit under advanced; a key that
 // moved fails to load with a hint naming its new place (renamed.go).

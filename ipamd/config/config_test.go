@@ -44,8 +44,6 @@ func TestLoadGoldenFullExample(t *testing.T) {
 			Static: Static{CIDRs: []string{"198.18.0.0/24", "198.19.0.0/28"}, Reserved: []string{"198.18.0.2"},
 				Gateways: []string{"198.18.0.1", ""}},
 			AWS: aws.Config{WarmIPTarget: 5, MinimumIPTarget: 10, WarmENITarget: 2, MaxENIs: 3,
-				PoolCheckInterval: 2 * time.Second, ShrinkInterval: time.Minute, ResyncInterval: 5 * time.Minute,
-				LeakedENICleanupInterval: time.Hour, MaxAttempts: 4, MaxBackoff: 5 * time.Second,
 				Region: "eu-west-1", EC2Endpoint: "http://127.0.0.1:8080", IMDSEndpoint: "http://127.0.0.1:8081"},
 		},
 		Introspection: Listener{Address: "127.0.0.1:7001", AdminSocket: "/run/test-admin/admin.sock"},
@@ -54,8 +52,12 @@ func TestLoadGoldenFullExample(t *testing.T) {
 		Node:          Node{HostVethPrefix: "pod", PodWiring: PodWiringPlugin, LinkGrace: 10 * time.Second},
 		CNI:           CNI{ConfListPath: "/etc/cni/net.d/10-podnet.conflist"},
 		Routes:        Routes{Nodes: true},
-		Advanced: Advanced{Adapter: AdapterTuning{StartTimeout: 20 * time.Second,
-			Supervision: plugin.Supervision{MinBackoff: time.Second, MaxBackoff: time.Minute, HealthInterval: 10 * time.Second}}},
+		Advanced: Advanced{
+			Adapter: AdapterTuning{StartTimeout: 20 * time.Second,
+				Supervision: plugin.Supervision{MinBackoff: time.Second, MaxBackoff: time.Minute, HealthInterval: 10 * time.Second}},
+			AWS: aws.Tuning{PoolCheckInterval: 2 * time.Second, ShrinkInterval: time.Minute, ResyncInterval: 5 * time.Minute,
+				LeakedENICleanupInterval: time.Hour, MaxAttempts: 4, MaxBackoff: 5 * time.Second},
+		},
 	}
 	if !reflect.DeepEqual(got, want) {
 		t.Errorf("Load(full.yaml) =\n%+v\nwant\n%+v", got, want)
@@ -427,6 +429,8 @@ func TestLoadNamesWhatReplacedARenamedField(t *testing.T) {
 			"(env IPAMD_ADVANCED_ADAPTER_HEALTHINTERVAL); runtime.minBackoff: moved to advanced.adapter.minBackoff (env IPAMD_ADVANCED_ADAPTER_MINBACKOFF)",
 		"runtime:\n  startTimeout: 1s\n": "runtime.startTimeout: moved to advanced.adapter.startTimeout",
 		"runtime:\n  maxBackoff: 1m\n":   "runtime.maxBackoff: moved to advanced.adapter.maxBackoff",
+		"ipSource:\n  aws:\n    warmIPTarget: 3\n    resyncInterval: 2m\n": "ipSource.aws.resyncInterval: moved to advanced.aws.resyncInterval " +
+			"(env IPAMD_ADVANCED_AWS_RESYNCINTERVAL)",
 	}
 	for yaml, want := range cases {
 		path := filepath.Join(t.TempDir(), "ipamd.yaml")
@@ -470,6 +474,9 @@ func TestDefaultsAreTheComponentsOwn(t *testing.T) {
 	}
 	if def.IPSource.AWS != aws.DefaultConfig() {
 		t.Errorf("ipSource.aws = %+v, want aws.DefaultConfig() %+v", def.IPSource.AWS, aws.DefaultConfig())
+	}
+	if def.Advanced.AWS != aws.DefaultTuning() {
+		t.Errorf("advanced.aws = %+v, want aws.DefaultTuning() %+v", def.Advanced.AWS, aws.DefaultTuning())
 	}
 	if def.Advanced.Adapter.Supervision != plugin.DefaultSupervision() || def.Advanced.Adapter.StartTimeout != plugin.DefaultStartTimeout {
 		t.Errorf("advanced.adapter = %+v, want plugin's defaults", def.Advanced.Adapter)

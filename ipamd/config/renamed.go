@@ -19,6 +19,13 @@ var renamed = map[string]string{
 	"runtime.minBackoff":     movedTo("advanced.adapter.minBackoff"),
 	"runtime.maxBackoff":     movedTo("advanced.adapter.maxBackoff"),
 	"runtime.healthInterval": movedTo("advanced.adapter.healthInterval"),
+
+	"ipSource.aws.poolCheckInterval":        movedTo("advanced.aws.poolCheckInterval"),
+	"ipSource.aws.shrinkInterval":           movedTo("advanced.aws.shrinkInterval"),
+	"ipSource.aws.resyncInterval":           movedTo("advanced.aws.resyncInterval"),
+	"ipSource.aws.leakedENICleanupInterval": movedTo("advanced.aws.leakedENICleanupInterval"),
+	"ipSource.aws.maxAttempts":              movedTo("advanced.aws.maxAttempts"),
+	"ipSource.aws.maxBackoff":               movedTo("advanced.aws.maxBackoff"),
 }
 
 func movedTo(path string) string {

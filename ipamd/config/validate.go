@@ -57,7 +57,7 @@ func (c Config) Validate() error {
 	if c.Node.PodWiring == PodWiringIPAMOnly && c.CNI.ConfListPath != "" {
 		v.addf("node.podWiring is ipamOnly, but cni.confListPath %q makes ipamd write a conflist with sandboxipam as the main plugin: set node.podWiring to auto or plugin, or empty cni.confListPath", c.CNI.ConfListPath)
 	}
-	c.Advanced.validate(&v)
+	c.Advanced.validate(&v, c.IPSource.Type)
 	return v.err()
 }
 

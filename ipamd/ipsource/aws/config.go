@@ -63,30 +63,6 @@ type Config struct {
 	// instance type's limit. Default 0 (the instance type's limit).
 	// Env IPAMD_IPSOURCE_AWS_MAXENIS.
 	MaxENIs int `yaml:"maxENIs" env:"IPAMD_IPSOURCE_AWS_MAXENIS" desc:"most ENIs to use, primary included (0: the instance type's limit)"`
-	// PoolCheckInterval is how often the pool is compared with the
-	// targets. Default 1s. Env IPAMD_IPSOURCE_AWS_POOLCHECKINTERVAL.
-	PoolCheckInterval time.Duration `yaml:"poolCheckInterval" env:"IPAMD_IPSOURCE_AWS_POOLCHECKINTERVAL" desc:"how often the pool is compared with the targets"`
-	// ShrinkInterval is the least time between two shrinks, so a burst
-	// of pod deletions followed by creations does not return addresses to
-	// EC2 only to ask for them again. Default 30s; 0 shrinks at once.
-	// Env IPAMD_IPSOURCE_AWS_SHRINKINTERVAL.
-	ShrinkInterval time.Duration `yaml:"shrinkInterval" env:"IPAMD_IPSOURCE_AWS_SHRINKINTERVAL" desc:"least time between two shrinks of the pool"`
-	// ResyncInterval is how often the attached ENIs are read back from
-	// EC2 and every address they hold is put in the pool again, which
-	// repairs the pool after a call whose outcome was unknown.
-	// Default 1m. Env IPAMD_IPSOURCE_AWS_RESYNCINTERVAL.
-	ResyncInterval time.Duration `yaml:"resyncInterval" env:"IPAMD_IPSOURCE_AWS_RESYNCINTERVAL" desc:"how often attached ENIs are re-read from EC2"`
-	// LeakedENICleanupInterval is how often detached ENIs this node's
-	// ipamd created are deleted (also once at start). Default 30m.
-	// Env IPAMD_IPSOURCE_AWS_LEAKEDENICLEANUPINTERVAL.
-	LeakedENICleanupInterval time.Duration `yaml:"leakedENICleanupInterval" env:"IPAMD_IPSOURCE_AWS_LEAKEDENICLEANUPINTERVAL" desc:"how often detached ENIs this node leaked are deleted"`
-	// MaxAttempts is how many times the SDK's standard retryer tries one
-	// EC2 call (throttling included) before the source sees the error.
-	// Default 10. Env IPAMD_IPSOURCE_AWS_MAXATTEMPTS.
-	MaxAttempts int `yaml:"maxAttempts" env:"IPAMD_IPSOURCE_AWS_MAXATTEMPTS" desc:"tries of one EC2 call, throttling included"`
-	// MaxBackoff caps the retryer's exponential backoff with jitter.
-	// Default 20s. Env IPAMD_IPSOURCE_AWS_MAXBACKOFF.
-	MaxBackoff time.Duration `yaml:"maxBackoff" env:"IPAMD_IPSOURCE_AWS_MAXBACKOFF" desc:"longest backoff between EC2 retries"`
 	// Region of the EC2 endpoint. Default "" (the instance's region, read
 	// from IMDS). Env IPAMD_IPSOURCE_AWS_REGION.
 	Region string `yaml:"region" env:"IPAMD_IPSOURCE_AWS_REGION" desc:"EC2 region (empty: from IMDS)"`
@@ -102,8 +78,42 @@ type Config struct {
 
 // DefaultConfig returns the defaults stated on Config's fields.
 func DefaultConfig() Config {
-	return Config{
-		WarmENITarget:            1,
+	return Config{WarmENITarget: 1}
+}
+
+// Tuning holds the source's intervals and retries, which ipamd reads
+// under advanced.aws: knobs most operators never touch. Field comments
+// give the default (DefaultTuning) and the variable, as on Config.
+type Tuning struct {
+	// PoolCheckInterval is how often the pool is compared with the
+	// targets. Default 1s. Env IPAMD_ADVANCED_AWS_POOLCHECKINTERVAL.
+	PoolCheckInterval time.Duration `yaml:"poolCheckInterval" env:"IPAMD_ADVANCED_AWS_POOLCHECKINTERVAL" desc:"how often the pool is compared with the targets"`
+	// ShrinkInterval is the least time between two shrinks, so a burst
+	// of pod deletions followed by creations does not return addresses to
+	// EC2 only to ask for them again. Default 30s; 0 shrinks at once.
+	// Env IPAMD_ADVANCED_AWS_SHRINKINTERVAL.
+	ShrinkInterval time.Duration `yaml:"shrinkInterval" env:"IPAMD_ADVANCED_AWS_SHRINKINTERVAL" desc:"least time between two shrinks of the pool"`
+	// ResyncInterval is how often the attached ENIs are read back from
+	// EC2 and every address they hold is put in the pool again, which
+	// repairs the pool after a call whose outcome was unknown.
+	// Default 1m. Env IPAMD_ADVANCED_AWS_RESYNCINTERVAL.
+	ResyncInterval time.Duration `yaml:"resyncInterval" env:"IPAMD_ADVANCED_AWS_RESYNCINTERVAL" desc:"how often attached ENIs are re-read from EC2"`
+	// LeakedENICleanupInterval is how often detached ENIs this node's
+	// ipamd created are deleted (also once at start). Default 30m.
+	// Env IPAMD_ADVANCED_AWS_LEAKEDENICLEANUPINTERVAL.
+	LeakedENICleanupInterval time.Duration `yaml:"leakedENICleanupInterval" env:"IPAMD_ADVANCED_AWS_LEAKEDENICLEANUPINTERVAL" desc:"how often detached ENIs this node leaked are deleted"`
+	// MaxAttempts is how many times the SDK's standard retryer tries one
+	// EC2 call (throttling included) before the source sees the error.
+	// Default 10. Env IPAMD_ADVANCED_AWS_MAXATTEMPTS.
+	MaxAttempts int `yaml:"maxAttempts" env:"IPAMD_ADVANCED_AWS_MAXATTEMPTS" desc:"tries of one EC2 call, throttling included"`
+	// MaxBackoff caps the retryer's exponential backoff with jitter.
+	// Default 20s. Env IPAMD_ADVANCED_AWS_MAXBACKOFF.
+	MaxBackoff time.Duration `yaml:"maxBackoff" env:"IPAMD_ADVANCED_AWS_MAXBACKOFF" desc:"longest backoff between EC2 retries"`
+}
+
+// DefaultTuning returns the defaults stated on Tuning's fields.
+func DefaultTuning() Tuning {
+	return Tuning{
 		PoolCheckInterval:        time.Second,
 		ShrinkInterval:           30 * time.Second,
 		ResyncInterval:           time.Minute,
@@ -111,6 +121,28 @@ func DefaultConfig() Config {
 		MaxAttempts:              10,
 		MaxBackoff:               20 * time.Second,
 	}
+}
+
+// Validate reports every invalid field, each named aws.<field>; ipamd
+// prefixes "advanced.".
+func (t Tuning) Validate() error {
+	var errs []error
+	positive := func(name string, d time.Duration) {
+		if d <= 0 {
+			errs = append(errs, fmt.Errorf("aws.%s must be > 0, got %s", name, d))
+		}
+	}
+	positive("poolCheckInterval", t.PoolCheckInterval)
+	positive("resyncInterval", t.ResyncInterval)
+	positive("leakedENICleanupInterval", t.LeakedENICleanupInterval)
+	positive("maxBackoff", t.MaxBackoff)
+	if t.ShrinkInterval < 0 {
+		errs = append(errs, fmt.Errorf("aws.shrinkInterval must be >= 0, got %s", t.ShrinkInterval))
+	}
+	if t.MaxAttempts < 1 {
+		errs = append(errs, fmt.Errorf("aws.maxAttempts must be >= 1, got %d", t.MaxAttempts))
+	}
+	return errors.Join(errs...)
 }
 
 // Validate reports every invalid field, each named as in the config file.
@@ -128,21 +160,6 @@ func (c Config) Validate() error {
 	nonNegative("warmPrefixTarget", c.WarmPrefixTarget)
 	if c.WarmIPTarget <= 0 && c.MinimumIPTarget <= 0 && c.WarmENITarget <= 0 {
 		errs = append(errs, errors.New("aws.warmIPTarget, aws.minimumIPTarget or aws.warmENITarget must be > 0, got all 0: the pool would never grow"))
-	}
-	positive := func(name string, d time.Duration) {
-		if d <= 0 {
-			errs = append(errs, fmt.Errorf("aws.%s must be > 0, got %s", name, d))
-		}
-	}
-	positive("poolCheckInterval", c.PoolCheckInterval)
-	positive("resyncInterval", c.ResyncInterval)
-	positive("leakedENICleanupInterval", c.LeakedENICleanupInterval)
-	positive("maxBackoff", c.MaxBackoff)
-	if c.ShrinkInterval < 0 {
-		errs = append(errs, fmt.Errorf("aws.shrinkInterval must be >= 0, got %s", c.ShrinkInterval))
-	}
-	if c.MaxAttempts < 1 {
-		errs = append(errs, fmt.Errorf("aws.maxAttempts must be >= 1, got %d", c.MaxAttempts))
 	}
 	errs = append(errs, validEndpoint("ec2Endpoint", c.EC2Endpoint), validEndpoint("imdsEndpoint", c.IMDSEndpoint))
 	return errors.Join(errs...)

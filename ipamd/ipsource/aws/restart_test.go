@@ -15,7 +15,7 @@ import (
 
 func TestRestartAdoptsExistingENIs(t *testing.T) {
 	n := newNode(t, awslocal.Options{InstanceType: "t3.medium"})
-	cfg := n.config(func(c *Config) { c.WarmIPTarget = 3 })
+	cfg := n.config(func(c *settings) { c.WarmIPTarget = 3 })
 	n.start(cfg)
 	first := n.addAll(0, 8)
 	n.wantPool(11, 3, 3)
@@ -64,7 +64,7 @@ func TestRestartAdoptsExistingENIs(t *testing.T) {
 
 func TestRestartDropsENIsDetachedMeanwhile(t *testing.T) {
 	n := newNode(t, awslocal.Options{InstanceType: "t3.medium"})
-	cfg := n.config(func(c *Config) { c.WarmIPTarget = 7 })
+	cfg := n.config(func(c *settings) { c.WarmIPTarget = 7 })
 	n.start(cfg)
 	n.wantPool(7, 7, 2)
 	n.shutdown()
@@ -91,7 +91,7 @@ func TestRestartDropsENIsDetachedMeanwhile(t *testing.T) {
 func TestThrottlingSlowsButNeverBreaksAdd(t *testing.T) {
 	n := newNode(t, awslocal.Options{InstanceType: "t3.medium"})
 	n.cloud.SetFaults(awslocal.Faults{ThrottleEvery: 3})
-	n.start(n.config(func(c *Config) { c.WarmIPTarget = 2; c.PoolCheckInterval = time.Millisecond }))
+	n.start(n.config(func(c *settings) { c.WarmIPTarget = 2; c.PoolCheckInterval = time.Millisecond }))
 
 	held := map[netip.Addr]int{}
 	for i := range 12 {
@@ -116,7 +116,7 @@ func TestThrottlingSlowsButNeverBreaksAdd(t *testing.T) {
 
 func TestAddNeverWaitsForEC2(t *testing.T) {
 	n := newNode(t, awslocal.Options{InstanceType: "t3.medium"})
-	n.start(n.config(func(c *Config) { c.WarmIPTarget = 2 }))
+	n.start(n.config(func(c *settings) { c.WarmIPTarget = 2 }))
 	hold := make(chan struct{})
 	n.cloud.SetFaults(awslocal.Faults{Hold: hold})
 
@@ -146,7 +146,8 @@ func TestRunReturnsFirstFillError(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer store.Close()
-	src, err := New(n.config(func(c *Config) { c.WarmIPTarget = 1 }), Options{Credentials: awslocal.Credentials()})
+	cfg := n.config(func(c *settings) { c.WarmIPTarget = 1 })
+	src, err := New(cfg.Config, cfg.Tuning, Options{Credentials: awslocal.Credentials()})
 	if err != nil {
 		t.Fatal(err)
 	}

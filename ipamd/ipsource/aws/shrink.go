@@ -21,7 +21,7 @@ var detachWaits = []time.Duration{time.Second, 2 * time.Second, 4 * time.Second}
 // single addresses, then ENIs left empty. At most once per ShrinkInterval.
 func (s *Source) shrink(ctx context.Context) error {
 	now := s.opts.Now()
-	if s.cfg.ShrinkInterval > 0 && now.Sub(s.lastShrink) < s.cfg.ShrinkInterval {
+	if s.tun.ShrinkInterval > 0 && now.Sub(s.lastShrink) < s.tun.ShrinkInterval {
 		return nil
 	}
 	if s.cfg.EnablePrefixDelegation {

@@ -10,7 +10,7 @@ import (
 
 func TestShrinkNeverTouchesAddressesPodsHold(t *testing.T) {
 	n := newNode(t, awslocal.Options{InstanceType: "t3.medium"})
-	n.start(n.config(func(c *Config) { c.WarmIPTarget = 1 }))
+	n.start(n.config(func(c *settings) { c.WarmIPTarget = 1 }))
 	ips := n.addAll(0, 14) // 15 addresses on 3 ENIs, 14 held
 	n.wantPool(15, 1, 3)
 
@@ -40,7 +40,7 @@ func TestShrinkNeverTouchesAddressesPodsHold(t *testing.T) {
 
 func TestCoolingAddressesAreNotReturned(t *testing.T) {
 	n := newNode(t, awslocal.Options{InstanceType: "t3.medium"})
-	n.start(n.config(func(c *Config) { c.WarmIPTarget = 1 }))
+	n.start(n.config(func(c *settings) { c.WarmIPTarget = 1 }))
 	n.addAll(0, 4)
 	n.wantPool(5, 1, 1)
 	for i := range 4 {
@@ -57,7 +57,7 @@ func TestCoolingAddressesAreNotReturned(t *testing.T) {
 
 func TestRefusedUnassignGivesAddressesBack(t *testing.T) {
 	n := newNode(t, awslocal.Options{InstanceType: "t3.medium"})
-	n.start(n.config(func(c *Config) { c.WarmIPTarget = 1 }))
+	n.start(n.config(func(c *settings) { c.WarmIPTarget = 1 }))
 	n.addAll(0, 4)
 	for i := range 4 {
 		n.del(i)
@@ -87,7 +87,7 @@ func TestRefusedUnassignGivesAddressesBack(t *testing.T) {
 
 func TestUnknownUnassignOutcomeIsResolvedFromEC2(t *testing.T) {
 	n := newNode(t, awslocal.Options{InstanceType: "t3.medium"})
-	n.start(n.config(func(c *Config) { c.WarmIPTarget = 1 }))
+	n.start(n.config(func(c *settings) { c.WarmIPTarget = 1 }))
 	n.addAll(0, 4)
 	for i := range 4 {
 		n.del(i)
