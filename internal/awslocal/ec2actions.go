@@ -119,16 +119,9 @@ func (c *Cloud) createNetworkInterface(form url.Values) (response, *APIError) {
 	if apiErr != nil {
 		return nil, apiErr
 	}
-	count, apiErr := intParam(form, "SecondaryPrivateIpAddressCount")
+	count, prefixCount, apiErr := addressCounts(form)
 	if apiErr != nil {
 		return nil, apiErr
-	}
-	prefixCount, apiErr := intParam(form, "Ipv4PrefixCount")
-	if apiErr != nil {
-		return nil, apiErr
-	}
-	if count > 0 && prefixCount > 0 {
-		return nil, apiErrorf("InvalidParameterCombination", "You cannot specify both secondary private IP addresses and IPv4 prefixes.")
 	}
 	tags, apiErr := tagSpecifications(form, "network-interface")
 	if apiErr != nil {

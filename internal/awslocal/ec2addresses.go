@@ -18,24 +18,33 @@ type assignedIP struct {
 	PrivateIPAddress string `xml:"privateIpAddress"`
 }
 
+// addressCounts reads SecondaryPrivateIpAddressCount and Ipv4PrefixCount,
+// of which EC2 takes one at most.
+func addressCounts(form url.Values) (count, prefixCount int, apiErr *APIError) {
+	if count, apiErr = intParam(form, "SecondaryPrivateIpAddressCount"); apiErr != nil {
+		return 0, 0, apiErr
+	}
+	if prefixCount, apiErr = intParam(form, "Ipv4PrefixCount"); apiErr != nil {
+		return 0, 0, apiErr
+	}
+	if count > 0 && prefixCount > 0 {
+		return 0, 0, apiErrorf("InvalidParameterCombination", "You cannot specify both secondary private IP addresses and IPv4 prefixes.")
+	}
+	return count, prefixCount, nil
+}
+
 func (c *Cloud) assignPrivateIPAddresses(form url.Values) (response, *APIError) {
 	eni, apiErr := c.lookupENI(form.Get("NetworkInterfaceId"))
 	if apiErr != nil {
 		return nil, apiErr
 	}
-	count, apiErr := intParam(form, "SecondaryPrivateIpAddressCount")
-	if apiErr != nil {
-		return nil, apiErr
-	}
-	prefixCount, apiErr := intParam(form, "Ipv4PrefixCount")
+	count, prefixCount, apiErr := addressCounts(form)
 	if apiErr != nil {
 		return nil, apiErr
 	}
 	switch {
 	case len(listParam(form, "PrivateIpAddress")) > 0 || len(listParam(form, "Ipv4Prefix")) > 0:
 		return nil, apiErrorf("InvalidParameterCombination", "awslocal assigns by SecondaryPrivateIpAddressCount or Ipv4PrefixCount only")
-	case count > 0 && prefixCount > 0:
-		return nil, apiErrorf("InvalidParameterCombination", "You cannot specify both secondary private IP addresses and IPv4 prefixes.")
 	case count == 0 && prefixCount == 0:
 		return nil, apiErrorf("MissingParameter", "Either 'privateIpAddress' or 'secondaryPrivateIpAddressCount' must be specified.")
 	case eni.attachment != nil && eni.ipCount()+count+prefixCount > c.limits().IPv4PerENI:
