@@ -14,6 +14,7 @@ import (
 	"github.com/sandboxipam/sandboxipam/ipamd/ipsource/aws"
 	"github.com/sandboxipam/sandboxipam/ipamd/reconcile"
 	"github.com/sandboxipam/sandboxipam/runtime/plugin"
+	"go.yaml.in/yaml/v3"
 )
 
 func TestLoadGoldenFullExample(t *testing.T) {
@@ -480,5 +481,32 @@ func TestDefaultsAreTheComponentsOwn(t *testing.T) {
 	}
 	if def.Advanced.Adapter.Supervision != plugin.DefaultSupervision() || def.Advanced.Adapter.StartTimeout != plugin.DefaultStartTimeout {
 		t.Errorf("advanced.adapter = %+v, want plugin's defaults", def.Advanced.Adapter)
+	}
+}
+
+// The tests that run the real binary write their Config as YAML: every
+// part, the components' embedded ones included, must read back the same.
+func TestConfigRoundTripsThroughYAML(t *testing.T) {
+	want, err := Load(filepath.Join("testdata", "full.yaml"), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	data, err := yaml.Marshal(want)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := DefaultConfig()
+	if err := decodeYAML(data, &got); err != nil {
+		t.Fatalf("decode what Marshal wrote: %v\n%s", err, data)
+	}
+	// An empty map comes back empty, not nil: not a difference.
+	if len(got.IPSource.Static.Nodes) == 0 && len(want.IPSource.Static.Nodes) == 0 {
+		got.IPSource.Static.Nodes = want.IPSource.Static.Nodes
+	}
+	gv, wv := reflect.ValueOf(got), reflect.ValueOf(want)
+	for i := range gv.NumField() {
+		if !reflect.DeepEqual(gv.Field(i).Interface(), wv.Field(i).Interface()) {
+			t.Errorf("%s after the round trip = %+v, want %+v", gv.Type().Field(i).Name, gv.Field(i), wv.Field(i))
+		}
 	}
 }
