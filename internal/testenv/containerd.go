@@ -13,7 +13,6 @@ import (
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/credentials/insecure"
 	"google.golang.org/protobuf/types/known/emptypb"
-	criapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
 	"github.com/sandboxipam/sandboxipam/conformance/fixture"
 )
@@ -223,23 +222,8 @@ func (c *Containerd) startWithoutCRI(ctx context.Context) error {
 // until CRI sees the image and reports the runtime ready, and the network
 // too when needNetwork.
 func (c *Containerd) waitUsable(ctx context.Context, began time.Time, needNetwork bool) error {
-	conn, runtimeService, err := answeringCRI(ctx, c.daemon, c.Address, c.Endpoint, c.logger, began)
-	if err != nil {
-		return err
-	}
-	defer conn.Close()
-	imageService := criapi.NewImageServiceClient(conn)
-	if err := c.importPauseImage(ctx); err != nil {
-		return err
-	}
-	ready := func(ctx context.Context) error {
-		return criReady(ctx, runtimeService, imageService, c.PauseImage, needNetwork)
-	}
-	if err := c.daemon.waitReady(ctx, ready); err != nil {
-		return err
-	}
-	c.logger.Info("containerd ready", "after", time.Since(began))
-	return nil
+	in := usableCRI{daemon: c.daemon, address: c.Address, endpoint: c.Endpoint, image: c.PauseImage, needNetwork: needNetwork, log: c.logger}
+	return in.wait(ctx, began, c.importPauseImage)
 }
 
 func (c *Containerd) importPauseImage(ctx context.Context) error {

@@ -42,6 +42,36 @@ func answeringCRI(ctx context.Context, d *daemon, address, endpoint string, log 
 	return conn, rs, nil
 }
 
+// usableCRI is a starting CRI runtime's daemon, where it listens and what
+// makes it usable: its pause image visible, the runtime (and the network,
+// when needNetwork) ready.
+type usableCRI struct {
+	daemon            *daemon
+	address, endpoint string
+	image             string
+	needNetwork       bool
+	log               *slog.Logger
+}
+
+// wait waits for CRI to answer, puts the pause image in with load, then
+// waits until CRI sees it and reports ready.
+func (u usableCRI) wait(ctx context.Context, began time.Time, load func(context.Context) error) error {
+	conn, rs, err := answeringCRI(ctx, u.daemon, u.address, u.endpoint, u.log, began)
+	if err != nil {
+		return err
+	}
+	defer conn.Close()
+	if err := load(ctx); err != nil {
+		return err
+	}
+	is := criapi.NewImageServiceClient(conn)
+	if err := u.daemon.waitReady(ctx, func(ctx context.Context) error { return criReady(ctx, rs, is, u.image, u.needNetwork) }); err != nil {
+		return err
+	}
+	u.log.Info(u.daemon.name+" ready", "after", time.Since(began))
+	return nil
+}
+
 // errCRINotReady: the CRI plugin answers but is not ready for pods yet.
 var errCRINotReady = errors.New("CRI not ready")
 

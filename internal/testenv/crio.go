@@ -10,8 +10,6 @@ import (
 	"path/filepath"
 	"time"
 
-	criapi "k8s.io/cri-api/pkg/apis/runtime/v1"
-
 	"github.com/sandboxipam/sandboxipam/conformance/fixture"
 	"github.com/sandboxipam/sandboxipam/internal/testsupport"
 )
@@ -192,23 +190,8 @@ func (c *CRIO) writeConfig(bins map[string]string) error {
 // waitUsable waits for CRI to answer, loads the pause image, then waits
 // until CRI sees the image and reports runtime and network ready.
 func (c *CRIO) waitUsable(ctx context.Context, began time.Time, skopeo string) error {
-	conn, runtimeService, err := answeringCRI(ctx, c.daemon, c.Address, c.Endpoint, c.logger, began)
-	if err != nil {
-		return err
-	}
-	defer conn.Close()
-	if err := c.loadPauseImage(ctx, skopeo); err != nil {
-		return err
-	}
-	imageService := criapi.NewImageServiceClient(conn)
-	ready := func(ctx context.Context) error {
-		return criReady(ctx, runtimeService, imageService, c.PauseImage, true)
-	}
-	if err := c.daemon.waitReady(ctx, ready); err != nil {
-		return err
-	}
-	c.logger.Info("cri-o ready", "after", time.Since(began))
-	return nil
+	in := usableCRI{daemon: c.daemon, address: c.Address, endpoint: c.Endpoint, image: c.PauseImage, needNetwork: true, log: c.logger}
+	return in.wait(ctx, began, func(ctx context.Context) error { return c.loadPauseImage(ctx, skopeo) })
 }
 
 // loadPauseImage copies the pause image archive into CRI-O's storage. No
