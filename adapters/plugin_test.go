@@ -3,6 +3,7 @@ package adapters_test
 import (
 	"context"
 	"errors"
+	"net/netip"
 	"path/filepath"
 	"regexp"
 	"slices"
@@ -59,7 +60,10 @@ func TestDockerPluginConforms(t *testing.T) {
 	c := ctrd.Get(t)
 	ctx, cancel := context.WithTimeout(context.Background(), testTimeout)
 	defer cancel()
-	cfg := conformanceConfig(t, "docker", adaptertest.NewDockerFixture(t, ctx, d), []string{"--endpoint=" + d.Host}, withEndpoint())
+	// Docker never knows a dockershim pod's IP: the fixture puts one in
+	// each pod's namespace, where the adapter must find it.
+	f := adaptertest.NewDockerFixtureWithAddresses(t, ctx, d, netip.MustParsePrefix("198.18.200.0/24"))
+	cfg := conformanceConfig(t, "docker", f, []string{"--endpoint=" + d.Host}, withEndpoint())
 	cfg.WrongRuntimeArgs = []string{"--endpoint=" + c.Endpoint} // containerd's CRI is no Docker Engine
 	conformancetest.Run(t, cfg)
 	checkInfo(t, ctx, launch(t, "docker", "--endpoint="+d.Host), "docker", "docker", d.Host)
