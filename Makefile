@@ -95,7 +95,8 @@ lint:
 	$(GO) run honnef.co/go/tools/cmd/staticcheck@$(STATICCHECK_VERSION) $(PKGS)
 
 # Regenerates the protobuf code with pinned generators and Debian's protoc
-# (apt-get install protobuf-compiler).
+# (apt-get install protobuf-compiler), then the CNI plugin's lean codec
+# (ipamd/api/wire/msg/messages.go) from the same messages.proto.
 tools:
 	$(GO) install google.golang.org/protobuf/cmd/protoc-gen-go@$(PROTOC_GEN_GO_VERSION)
 	$(GO) install google.golang.org/grpc/cmd/protoc-gen-go-grpc@$(PROTOC_GEN_GO_GRPC_VERSION)
@@ -105,11 +106,12 @@ generate: tools
 		--go_out=. --go_opt=paths=source_relative \
 		--go-grpc_out=. --go-grpc_opt=paths=source_relative \
 		$$(find . -name '*.proto' -not -path '*/testdata/*' | sort)
+	$(GO) generate ./ipamd/api/wire/msg
 
 # The seed bug's scenario on a private containerd, narrated. Needs root;
 # installs containerd, runc and the CNI plugins from Debian if missing.
 demo: build
-	$(GO) run ./cmd/demo --bin $(BIN)
+	$(GO) run ./internal/scenario/demo --bin $(BIN)
 
 bench:
 	$(GO) test -run '^$$' -bench . -benchmem $(PKGS)

@@ -3,58 +3,100 @@ package adapters_test
 import (
 	"context"
 	"errors"
+	"net/netip"
 	"path/filepath"
+	"regexp"
+	"slices"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/sandboxipam/sandboxipam/adapters/internal/adaptertest"
+	"github.com/sandboxipam/sandboxipam/conformance"
+	"github.com/sandboxipam/sandboxipam/conformance/conformancetest"
+	"github.com/sandboxipam/sandboxipam/conformance/fixture"
 	"github.com/sandboxipam/sandboxipam/runtime"
 )
 
 const testTimeout = 3 * time.Minute
 
-// TestDockerPluginListsDockershimPods runs the docker adapter binary as a
-// plugin against a real Docker Engine holding dockershim-style pods.
-func TestDockerPluginListsDockershimPods(t *testing.T) {
-	d := dockerd.Get(t)
-	binaryPath(t, "docker")
-	ctx, cancel := context.WithTimeout(context.Background(), testTimeout)
-	defer cancel()
-	f := adaptertest.NewDockerFixture(t, ctx, d)
-	scenario := adaptertest.BuildScenario(t, ctx, f, func(ctx context.Context) (string, error) {
-		return f.CreatePlainContainer(ctx, "not-a-pod")
-	})
-	client := launch(t, "docker", "--endpoint="+d.Host)
-	adaptertest.CheckListing(t, ctx, client, scenario)
-	adaptertest.CheckGetSandbox(t, ctx, client, scenario)
-	checkInfo(t, ctx, client, "docker", "docker", d.Host)
+// conformanceConfig is the suite's configuration for one adapter binary,
+// as an adapter author's own test would write it. runtime-restart is left
+// out: it stops the runtime, which the package's tests share; the
+// conformance e2e tests hold every shipped adapter to it against a
+// runtime of its own. Three scale pods keep the run short: the node-sized
+// listing is the conformance benchmark's (make bench).
+func conformanceConfig(t *testing.T, binary string, f fixture.Fixture, args []string, endpointArgs func(string) []string) conformance.Config {
+	return conformance.Config{
+		AdapterPath:  binaryPath(t, binary),
+		AdapterArgs:  args,
+		Fixture:      f,
+		EndpointArgs: endpointArgs,
+		// Docker's own containerd is containerd without its CRI plugin.
+		NoCRIEndpoint: dockerd.Get(t).ContainerdEndpoint,
+		Scale:         3,
+		Skip:          regexp.MustCompile(`^runtime-restart$`),
+		// The shared daemons are slow on a busy machine.
+		Timeout: 2 * time.Minute,
+	}
 }
 
-// TestCRIPluginsListContainerdPods runs every adapter that can read
-// containerd (natively or over CRI) as a plugin against one set of pods
-// made through containerd's CRI plugin.
-func TestCRIPluginsListContainerdPods(t *testing.T) {
+// withEndpoint builds an adapter's arguments for an endpoint: fixed
+// arguments, then --endpoint when endpoint is set.
+func withEndpoint(fixed ...string) func(string) []string {
+	return func(endpoint string) []string {
+		if endpoint == "" {
+			return slices.Clone(fixed)
+		}
+		return append(slices.Clone(fixed), "--endpoint="+endpoint)
+	}
+}
+
+// TestDockerPluginConforms runs the conformance suite (conformancetest.Run)
+// against the docker adapter binary reading a real Docker Engine that
+// holds dockershim-style pods.
+func TestDockerPluginConforms(t *testing.T) {
+	d := dockerd.Get(t)
 	c := ctrd.Get(t)
-	binaryPath(t, "containerd")
 	ctx, cancel := context.WithTimeout(context.Background(), testTimeout)
 	defer cancel()
-	scenario := adaptertest.BuildScenario(t, ctx, adaptertest.NewCRIFixture(t, ctx, c), nil)
+	// Docker never knows a dockershim pod's IP: the fixture puts one in
+	// each pod's namespace, where the adapter must find it.
+	f := adaptertest.NewDockerFixtureWithAddresses(t, ctx, d, netip.MustParsePrefix("198.18.200.0/24"))
+	cfg := conformanceConfig(t, "docker", f, []string{"--endpoint=" + d.Host}, withEndpoint())
+	cfg.WrongRuntimeArgs = []string{"--endpoint=" + c.Endpoint} // containerd's CRI is no Docker Engine
+	conformancetest.Run(t, cfg)
+	checkInfo(t, ctx, launch(t, "docker", "--endpoint="+d.Host), "docker", "docker", d.Host)
+}
+
+// TestCRIPluginsConform runs the conformance suite against every adapter
+// that can read containerd (natively or over CRI), each through its
+// binary, on pods made through containerd's CRI plugin. Kubelet's pod
+// labels are left out, so that an adapter that takes the pod's identity
+// from labels rather than the sandbox metadata fails.
+func TestCRIPluginsConform(t *testing.T) {
+	c := ctrd.Get(t)
+	d := dockerd.Get(t)
+	ctx, cancel := context.WithTimeout(context.Background(), testTimeout)
+	defer cancel()
 	plugins := []struct {
 		name, binary string
-		args         []string
+		fixed        []string // besides --endpoint
+		wrong        []string // pointed at a runtime it was not built for
 	}{
-		{"containerd", "containerd", []string{"--endpoint=" + c.Endpoint}},
-		{"containerd --cri", "containerd", []string{"--cri", "--endpoint=" + c.Endpoint}},
-		{"dockershim", "dockershim", []string{"--endpoint=" + c.Endpoint, "--runtime-name=containerd"}},
-		{"crio", "crio", []string{"--endpoint=" + c.Endpoint, "--runtime-name=containerd"}},
+		{"containerd", "containerd", nil, []string{"--endpoint=" + d.Host}},
+		{"containerd --cri", "containerd", []string{"--cri"}, []string{"--cri", "--endpoint=" + d.Host}},
+		// Without --runtime-name=containerd they expect docker and cri-o.
+		{"dockershim", "dockershim", []string{"--runtime-name=containerd"}, []string{"--endpoint=" + c.Endpoint}},
+		{"crio", "crio", []string{"--runtime-name=containerd"}, []string{"--endpoint=" + c.Endpoint}},
 	}
 	for _, p := range plugins {
 		t.Run(p.name, func(t *testing.T) {
-			client := launch(t, p.binary, p.args...)
-			adaptertest.CheckListing(t, ctx, client, scenario)
-			adaptertest.CheckGetSandbox(t, ctx, client, scenario)
-			checkInfo(t, ctx, client, p.binary, "containerd", c.Endpoint)
+			args := withEndpoint(p.fixed...)
+			cfg := conformanceConfig(t, p.binary, adaptertest.NewCRIFixture(t, ctx, c), args(c.Endpoint), args)
+			cfg.WrongRuntimeArgs = p.wrong
+			conformancetest.Run(t, cfg)
+			checkInfo(t, ctx, launch(t, p.binary, args(c.Endpoint)...), p.binary, "containerd", c.Endpoint)
 		})
 	}
 }

@@ -75,8 +75,8 @@ func ipamdError(m wire.Method, err error, unreachableCode uint) error {
 	return types.NewError(code, msg, werr.Message)
 }
 
-func attachment(conf *NetConf, args *Args) msg.Attachment {
-	return msg.Attachment{Network: conf.Name, SandboxID: args.SandboxID, IfName: args.IfName}
+func attachment(conf *NetConf, args *Args) *msg.Attachment {
+	return &msg.Attachment{Network: conf.Name, SandboxID: args.SandboxID, IfName: args.IfName}
 }
 
 // podAddress is one address ipamd assigned.
@@ -119,7 +119,7 @@ func ipamdAdd(ctx context.Context, conf *NetConf, args *Args) ([]podAddress, err
 	if conf.IPAMMode {
 		req.Wiring = msg.WiringIPAMOnly
 	}
-	resp := &msg.IPsResponse{}
+	resp := &msg.AddResponse{}
 	if err := ipamdCall(ctx, conf, wire.MethodAdd, req, resp, types.ErrTryAgainLater); err != nil {
 		return nil, err
 	}
@@ -133,14 +133,14 @@ func ipamdAdd(ctx context.Context, conf *NetConf, args *Args) ([]podAddress, err
 // ipamdDel releases the attachment's addresses; an unknown attachment is
 // success on ipamd's side.
 func ipamdDel(ctx context.Context, conf *NetConf, args *Args) error {
-	req := msg.AttachmentRequest{Attachment: attachment(conf, args)}
+	req := msg.DelRequest{Attachment: attachment(conf, args)}
 	return ipamdCall(ctx, conf, wire.MethodDel, req, &msg.DelResponse{}, types.ErrTryAgainLater)
 }
 
 // ipamdCheck returns the addresses ipamd holds for the attachment.
 func ipamdCheck(ctx context.Context, conf *NetConf, args *Args) ([]podAddress, error) {
-	req := msg.AttachmentRequest{Attachment: attachment(conf, args)}
-	resp := &msg.IPsResponse{}
+	req := msg.CheckRequest{Attachment: attachment(conf, args)}
+	resp := &msg.CheckResponse{}
 	if err := ipamdCall(ctx, conf, wire.MethodCheck, req, resp, types.ErrTryAgainLater); err != nil {
 		return nil, err
 	}

@@ -149,7 +149,9 @@ func (s *session) outage(ctx context.Context, control fixture.RuntimeControl) (s
 }
 
 // awaitRecovery lists until the adapter succeeds again, at most
-// Config.RecoveryTimeout, and returns that listing.
+// Config.RecoveryTimeout, and returns that listing. Nothing announces
+// that the adapter reaches the runtime again, so it polls; the suite is
+// a shipped library, so not with the tests' testsupport.Poll.
 func (s *session) awaitRecovery(ctx context.Context) ([]runtime.Sandbox, time.Duration, error) {
 	began := time.Now()
 	waitCtx, cancel := context.WithTimeout(ctx, s.cfg.RecoveryTimeout)

@@ -34,11 +34,7 @@ func checkInfo(ctx context.Context, s *session) error {
 // sandbox ID: pods with several, one and no app containers, every attempt
 // of the restarted pod, the host-network pod.
 func checkSandboxIDExact(ctx context.Context, s *session) error {
-	shared, err := s.sharedPods(ctx)
-	if err != nil {
-		return err
-	}
-	list, err := s.list(ctx)
+	shared, list, err := s.sharedListed(ctx)
 	if err != nil {
 		return err
 	}
@@ -104,11 +100,7 @@ func checkNoDuplicateIDs(ctx context.Context, s *session) error {
 // checkPodIdentity compares the identity of every pod of the batch, each
 // found by its exact sandbox ID.
 func checkPodIdentity(ctx context.Context, s *session) error {
-	shared, err := s.sharedPods(ctx)
-	if err != nil {
-		return err
-	}
-	list, err := s.list(ctx)
+	shared, list, err := s.sharedListed(ctx)
 	if err != nil {
 		return err
 	}

@@ -13,15 +13,11 @@ import (
 )
 
 func checkConcurrentLists(ctx context.Context, s *session) error {
-	shared, err := s.sharedPods(ctx)
+	shared, baseline, err := s.sharedListed(ctx)
 	if err != nil {
 		return err
 	}
 	pods := shared.all()
-	baseline, err := s.list(ctx)
-	if err != nil {
-		return err
-	}
 	results := make([][]runtime.Sandbox, DefaultConcurrency)
 	errs := make([]error, DefaultConcurrency)
 	var wg sync.WaitGroup

@@ -9,6 +9,7 @@ import (
 	"sync"
 
 	"github.com/sandboxipam/sandboxipam/conformance/fixture"
+	"github.com/sandboxipam/sandboxipam/runtime"
 )
 
 // appContainers are the app containers of the suite's multi-container
@@ -68,6 +69,17 @@ type pendingPod struct {
 	spec fixture.PodSpec
 	// optional pods are left out where the fixture does not support them.
 	optional bool
+}
+
+// sharedListed returns the run's shared pods and a listing taken once
+// they exist.
+func (s *session) sharedListed(ctx context.Context) (*sharedPods, []runtime.Sandbox, error) {
+	shared, err := s.sharedPods(ctx)
+	if err != nil {
+		return nil, nil, err
+	}
+	list, err := s.list(ctx)
+	return shared, list, err
 }
 
 // sharedPods creates the run's shared pods on first use and returns them.

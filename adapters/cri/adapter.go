@@ -16,6 +16,7 @@
 package cri
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"log/slog"
@@ -63,9 +64,7 @@ func New(cfg Config, log *slog.Logger) (*Adapter, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
-	if log == nil {
-		log = slog.New(slog.DiscardHandler)
-	}
+	log = cmp.Or(log, slog.New(slog.DiscardHandler))
 	adapter := &Adapter{cfg: cfg, log: log}
 	primary, _ := endpoint.Normalize(cfg.Endpoint)
 	adapter.active.Store(&primary)

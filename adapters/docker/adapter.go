@@ -22,6 +22,7 @@
 package docker
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"log/slog"
@@ -68,9 +69,7 @@ func New(cfg Config, log *slog.Logger) (*Adapter, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
-	if log == nil {
-		log = slog.New(slog.DiscardHandler)
-	}
+	log = cmp.Or(log, slog.New(slog.DiscardHandler))
 	normalized, _ := endpoint.Normalize(cfg.Endpoint)
 	// Negotiation: Debian's dockerd 20.10 speaks API 1.41 at most, older
 	// than what this client asks for by default.

@@ -20,9 +20,7 @@ import (
 // agree. The process here is a real one, in a cgroup named after a
 // 64-hex container ID as runc names it.
 func TestRemovingSandboxIsReadyWhileItsProcessRuns(t *testing.T) {
-	if os.Geteuid() != 0 {
-		testsupport.SkipOrFail(t, "needs root to create a cgroup")
-	}
+	testsupport.RequireRoot(t, "sleep") // a cgroup of its own
 	id := strings.Repeat("ab12", 16)
 	cgroup := containerCgroup(t, id)
 	sleep := exec.Command("sleep", "300")

@@ -71,17 +71,20 @@ func TestConfigReferenceListsAWSVariables(t *testing.T) {
 		"poolCheckInterval": "1s", "shrinkInterval": "30s", "resyncInterval": "1m0s", "leakedENICleanupInterval": "30m0s",
 		"maxAttempts": "10", "maxBackoff": "20s", "region": `""`, "ec2Endpoint": `""`, "imdsEndpoint": `""`,
 	}
-	rt := reflect.TypeFor[aws.Config]()
-	if rt.NumField() != len(defaults) {
-		t.Fatalf("aws.Config has %d fields, this test knows %d", rt.NumField(), len(defaults))
-	}
-	for i := range rt.NumField() {
-		sf := rt.Field(i)
-		path := "ipSource.aws." + sf.Tag.Get("yaml")
-		want := sf.Tag.Get("env") + " " + defaults[sf.Tag.Get("yaml")] + " "
-		if got := rows[path]; !strings.HasPrefix(got, want) {
-			t.Errorf("config-reference row %s = %q, want it to start with %q", path, got, want)
+	fields := 0
+	for prefix, rt := range map[string]reflect.Type{"ipSource.aws.": reflect.TypeFor[aws.Config](), "advanced.aws.": reflect.TypeFor[aws.Tuning]()} {
+		for i := range rt.NumField() {
+			sf := rt.Field(i)
+			path := prefix + sf.Tag.Get("yaml")
+			want := sf.Tag.Get("env") + " " + defaults[sf.Tag.Get("yaml")] + " "
+			if got := rows[path]; !strings.HasPrefix(got, want) {
+				t.Errorf("config-reference row %s = %q, want it to start with %q", path, got, want)
+			}
+			fields++
 		}
+	}
+	if fields != len(defaults) {
+		t.Fatalf("aws.Config and aws.Tuning have %d fields, this test knows %d", fields, len(defaults))
 	}
 	for alias, want := range map[string]string{
 		"WARM_IP_TARGET":           "IPAMD_IPSOURCE_AWS_WARMIPTARGET ipSource.aws.warmIPTarget",

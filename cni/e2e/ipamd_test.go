@@ -74,7 +74,7 @@ func ipamdConfig(tb testing.TB, parent string, cooldown time.Duration, cidrs ...
 	cfg.Runtime.Adapter = testadapter.Build(tb)
 	cfg.Runtime.Args = []string{"--state=" + state}
 	cfg.Runtime.AutoMTLS = false
-	cfg.Runtime.StartTimeout = time.Minute
+	cfg.Advanced.Adapter.StartTimeout = time.Minute
 	if err := cfg.Validate(); err != nil {
 		tb.Fatalf("ipamd config: %v", err)
 	}

@@ -7,11 +7,12 @@ import (
 	"strings"
 	"syscall"
 	"testing"
-	"time"
 
 	"github.com/docker/docker/api/types/container"
 	"github.com/docker/docker/api/types/filters"
 	"github.com/docker/docker/client"
+
+	"github.com/sandboxipam/sandboxipam/internal/testsupport"
 )
 
 // TestInterruptCleansUp sends the runner SIGINT while the scale check is
@@ -56,13 +57,7 @@ func TestInterruptCleansUp(t *testing.T) {
 // namespace; the test's own deadline bounds it.
 func waitForContainers(t *testing.T, docker *client.Client, namespace string) {
 	t.Helper()
-	for len(namespaceContainers(t, docker, namespace)) == 0 {
-		select {
-		case <-t.Context().Done():
-			t.Fatal("the run never created a pod")
-		case <-time.After(20 * time.Millisecond):
-		}
-	}
+	testsupport.Eventually(t, "the run creating a pod", func() bool { return len(namespaceContainers(t, docker, namespace)) > 0 })
 }
 
 // namespaceContainers returns the IDs of every container, running or not,

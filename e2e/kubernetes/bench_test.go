@@ -19,6 +19,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/sandboxipam/sandboxipam/conformance/fixture"
+	"github.com/sandboxipam/sandboxipam/internal/testsupport"
 	"github.com/sandboxipam/sandboxipam/ipamd/kubeclient"
 )
 
@@ -129,7 +130,7 @@ func (c *cluster) useNetwork(t *testing.T, n *clusterNode, network string) {
 	} else if err := os.Remove(path); err != nil && !os.IsNotExist(err) {
 		t.Fatal(err)
 	}
-	eventually(t, time.Minute, n.name+"'s runtime loads network "+network, func(ctx context.Context) error {
+	testsupport.WaitFor(t, time.Minute, n.name+"'s runtime loads network "+network, func(ctx context.Context) error {
 		out, err := n.cri.cmd(ctx, "info")
 		if err != nil {
 			return err
@@ -166,7 +167,7 @@ func (c *cluster) scaleBench(t *testing.T, n *clusterNode, network string) time.
 		t.Fatal(err)
 	}
 	var pods []corev1.Pod
-	eventually(t, 10*time.Minute, fmt.Sprintf("%d %s pods run", benchPods, benchName), func(ctx context.Context) error {
+	testsupport.WaitFor(t, 10*time.Minute, fmt.Sprintf("%d %s pods run", benchPods, benchName), func(ctx context.Context) error {
 		var err error
 		pods, err = c.runningBenchPods(ctx)
 		return err
@@ -176,7 +177,7 @@ func (c *cluster) scaleBench(t *testing.T, n *clusterNode, network string) time.
 	if err := c.api.mergePatch(context.Background(), path, map[string]any{"spec": map[string]any{"replicas": 0}}); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, 10*time.Minute, "the bench pods are gone", func(ctx context.Context) error {
+	testsupport.WaitFor(t, 10*time.Minute, "the bench pods are gone", func(ctx context.Context) error {
 		sandboxes, err := n.cri.pods(ctx)
 		if err != nil {
 			return err

@@ -23,6 +23,7 @@ import (
 	deploy "github.com/sandboxipam/sandboxipam/deploy/kubernetes"
 	"github.com/sandboxipam/sandboxipam/internal/kubeenv"
 	"github.com/sandboxipam/sandboxipam/internal/testenv"
+	"github.com/sandboxipam/sandboxipam/internal/testsupport"
 	introspect "github.com/sandboxipam/sandboxipam/ipamd/introspect/api"
 )
 
@@ -82,7 +83,7 @@ func TestOneNodeCluster(t *testing.T) {
 	// The workloads go before kubelet and the control plane stop
 	// (cleanups run last-in first-out), so ipamd sees every DEL.
 	t.Cleanup(func() { removeWorkloads(t, api, cri) })
-	eventually(t, 2*time.Minute, "the node registers", func(ctx context.Context) error {
+	testsupport.WaitFor(t, 2*time.Minute, "the node registers", func(ctx context.Context) error {
 		var n corev1.Node
 		return api.get(ctx, "/api/v1/nodes/"+nodeName, &n)
 	})
@@ -174,7 +175,7 @@ func TestOneNodeCluster(t *testing.T) {
 	}
 	newPod := waitDaemonSet(t, api, dsPath, ipamdPod.UID)
 	t.Logf("DaemonSet rolled: pod %s replaced %s", newPod.Name, ipamdPod.Name)
-	eventually(t, 2*time.Minute, "the new ipamd container runs and is ready", func(ctx context.Context) error {
+	testsupport.WaitFor(t, 2*time.Minute, "the new ipamd container runs and is ready", func(ctx context.Context) error {
 		id, _, err := cri.runningContainer(ctx, "ipamd")
 		if err != nil {
 			return err
@@ -201,7 +202,7 @@ func TestOneNodeCluster(t *testing.T) {
 	}
 	waitWebPods(t, api, 0)
 	waitConsistent(t, api, cri, nil)
-	eventually(t, time.Minute, "every address is free", func(ctx context.Context) error {
+	testsupport.WaitFor(t, time.Minute, "every address is free", func(ctx context.Context) error {
 		pool, err := ipamctlPool(ctx, cri)
 		if err != nil {
 			return err
@@ -250,7 +251,7 @@ func webDeployment(n int32) *appsv1.Deployment {
 func waitDaemonSet(t *testing.T, api *apiClient, dsPath string, oldUID k8stypes.UID) corev1.Pod {
 	t.Helper()
 	var pod corev1.Pod
-	eventually(t, 5*time.Minute, "the DaemonSet is ready", func(ctx context.Context) error {
+	testsupport.WaitFor(t, 5*time.Minute, "the DaemonSet is ready", func(ctx context.Context) error {
 		var ds appsv1.DaemonSet
 		if err := api.get(ctx, dsPath, &ds); err != nil {
 			return err
@@ -296,7 +297,7 @@ type apiPod struct {
 func waitWebPods(t *testing.T, api *apiClient, n int) map[string]apiPod {
 	t.Helper()
 	got := map[string]apiPod{}
-	eventually(t, 5*time.Minute, fmt.Sprintf("%d %s pods run", n, webName), func(ctx context.Context) error {
+	testsupport.WaitFor(t, 5*time.Minute, fmt.Sprintf("%d %s pods run", n, webName), func(ctx context.Context) error {
 		var list corev1.PodList
 		sel := url.QueryEscape("app=" + webName)
 		if err := api.get(ctx, "/api/v1/namespaces/default/pods?labelSelector="+sel, &list); err != nil {
@@ -327,7 +328,7 @@ func waitWebPods(t *testing.T, api *apiClient, n int) map[string]apiPod {
 func waitConsistent(t *testing.T, api *apiClient, cri crictl, pods map[string]apiPod) []string {
 	t.Helper()
 	var lines []string
-	eventually(t, 2*time.Minute, "ipamd, the runtime and the API server agree", func(ctx context.Context) error {
+	testsupport.WaitFor(t, 2*time.Minute, "ipamd, the runtime and the API server agree", func(ctx context.Context) error {
 		sandboxes, err := cri.pods(ctx)
 		if err != nil {
 			return err

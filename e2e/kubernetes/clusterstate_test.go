@@ -13,6 +13,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 
+	"github.com/sandboxipam/sandboxipam/internal/testsupport"
 	introspect "github.com/sandboxipam/sandboxipam/ipamd/introspect/api"
 )
 
@@ -71,7 +72,7 @@ func inNodeCIDRs(p clusterPod, node nodeInfo) error {
 func (c *cluster) waitAgree(t *testing.T, want int, check rangeCheck) clusterState {
 	t.Helper()
 	var state clusterState
-	eventually(t, 5*time.Minute, fmt.Sprintf("%d %s pods run and the API server, runtimes and ipamds agree", want, webName), func(ctx context.Context) error {
+	testsupport.WaitFor(t, 5*time.Minute, fmt.Sprintf("%d %s pods run and the API server, runtimes and ipamds agree", want, webName), func(ctx context.Context) error {
 		var err error
 		state, err = c.agree(ctx, t, want, check)
 		return err

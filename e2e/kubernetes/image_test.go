@@ -14,6 +14,7 @@ import (
 	"github.com/sandboxipam/sandboxipam/internal/image"
 	"github.com/sandboxipam/sandboxipam/internal/scenario"
 	"github.com/sandboxipam/sandboxipam/internal/testenv"
+	"github.com/sandboxipam/sandboxipam/internal/testsupport"
 )
 
 // TestImageWithoutKubelet runs the project image on the private
@@ -135,7 +136,7 @@ func TestImageWithoutKubelet(t *testing.T) {
 		}
 		_, _ = runCtx(context.Background(), "ctr", append(append([]string{}, ctr...), "containers", "rm", "sbx-ipamd")...)
 	})
-	eventually(t, 2*time.Minute, "ipamd from the image writes its conflist and is ready", func(ctx context.Context) error {
+	testsupport.WaitFor(t, 2*time.Minute, "ipamd from the image writes its conflist and is ready", func(ctx context.Context) error {
 		if _, err := os.Stat(confList); err != nil {
 			return err
 		}

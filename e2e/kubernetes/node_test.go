@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/sandboxipam/sandboxipam/internal/testenv"
+	"github.com/sandboxipam/sandboxipam/internal/testsupport"
 )
 
 // nodePrivateDirs are the directories each node has of its own, on the
@@ -134,7 +135,7 @@ func startNodeShell(t *testing.T, n *clusterNode) {
 		_ = syscall.Kill(-n.shell.Process.Pid, syscall.SIGKILL)
 		<-exited
 	})
-	eventually(t, time.Minute, n.name+"'s shell set up its mounts", func(context.Context) error {
+	testsupport.WaitFor(t, time.Minute, n.name+"'s shell set up its mounts", func(context.Context) error {
 		select {
 		case <-exited:
 			b, _ := os.ReadFile(log.Name())

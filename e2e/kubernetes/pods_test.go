@@ -300,31 +300,6 @@ func netnsDialer(nsPath string) func(ctx context.Context, network, addr string) 
 	return kubeenv.NetNSDialer(nsPath)
 }
 
-// eventually polls cond every 200 ms until it returns nil or timeout
-// passes; the last error says what was still missing.
-func eventually(t *testing.T, timeout time.Duration, what string, cond func(ctx context.Context) error) {
-	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), timeout)
-	defer cancel()
-	var last error
-	for {
-		err := cond(ctx)
-		if err == nil {
-			return
-		}
-		// A call cut short by the deadline says nothing about the
-		// condition: report the attempt before it.
-		if last == nil || ctx.Err() == nil {
-			last = err
-		}
-		select {
-		case <-ctx.Done():
-			t.Fatalf("%s: not within %s: %v", what, timeout, last)
-		case <-time.After(200 * time.Millisecond):
-		}
-	}
-}
-
 // followLogs copies a container's log (crictl logs -f) to a file in dir
 // until the container ends, and prints its tail if the test fails: kubelet
 // deletes a removed pod's logs, and ipamd's last words are the ones that

@@ -19,6 +19,7 @@ import (
 	"github.com/sandboxipam/sandboxipam/internal/kubeenv"
 	"github.com/sandboxipam/sandboxipam/internal/scenario"
 	"github.com/sandboxipam/sandboxipam/internal/testenv"
+	"github.com/sandboxipam/sandboxipam/internal/testsupport"
 )
 
 const nodeName = "sbxipam-node"
@@ -127,7 +128,7 @@ func TestStandaloneKubelet(t *testing.T) {
 		t.Fatalf("kill ipamd (pid %d): %v", pid, err)
 	}
 	var restarted string
-	eventually(t, 2*time.Minute, "kubelet restarts ipamd", func(ctx context.Context) error {
+	testsupport.WaitFor(t, 2*time.Minute, "kubelet restarts ipamd", func(ctx context.Context) error {
 		id, _, err := cri.runningContainer(ctx, "ipamd")
 		if err != nil {
 			return err
@@ -149,7 +150,7 @@ func TestStandaloneKubelet(t *testing.T) {
 
 	// A pod removed while ipamd is down is reclaimed by the reconciler.
 	removeFile(t, ipamdManifest)
-	eventually(t, 2*time.Minute, "ipamd stops and its preStop removes the conflist", func(ctx context.Context) error {
+	testsupport.WaitFor(t, 2*time.Minute, "ipamd stops and its preStop removes the conflist", func(ctx context.Context) error {
 		if _, _, err := cri.runningContainer(ctx, "ipamd"); err == nil {
 			return errors.New("ipamd still runs")
 		}
@@ -172,7 +173,7 @@ func TestStandaloneKubelet(t *testing.T) {
 		t.Fatalf("ipamctl pods at the end: %+v, %v", got, err)
 	}
 	removeFile(t, ipamdManifest)
-	eventually(t, 2*time.Minute, "every pod is gone", func(ctx context.Context) error {
+	testsupport.WaitFor(t, 2*time.Minute, "every pod is gone", func(ctx context.Context) error {
 		pods, err := cri.pods(ctx)
 		if err != nil {
 			return err
@@ -287,7 +288,7 @@ func readyz(ctx context.Context, nsPath string) error {
 func waitIPAMDReady(t *testing.T, cri crictl, ctrd *testenv.Containerd, paths nodePaths, confList string) string {
 	t.Helper()
 	socket := filepath.Join(paths.run, "ipamd.sock")
-	eventually(t, 3*time.Minute, "ipamd writes the conflist", func(ctx context.Context) error {
+	testsupport.WaitFor(t, 3*time.Minute, "ipamd writes the conflist", func(ctx context.Context) error {
 		if _, err := os.Stat(confList); err != nil {
 			return err
 		}
@@ -299,7 +300,7 @@ func waitIPAMDReady(t *testing.T, cri crictl, ctrd *testenv.Containerd, paths no
 		return nil
 	})
 	var id string
-	eventually(t, 30*time.Second, "ipamd is ready", func(ctx context.Context) error {
+	testsupport.WaitFor(t, 30*time.Second, "ipamd is ready", func(ctx context.Context) error {
 		var err error
 		if id, _, err = cri.runningContainer(ctx, "ipamd"); err != nil {
 			return err
@@ -315,7 +316,7 @@ func waitIPAMDReady(t *testing.T, cri crictl, ctrd *testenv.Containerd, paths no
 func waitApps(t *testing.T, cri crictl, names []string) map[string]criPod {
 	t.Helper()
 	got := map[string]criPod{}
-	eventually(t, 3*time.Minute, "app pods run", func(ctx context.Context) error {
+	testsupport.WaitFor(t, 3*time.Minute, "app pods run", func(ctx context.Context) error {
 		pods, err := cri.pods(ctx)
 		if err != nil {
 			return err
@@ -361,7 +362,7 @@ func checkAssignments(t *testing.T, cri crictl, ipamdID string, want map[string]
 // waitReleased waits until ipamd no longer holds the pod's sandbox ID.
 func waitReleased(t *testing.T, cri crictl, ipamdID string, pod criPod, by string) {
 	t.Helper()
-	eventually(t, 2*time.Minute, pod.Name+" released by "+by, func(ctx context.Context) error {
+	testsupport.WaitFor(t, 2*time.Minute, pod.Name+" released by "+by, func(ctx context.Context) error {
 		got, err := ipamctlPods(ctx, cri, ipamdID)
 		if err != nil {
 			return err
@@ -387,7 +388,7 @@ func loseDEL(t *testing.T, cri crictl, confDir, confList, manifest string, pod c
 		t.Fatal(err)
 	}
 	removeFile(t, manifest)
-	eventually(t, 2*time.Minute, pod.Name+" is removed without ipamd", func(ctx context.Context) error {
+	testsupport.WaitFor(t, 2*time.Minute, pod.Name+" is removed without ipamd", func(ctx context.Context) error {
 		pods, err := cri.pods(ctx)
 		if err != nil {
 			return err

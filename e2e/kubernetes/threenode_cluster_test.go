@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/sandboxipam/sandboxipam/internal/testsupport"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -109,7 +110,7 @@ func (c *cluster) installDaemonSet(t *testing.T) {
 			t.Fatalf("%s: installed plugin (%d bytes) differs from the image's (%d bytes)", n.name, len(installed), len(c.plugin))
 		}
 	}
-	eventually(t, 2*time.Minute, "every node is Ready", func(ctx context.Context) error {
+	testsupport.WaitFor(t, 2*time.Minute, "every node is Ready", func(ctx context.Context) error {
 		for _, n := range c.nodes {
 			info, err := c.getNode(ctx, n.name)
 			if err != nil {
@@ -130,7 +131,7 @@ func (c *cluster) installDaemonSet(t *testing.T) {
 func (c *cluster) waitDaemonSet(t *testing.T, old []k8stypes.UID) map[string]corev1.Pod {
 	t.Helper()
 	byNode := map[string]corev1.Pod{}
-	eventually(t, 5*time.Minute, "the DaemonSet is ready on every node", func(ctx context.Context) error {
+	testsupport.WaitFor(t, 5*time.Minute, "the DaemonSet is ready on every node", func(ctx context.Context) error {
 		var ds appsv1.DaemonSet
 		if err := c.api.get(ctx, dsPath, &ds); err != nil {
 			return err
@@ -203,7 +204,7 @@ func (n *clusterNode) killIPAMD(t *testing.T) string {
 // waitNewIPAMD waits until node n runs an ipamd container other than old.
 func (c *cluster) waitNewIPAMD(t *testing.T, n *clusterNode, old string) {
 	t.Helper()
-	eventually(t, 3*time.Minute, n.name+" runs a new ipamd", func(ctx context.Context) error {
+	testsupport.WaitFor(t, 3*time.Minute, n.name+" runs a new ipamd", func(ctx context.Context) error {
 		id, _, err := n.cri.runningContainer(ctx, "ipamd")
 		if err != nil {
 			return err

@@ -14,6 +14,7 @@ import (
 
 	k8stypes "k8s.io/apimachinery/pkg/types"
 
+	"github.com/sandboxipam/sandboxipam/internal/testsupport"
 	introspect "github.com/sandboxipam/sandboxipam/ipamd/introspect/api"
 )
 
@@ -33,7 +34,7 @@ func (c *cluster) checkRoutes(t *testing.T, state clusterState) {
 			}
 		}
 		slices.Sort(want)
-		eventually(t, 2*time.Minute, n.name+"'s routes to the other nodes' podCIDRs", func(ctx context.Context) error {
+		testsupport.WaitFor(t, 2*time.Minute, n.name+"'s routes to the other nodes' podCIDRs", func(ctx context.Context) error {
 			got, err := n.ipamdRoutes(ctx)
 			if err != nil {
 				return err
@@ -125,7 +126,7 @@ func (c *cluster) waitProvenReady(t *testing.T, n *clusterNode, state clusterSta
 		want = append(want, state.pods[name])
 	}
 	unready := 0
-	eventually(t, 3*time.Minute, n.name+"'s ipamd proves its pods' addresses and is ready", func(ctx context.Context) error {
+	testsupport.WaitFor(t, 3*time.Minute, n.name+"'s ipamd proves its pods' addresses and is ready", func(ctx context.Context) error {
 		ready, err := n.ipamdReady(ctx)
 		if err != nil {
 			return err
@@ -175,7 +176,7 @@ func (c *cluster) checkPools(t *testing.T, state clusterState) {
 		for _, p := range state.nodes[n.name].CIDRs {
 			want = append(want, p.String())
 		}
-		eventually(t, time.Minute, n.name+"'s pool holds exactly its pods' addresses", func(ctx context.Context) error {
+		testsupport.WaitFor(t, time.Minute, n.name+"'s pool holds exactly its pods' addresses", func(ctx context.Context) error {
 			pool, err := n.pool(ctx)
 			if err != nil {
 				return err
@@ -221,7 +222,7 @@ func (c *cluster) reregisterNode(t *testing.T, state clusterState) clusterState 
 	if err := c.api.delete(ctx, "/api/v1/nodes/"+n2.name); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, time.Minute, n2.name+"'s Node is gone", func(ctx context.Context) error {
+	testsupport.WaitFor(t, time.Minute, n2.name+"'s Node is gone", func(ctx context.Context) error {
 		if _, err := c.getNode(ctx, n2.name); !errors.Is(err, errNotFound) {
 			return fmt.Errorf("still there: %v", err)
 		}

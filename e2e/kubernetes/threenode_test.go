@@ -16,6 +16,7 @@ import (
 	"github.com/sandboxipam/sandboxipam/internal/image"
 	"github.com/sandboxipam/sandboxipam/internal/kubeenv"
 	"github.com/sandboxipam/sandboxipam/internal/scenario"
+	"github.com/sandboxipam/sandboxipam/internal/testsupport"
 )
 
 // clusterNodes is how many nodes the cluster test runs.
@@ -161,7 +162,7 @@ func (c *cluster) getNode(ctx context.Context, name string) (nodeInfo, error) {
 func (c *cluster) waitNodeCIDRs(t *testing.T, name, notUID string) nodeInfo {
 	t.Helper()
 	var info nodeInfo
-	eventually(t, 3*time.Minute, name+" registers and gets its podCIDRs", func(ctx context.Context) error {
+	testsupport.WaitFor(t, 3*time.Minute, name+" registers and gets its podCIDRs", func(ctx context.Context) error {
 		var err error
 		if info, err = c.getNode(ctx, name); err != nil {
 			return err

@@ -119,16 +119,9 @@ func (c *Cloud) createNetworkInterface(form url.Values) (response, *APIError) {
 	if apiErr != nil {
 		return nil, apiErr
 	}
-	count, apiErr := intParam(form, "SecondaryPrivateIpAddressCount")
+	count, prefixCount, apiErr := addressCounts(form)
 	if apiErr != nil {
 		return nil, apiErr
-	}
-	prefixCount, apiErr := intParam(form, "Ipv4PrefixCount")
-	if apiErr != nil {
-		return nil, apiErr
-	}
-	if count > 0 && prefixCount > 0 {
-		return nil, apiErrorf("InvalidParameterCombination", "You cannot specify both secondary private IP addresses and IPv4 prefixes.")
 	}
 	tags, apiErr := tagSpecifications(form, "network-interface")
 	if apiErr != nil {
@@ -278,130 +271,4 @@ func (c *Cloud) modifyNetworkInterfaceAttribute(form url.Values) (response, *API
 	}
 	eni.attachment.deleteOnTermination = form.Get("Attachment.DeleteOnTermination") == "true"
 	return &returnTrue{Return: true}, nil
-}
-
-func (c *Cloud) assignPrivateIPAddresses(form url.Values) (response, *APIError) {
-	type assigned struct {
-		PrivateIPAddress string `xml:"privateIpAddress"`
-	}
-	type answer struct {
-		requestID
-		NetworkInterfaceID string          `xml:"networkInterfaceId"`
-		Assigned           []assigned      `xml:"assignedPrivateIpAddressesSet>item"`
-		AssignedPrefixes   []ipv4PrefixXML `xml:"assignedIpv4PrefixSet>item"`
-	}
-	eni, apiErr := c.lookupENI(form.Get("NetworkInterfaceId"))
-	if apiErr != nil {
-		return nil, apiErr
-	}
-	count, apiErr := intParam(form, "SecondaryPrivateIpAddressCount")
-	if apiErr != nil {
-		return nil, apiErr
-	}
-	prefixCount, apiErr := intParam(form, "Ipv4PrefixCount")
-	if apiErr != nil {
-		return nil, apiErr
-	}
-	if len(listParam(form, "PrivateIpAddress")) > 0 || len(listParam(form, "Ipv4Prefix")) > 0 {
-		return nil, apiErrorf("InvalidParameterCombination", "awslocal assigns by SecondaryPrivateIpAddressCount or Ipv4PrefixCount only")
-	}
-	if count > 0 && prefixCount > 0 {
-		return nil, apiErrorf("InvalidParameterCombination", "You cannot specify both secondary private IP addresses and IPv4 prefixes.")
-	}
-	if prefixCount > 0 {
-		if eni.attachment != nil && eni.ipCount()+prefixCount > c.limits().IPv4PerENI {
-			return nil, apiErrorf("PrivateIpAddressLimitExceeded", "Number of private addresses will exceed limit.")
-		}
-		prefixes, apiErr := c.allocatePrefixes(prefixCount)
-		if apiErr != nil {
-			return nil, apiErr
-		}
-		eni.ipv4Prefixes = append(eni.ipv4Prefixes, prefixes...)
-		out := &answer{NetworkInterfaceID: eni.id}
-		for _, p := range prefixes {
-			out.AssignedPrefixes = append(out.AssignedPrefixes, ipv4PrefixXML{IPv4Prefix: p.String()})
-		}
-		return out, nil
-	}
-	if count == 0 {
-		return nil, apiErrorf("MissingParameter", "Either 'privateIpAddress' or 'secondaryPrivateIpAddressCount' must be specified.")
-	}
-	if eni.attachment != nil && eni.ipCount()+count > c.limits().IPv4PerENI {
-		return nil, apiErrorf("PrivateIpAddressLimitExceeded", "Number of private addresses will exceed limit.")
-	}
-	addrs, apiErr := c.allocate(count)
-	if apiErr != nil {
-		return nil, apiErr
-	}
-	eni.secondaryIPs = append(eni.secondaryIPs, addrs...)
-	out := &answer{NetworkInterfaceID: eni.id}
-	for _, a := range addrs {
-		out.Assigned = append(out.Assigned, assigned{PrivateIPAddress: a.String()})
-	}
-	return out, nil
-}
-
-func (c *Cloud) unassignPrivateIPAddresses(form url.Values) (response, *APIError) {
-	eni, apiErr := c.lookupENI(form.Get("NetworkInterfaceId"))
-	if apiErr != nil {
-		return nil, apiErr
-	}
-	var dropPrefixes []netip.Prefix
-	for _, s := range listParam(form, "Ipv4Prefix") {
-		p, err := netip.ParsePrefix(s)
-		if err != nil || !slices.Contains(eni.ipv4Prefixes, p) {
-			return nil, apiErrorf("InvalidParameterValue", "Some of the specified prefixes are not assigned to interface %s", eni.id)
-		}
-		dropPrefixes = append(dropPrefixes, p)
-	}
-	if len(dropPrefixes) > 0 {
-		eni.ipv4Prefixes = slices.DeleteFunc(eni.ipv4Prefixes, func(p netip.Prefix) bool { return slices.Contains(dropPrefixes, p) })
-		c.releasePrefixes(dropPrefixes...)
-		return &returnTrue{Return: true}, nil
-	}
-	var drop []netip.Addr
-	for _, s := range listParam(form, "PrivateIpAddress") {
-		a, err := netip.ParseAddr(s)
-		if err != nil || !slices.Contains(eni.secondaryIPs, a) {
-			return nil, apiErrorf("InvalidParameterValue", "Some of the specified addresses are not assigned to interface %s", eni.id)
-		}
-		drop = append(drop, a)
-	}
-	if len(drop) == 0 {
-		return nil, apiErrorf("MissingParameter", "The request must contain the parameter privateIpAddress")
-	}
-	eni.secondaryIPs = slices.DeleteFunc(eni.secondaryIPs, func(a netip.Addr) bool { return slices.Contains(drop, a) })
-	c.release(drop...)
-	return &returnTrue{Return: true}, nil
-}
-
-// assignIPv6Addresses delegates Ipv6PrefixCount /80 prefixes of the
-// subnet's IPv6 block to the ENI (awslocal models prefixes only).
-func (c *Cloud) assignIPv6Addresses(form url.Values) (response, *APIError) {
-	type answer struct {
-		requestID
-		NetworkInterfaceID string   `xml:"networkInterfaceId"`
-		AssignedPrefixes   []string `xml:"assignedIpv6PrefixSet>item"` // plain strings, as EC2 answers
-	}
-	eni, apiErr := c.lookupENI(form.Get("NetworkInterfaceId"))
-	if apiErr != nil {
-		return nil, apiErr
-	}
-	n, apiErr := intParam(form, "Ipv6PrefixCount")
-	if apiErr != nil {
-		return nil, apiErr
-	}
-	if n == 0 {
-		return nil, apiErrorf("InvalidParameterCombination", "awslocal assigns IPv6 by Ipv6PrefixCount only")
-	}
-	prefixes, apiErr := c.allocateIPv6Prefixes(n)
-	if apiErr != nil {
-		return nil, apiErr
-	}
-	eni.ipv6Prefixes = append(eni.ipv6Prefixes, prefixes...)
-	out := &answer{NetworkInterfaceID: eni.id}
-	for _, p := range prefixes {
-		out.AssignedPrefixes = append(out.AssignedPrefixes, p.String())
-	}
-	return out, nil
 }

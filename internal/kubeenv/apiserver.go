@@ -25,7 +25,6 @@ const (
 
 	etcdTimeout      = time.Minute
 	apiServerTimeout = 3 * time.Minute
-	pollInterval     = 200 * time.Millisecond
 )
 
 // Binaries are the control plane components tools/kubernetes/build.sh

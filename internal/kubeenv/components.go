@@ -12,6 +12,8 @@ import (
 	"slices"
 	"strconv"
 	"time"
+
+	"github.com/sandboxipam/sandboxipam/internal/testsupport"
 )
 
 func (a *APIServer) startAPIServer(ctx context.Context) error {
@@ -124,32 +126,17 @@ func (a *APIServer) Stop() {
 	}
 }
 
-// waitFor polls cond every 200 ms until it returns nil, p exits, ctx ends
-// or timeout passes; the error then says what was still missing.
+// waitFor polls cond (testsupport.Poll) until it returns nil, p exits,
+// ctx ends or timeout passes; the error then says what was still missing.
 func waitFor(ctx context.Context, timeout time.Duration, what string, p *Process, cond func(ctx context.Context) error) error {
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
-	var last error
-	for {
+	return testsupport.Poll(ctx, "kubeenv: "+what, func(ctx context.Context) error {
 		if err := p.Alive(); err != nil {
-			return fmt.Errorf("kubeenv: %s: %w\n%s", what, err, p.LogTail(3072))
+			return fmt.Errorf("%w: %w\n%s", testsupport.ErrGiveUp, err, p.LogTail(3072))
 		}
-		err := cond(ctx)
-		if err == nil {
-			return nil
-		}
-		// A call cut short by the deadline says nothing about the
-		// condition: report the attempt before it.
-		if last == nil || ctx.Err() == nil {
-			last = err
-		}
-		select {
-		case <-ctx.Done():
-			return fmt.Errorf("kubeenv: %s: not within %s: %v", what, timeout, last)
-		case <-p.Exited():
-		case <-time.After(pollInterval):
-		}
-	}
+		return cond(ctx)
+	})
 }
 
 // get GETs url with token (if any) and returns the status and up to 4 KiB

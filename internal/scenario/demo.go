@@ -2,6 +2,7 @@ package scenario
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -10,6 +11,7 @@ import (
 
 	"github.com/sandboxipam/sandboxipam/conformance/fixture"
 	"github.com/sandboxipam/sandboxipam/internal/testenv"
+	"github.com/sandboxipam/sandboxipam/internal/testsupport"
 )
 
 // Demo walks a newcomer through the seed bug's scenario on real parts,
@@ -50,7 +52,25 @@ func (d Demo) Run(ctx context.Context) error {
 	return d.scenario(ctx, node)
 }
 
+// scenario runs the demo's steps in order; each narrates itself.
 func (d Demo) scenario(ctx context.Context, node *Node) error {
+	var pods []fixture.Pod
+	steps := []func() error{
+		func() (err error) { pods, err = d.createPods(ctx, node); return err },
+		func() error { return d.crashAndRestart(ctx, node) },
+		func() error { return d.deletePod(ctx, node, pods[0]) },
+		func() error { return d.loseDEL(ctx, node, pods[1]) },
+		func() error { return d.reconcileReleases(ctx, node, pods[1]) },
+	}
+	for _, step := range steps {
+		if err := step(); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func (d Demo) createPods(ctx context.Context, node *Node) ([]fixture.Pod, error) {
 	d.step("1. Three pods are created through CRI, as kubelet would. For each, containerd runs the")
 	d.say("   sandboxipam CNI plugin with CNI_CONTAINERID = the pod's infra sandbox ID; ipamd records")
 	d.say("   the address under exactly that ID.")
@@ -58,19 +78,19 @@ func (d Demo) scenario(ctx context.Context, node *Node) error {
 	for _, name := range []string{"web-0", "web-1", "web-2"} {
 		pod, err := node.Pods.CreatePod(ctx, fixture.PodSpec{Name: name, Namespace: "shop", UID: "uid-" + name, Containers: []string{"app"}})
 		if err != nil {
-			return err
+			return nil, err
 		}
 		inside, err := node.AddressInPod(ctx, pod.SandboxID)
 		if err != nil {
-			return err
+			return nil, err
 		}
 		d.say("   pod %s: sandbox %s, eth0 inside the pod has %s", name, pod.SandboxID, inside)
 		pods = append(pods, pod)
 	}
-	if err := d.ctl(ctx, node, "pods"); err != nil {
-		return err
-	}
+	return pods, d.ctl(ctx, node, "pods")
+}
 
+func (d Demo) crashAndRestart(ctx context.Context, node *Node) error {
 	d.step("2. ipamd is killed with SIGKILL (a crash, an OOM kill, an upgrade gone wrong) and started again.")
 	d.say("   The bug's daemon rebuilt its state from the Kubernetes API and recorded app container IDs")
 	d.say("   here. ipamd reloads its checkpoint and asks the runtime, through the adapter, which sandboxes exist.")
@@ -80,37 +100,37 @@ func (d Demo) scenario(ctx context.Context, node *Node) error {
 	if err := node.IPAMD.Start(ctx); err != nil {
 		return err
 	}
-	if err := d.ctl(ctx, node, "pods"); err != nil {
-		return err
-	}
+	return d.ctl(ctx, node, "pods")
+}
 
+func (d Demo) deletePod(ctx context.Context, node *Node, pod fixture.Pod) error {
 	d.step("3. Pod web-0 is deleted. containerd's CNI DEL carries the sandbox ID; ipamd finds the")
 	d.say("   assignment under that ID and releases the address (the bug answered \"unknown pod\" here).")
-	if err := node.Pods.RemovePod(ctx, pods[0]); err != nil {
+	if err := node.Pods.RemovePod(ctx, pod); err != nil {
 		return err
 	}
-	if err := d.ctl(ctx, node, "pods"); err != nil {
-		return err
-	}
+	return d.ctl(ctx, node, "pods")
+}
 
+func (d Demo) loseDEL(ctx context.Context, node *Node, pod fixture.Pod) error {
 	d.step("4. ipamd goes down again, and pod web-1 is deleted meanwhile. Its CNI DEL cannot reach ipamd:")
 	if err := node.IPAMD.Kill(); err != nil {
 		return err
 	}
-	if err := node.Pods.StopPod(ctx, pods[1]); err != nil {
+	if err := node.Pods.StopPod(ctx, pod); err != nil {
 		d.say("   containerd says: %s", firstLine(err.Error()))
 	}
 	d.say("   The pod is then force-removed, so that DEL never reaches ipamd.")
-	if err := node.LoseDEL(ctx, pods[1]); err != nil {
-		return err
-	}
+	return node.LoseDEL(ctx, pod)
+}
 
+func (d Demo) reconcileReleases(ctx context.Context, node *Node, gone fixture.Pod) error {
 	d.step("5. ipamd starts again. Its reconciler lists the sandboxes through the adapter; web-1's sandbox")
 	d.say("   is gone, so once its assignment is older than the grace period, its address is released.")
 	if err := node.IPAMD.Start(ctx); err != nil {
 		return err
 	}
-	if err := d.waitReleased(ctx, node, pods[1].SandboxID); err != nil {
+	if err := d.waitReleased(ctx, node, gone.SandboxID); err != nil {
 		return err
 	}
 	for _, args := range [][]string{{"adapter"}, {"pods"}, {"pool"}} {
@@ -130,22 +150,20 @@ func (d Demo) scenario(ctx context.Context, node *Node) error {
 }
 
 func (d Demo) waitReleased(ctx context.Context, node *Node, sandboxID string) error {
-	deadline := time.Now().Add(30 * time.Second)
-	for time.Now().Before(deadline) {
+	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	return testsupport.Poll(ctx, "the reconciler releasing sandbox "+sandboxID, func(ctx context.Context) error {
 		pods, err := node.IPAMD.Client().Pods(ctx)
 		if err != nil {
 			return err
 		}
-		held := false
 		for _, p := range pods.Pods {
-			held = held || p.SandboxID == sandboxID
+			if p.SandboxID == sandboxID {
+				return errors.New("still assigned")
+			}
 		}
-		if !held {
-			return nil
-		}
-		time.Sleep(200 * time.Millisecond)
-	}
-	return fmt.Errorf("the reconciler did not release sandbox %s within 30s", sandboxID)
+		return nil
+	})
 }
 
 func (d Demo) ctl(ctx context.Context, node *Node, args ...string) error {

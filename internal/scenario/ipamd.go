@@ -12,6 +12,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/sandboxipam/sandboxipam/internal/testsupport"
 	"github.com/sandboxipam/sandboxipam/ipamd/ctl"
 )
 
@@ -73,9 +74,6 @@ runtime:
   adapter: %s
   endpoint: %s
   pluginDir: %s
-  minBackoff: 100ms
-  maxBackoff: 1s
-  healthInterval: 10s
 ipSource:
   type: static
   static:
@@ -86,6 +84,11 @@ metrics:
   address: ""
 log:
   level: debug
+advanced:
+  adapter:
+    minBackoff: 100ms
+    maxBackoff: 1s
+    healthInterval: 10s
 `, d.Socket, filepath.Join(cfg.Dir, "state"), cfg.Cooldown, interval, cfg.Grace,
 		cfg.Adapter, cfg.Endpoint, filepath.Join(cfg.BinDir, "adapters"), cfg.CIDR, addr)
 	if err := os.MkdirAll(cfg.Dir, 0o700); err != nil {
@@ -129,31 +132,24 @@ func (d *IPAMD) waitReady(ctx context.Context) error {
 	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()
 	c := d.Client()
-	var last error
-	for {
+	return testsupport.Poll(ctx, "ipamd ready", func(ctx context.Context) error {
+		select {
+		case <-d.exited:
+			return fmt.Errorf("%w: ipamd exited: %s", testsupport.ErrGiveUp, d.cmd.ProcessState)
+		default:
+		}
 		a, err := c.Adapter(ctx)
 		switch {
 		case err != nil:
-			last = err
+			return err
 		case !a.Health.Healthy:
-			last = fmt.Errorf("adapter %s: %s", a.Health.State, a.Health.LastError)
+			return fmt.Errorf("adapter %s: %s", a.Health.State, a.Health.LastError)
 		case a.Last == nil:
-			last = errors.New("no reconcile pass yet")
-		default:
-			if _, err := os.Stat(d.Socket); err != nil {
-				last = err
-				break
-			}
-			return nil
+			return errors.New("no reconcile pass yet")
 		}
-		select {
-		case <-d.exited:
-			return fmt.Errorf("ipamd exited: %s", d.cmd.ProcessState)
-		case <-ctx.Done():
-			return fmt.Errorf("%w (last: %v)", ctx.Err(), last)
-		case <-time.After(50 * time.Millisecond):
-		}
-	}
+		_, err = os.Stat(d.Socket)
+		return err
+	})
 }
 
 // Kill ends ipamd with SIGKILL, as a crash or an OOM kill would, and its

@@ -17,6 +17,7 @@ import (
 
 	"github.com/sandboxipam/sandboxipam/conformance/fixture"
 	"github.com/sandboxipam/sandboxipam/internal/testenv"
+	"github.com/sandboxipam/sandboxipam/internal/testsupport"
 )
 
 // NetworkName is the CNI network the scenario's pods attach to; ipamd's
@@ -284,19 +285,15 @@ func (n *Node) LoseDEL(ctx context.Context, pod fixture.Pod) error {
 			_ = os.Remove(path)
 		}
 	}
-	// containerd reloads its CNI config when the directory changes; retry
-	// until the removal goes through with the loopback-only config.
-	deadline := time.Now().Add(20 * time.Second)
-	for {
-		err := n.Pods.RemovePod(ctx, pod)
-		if err == nil {
-			return nil
-		}
-		if time.Now().After(deadline) {
-			return fmt.Errorf("remove pod %s with its DEL kept from ipamd: %w", pod.Spec.Name, err)
-		}
-		time.Sleep(200 * time.Millisecond)
+	// containerd reloads its CNI config when the directory changes, and
+	// says nothing when it has: retry until the removal goes through with
+	// the loopback-only config.
+	ctx, cancel := context.WithTimeout(ctx, 20*time.Second)
+	defer cancel()
+	if err := testsupport.Poll(ctx, "remove pod "+pod.Spec.Name, func(ctx context.Context) error { return n.Pods.RemovePod(ctx, pod) }); err != nil {
+		return fmt.Errorf("remove pod %s with its DEL kept from ipamd: %w", pod.Spec.Name, err)
 	}
+	return nil
 }
 
 // cniResultsDir is where libcni caches each attachment's result and config;

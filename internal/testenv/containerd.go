@@ -13,7 +13,6 @@ import (
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/credentials/insecure"
 	"google.golang.org/protobuf/types/known/emptypb"
-	criapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
 	"github.com/sandboxipam/sandboxipam/conformance/fixture"
 )
@@ -223,63 +222,8 @@ func (c *Containerd) startWithoutCRI(ctx context.Context) error {
 // until CRI sees the image and reports the runtime ready, and the network
 // too when needNetwork.
 func (c *Containerd) waitUsable(ctx context.Context, began time.Time, needNetwork bool) error {
-	// A gRPC connection that failed once backs off for a second: wait for
-	// the socket itself first.
-	if err := c.daemon.waitReady(ctx, func(ctx context.Context) error { return dialUnix(ctx, c.Address) }); err != nil {
-		return err
-	}
-	conn, err := grpc.NewClient(c.Endpoint, grpc.WithTransportCredentials(insecure.NewCredentials()))
-	if err != nil {
-		return fmt.Errorf("CRI client: %w", err)
-	}
-	defer conn.Close()
-	runtimeService := criapi.NewRuntimeServiceClient(conn)
-	imageService := criapi.NewImageServiceClient(conn)
-	answers := func(ctx context.Context) error {
-		_, err := runtimeService.Version(ctx, &criapi.VersionRequest{})
-		return err
-	}
-	if err := c.daemon.waitReady(ctx, answers); err != nil {
-		return err
-	}
-	c.logger.Info("containerd answers CRI", "after", time.Since(began), "endpoint", c.Endpoint)
-	if err := c.importPauseImage(ctx); err != nil {
-		return err
-	}
-	ready := func(ctx context.Context) error {
-		return criReady(ctx, runtimeService, imageService, c.PauseImage, needNetwork)
-	}
-	if err := c.daemon.waitReady(ctx, ready); err != nil {
-		return err
-	}
-	c.logger.Info("containerd ready", "after", time.Since(began))
-	return nil
-}
-
-// errCRINotReady: the CRI plugin answers but is not ready for pods yet.
-var errCRINotReady = errors.New("CRI not ready")
-
-func criReady(ctx context.Context, rs criapi.RuntimeServiceClient, is criapi.ImageServiceClient, image string, needNetwork bool) error {
-	img, err := is.ImageStatus(ctx, &criapi.ImageStatusRequest{Image: &criapi.ImageSpec{Image: image}})
-	if err != nil {
-		return err
-	}
-	if img.GetImage() == nil {
-		return fmt.Errorf("%w: image %s not visible", errCRINotReady, image)
-	}
-	status, err := rs.Status(ctx, &criapi.StatusRequest{})
-	if err != nil {
-		return err
-	}
-	for _, cond := range status.GetStatus().GetConditions() {
-		if !needNetwork && cond.GetType() == criapi.NetworkReady {
-			continue
-		}
-		if !cond.GetStatus() {
-			return fmt.Errorf("%w: %s: %s %s", errCRINotReady, cond.GetType(), cond.GetReason(), cond.GetMessage())
-		}
-	}
-	return nil
+	in := usableCRI{daemon: c.daemon, address: c.Address, endpoint: c.Endpoint, image: c.PauseImage, needNetwork: needNetwork, log: c.logger}
+	return in.wait(ctx, began, c.importPauseImage)
 }
 
 func (c *Containerd) importPauseImage(ctx context.Context) error {
@@ -349,26 +293,8 @@ func createNetNS(ctx context.Context, path string) error {
 // unmounts everything under Dir (pod netns, rootfs, its own netns) and
 // removes Dir. It is safe to call twice.
 func (c *Containerd) Stop(ctx context.Context) error {
-	began := time.Now()
-	var errs []error
-	if c.daemon != nil {
-		if err := c.removeAllPods(ctx); err != nil {
-			errs = append(errs, err)
-		}
-		if err := c.daemon.stop(ctx); err != nil {
-			errs = append(errs, err)
-		}
-	}
-	c.logger.Info("daemon stopped", "dir", c.Dir, "took", time.Since(began))
-	if err := teardown(ctx, c.record); err != nil {
-		errs = append(errs, err)
-	}
-	if err := errors.Join(errs...); err != nil {
-		return fmt.Errorf("stop containerd in %s: %w", c.Dir, err)
-	}
-	_ = os.Remove(recordPath(c.Dir))
-	c.logger.Info("instance removed", "dir", c.Dir, "took", time.Since(began))
-	return nil
+	return stopInstance(ctx, instance{name: "containerd", dir: c.Dir, daemon: c.daemon, record: c.record, logger: c.logger},
+		c.removeAllPods)
 }
 
 // removeAllPods stops and removes every sandbox by ID while containerd
@@ -378,37 +304,4 @@ func (c *Containerd) removeAllPods(ctx context.Context) error {
 		return nil
 	}
 	return removeAllSandboxes(ctx, c.daemon, c.Endpoint)
-}
-
-// removeAllSandboxes stops and removes every sandbox of the CRI runtime at
-// endpoint by ID while its daemon d runs.
-func removeAllSandboxes(ctx context.Context, d *daemon, endpoint string) error {
-	select {
-	case <-d.exited:
-		return nil
-	default:
-	}
-	ctx, cancel := context.WithTimeout(ctx, stopGrace)
-	defer cancel()
-	conn, err := grpc.NewClient(endpoint, grpc.WithTransportCredentials(insecure.NewCredentials()))
-	if err != nil {
-		return fmt.Errorf("CRI client: %w", err)
-	}
-	defer conn.Close()
-	rs := criapi.NewRuntimeServiceClient(conn)
-	list, err := rs.ListPodSandbox(ctx, &criapi.ListPodSandboxRequest{})
-	if err != nil {
-		return fmt.Errorf("list sandboxes: %w", err)
-	}
-	var errs []error
-	for _, sb := range list.GetItems() {
-		if _, err := rs.StopPodSandbox(ctx, &criapi.StopPodSandboxRequest{PodSandboxId: sb.GetId()}); err != nil {
-			errs = append(errs, fmt.Errorf("stop sandbox %s: %w", sb.GetId(), err))
-			continue
-		}
-		if _, err := rs.RemovePodSandbox(ctx, &criapi.RemovePodSandboxRequest{PodSandboxId: sb.GetId()}); err != nil {
-			errs = append(errs, fmt.Errorf("remove sandbox %s: %w", sb.GetId(), err))
-		}
-	}
-	return errors.Join(errs...)
 }

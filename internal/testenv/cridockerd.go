@@ -2,7 +2,6 @@ package testenv
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"log/slog"
 	"os"
@@ -167,44 +166,19 @@ func (c *CRIDockerd) waitUsable(ctx context.Context, began time.Time) error {
 // under Dir and removes Dir. The Docker's containers are the Docker's to
 // remove. It is safe to call twice.
 func (c *CRIDockerd) Stop(ctx context.Context) error {
-	began := time.Now()
-	var errs []error
-	if c.daemon != nil {
-		if err := removeAllSandboxes(ctx, c.daemon, c.Endpoint); err != nil {
-			errs = append(errs, err)
-		}
-		if err := c.daemon.stop(ctx); err != nil {
-			errs = append(errs, err)
-		}
-	}
-	if err := teardown(ctx, c.record); err != nil {
-		errs = append(errs, err)
-	}
-	if err := errors.Join(errs...); err != nil {
-		return fmt.Errorf("stop cri-dockerd in %s: %w", c.Dir, err)
-	}
-	_ = os.Remove(recordPath(c.Dir))
-	c.logger.Info("instance removed", "dir", c.Dir, "took", time.Since(began))
-	return nil
+	removePods := func(ctx context.Context) error { return removeAllSandboxes(ctx, c.daemon, c.Endpoint) }
+	return stopInstance(ctx, instance{name: "cri-dockerd", dir: c.Dir, daemon: c.daemon, record: c.record, logger: c.logger}, removePods)
 }
 
 // StopDaemon stops cri-dockerd and nothing else: dockerd and the pods keep
 // running, so StartDaemon serves the same sandboxes under the same IDs.
 // Not safe to call concurrently with other methods.
 func (c *CRIDockerd) StopDaemon(ctx context.Context) error {
-	if err := c.daemon.stop(ctx); err != nil {
-		return fmt.Errorf("stop cri-dockerd in %s: %w", c.Dir, err)
-	}
-	return nil
+	return stopDaemonOnly(ctx, "cri-dockerd", c.Dir, c.daemon)
 }
 
 // StartDaemon starts cri-dockerd again after StopDaemon, with the same
 // command line, and waits until its socket accepts connections.
 func (c *CRIDockerd) StartDaemon(ctx context.Context) error {
-	d, err := restartDaemon(c.daemon)
-	if err != nil {
-		return err
-	}
-	c.daemon, c.PID = d, d.pid()
-	return d.waitReady(ctx, func(ctx context.Context) error { return dialUnix(ctx, c.Address) })
+	return restartInto(ctx, &c.daemon, &c.PID, c.Address)
 }

@@ -10,10 +10,6 @@ import (
 	"path/filepath"
 	"time"
 
-	"google.golang.org/grpc"
-	"google.golang.org/grpc/credentials/insecure"
-	criapi "k8s.io/cri-api/pkg/apis/runtime/v1"
-
 	"github.com/sandboxipam/sandboxipam/conformance/fixture"
 	"github.com/sandboxipam/sandboxipam/internal/testsupport"
 )
@@ -194,35 +190,8 @@ func (c *CRIO) writeConfig(bins map[string]string) error {
 // waitUsable waits for CRI to answer, loads the pause image, then waits
 // until CRI sees the image and reports runtime and network ready.
 func (c *CRIO) waitUsable(ctx context.Context, began time.Time, skopeo string) error {
-	if err := c.daemon.waitReady(ctx, func(ctx context.Context) error { return dialUnix(ctx, c.Address) }); err != nil {
-		return err
-	}
-	conn, err := grpc.NewClient(c.Endpoint, grpc.WithTransportCredentials(insecure.NewCredentials()))
-	if err != nil {
-		return fmt.Errorf("CRI client: %w", err)
-	}
-	defer conn.Close()
-	runtimeService := criapi.NewRuntimeServiceClient(conn)
-	answers := func(ctx context.Context) error {
-		_, err := runtimeService.Version(ctx, &criapi.VersionRequest{})
-		return err
-	}
-	if err := c.daemon.waitReady(ctx, answers); err != nil {
-		return err
-	}
-	c.logger.Info("cri-o answers CRI", "after", time.Since(began), "endpoint", c.Endpoint)
-	if err := c.loadPauseImage(ctx, skopeo); err != nil {
-		return err
-	}
-	imageService := criapi.NewImageServiceClient(conn)
-	ready := func(ctx context.Context) error {
-		return criReady(ctx, runtimeService, imageService, c.PauseImage, true)
-	}
-	if err := c.daemon.waitReady(ctx, ready); err != nil {
-		return err
-	}
-	c.logger.Info("cri-o ready", "after", time.Since(began))
-	return nil
+	in := usableCRI{daemon: c.daemon, address: c.Address, endpoint: c.Endpoint, image: c.PauseImage, needNetwork: true, log: c.logger}
+	return in.wait(ctx, began, func(ctx context.Context) error { return c.loadPauseImage(ctx, skopeo) })
 }
 
 // loadPauseImage copies the pause image archive into CRI-O's storage. No
@@ -247,26 +216,8 @@ func (c *CRIO) loadPauseImage(ctx context.Context, skopeo string) error {
 // processes), removes libcni's cached results of its pods, unmounts
 // everything under Dir and removes Dir. It is safe to call twice.
 func (c *CRIO) Stop(ctx context.Context) error {
-	began := time.Now()
-	var errs []error
-	if c.daemon != nil {
-		if err := removeAllSandboxes(ctx, c.daemon, c.Endpoint); err != nil {
-			errs = append(errs, err)
-		}
-		if err := c.daemon.stop(ctx); err != nil {
-			errs = append(errs, err)
-		}
-	}
-	c.logger.Info("daemon stopped", "dir", c.Dir, "took", time.Since(began))
-	if err := teardown(ctx, c.record); err != nil {
-		errs = append(errs, err)
-	}
-	if err := errors.Join(errs...); err != nil {
-		return fmt.Errorf("stop cri-o in %s: %w", c.Dir, err)
-	}
-	_ = os.Remove(recordPath(c.Dir))
-	c.logger.Info("instance removed", "dir", c.Dir, "took", time.Since(began))
-	return nil
+	removePods := func(ctx context.Context) error { return removeAllSandboxes(ctx, c.daemon, c.Endpoint) }
+	return stopInstance(ctx, instance{name: "cri-o", dir: c.Dir, daemon: c.daemon, record: c.record, logger: c.logger}, removePods)
 }
 
 // StopDaemon stops CRI-O itself and nothing else: conmon and the pods keep
@@ -274,19 +225,11 @@ func (c *CRIO) Stop(ctx context.Context) error {
 // same sandboxes under the same IDs (the conformance suite's
 // runtime-restart check). Not safe to call concurrently with other methods.
 func (c *CRIO) StopDaemon(ctx context.Context) error {
-	if err := c.daemon.stop(ctx); err != nil {
-		return fmt.Errorf("stop cri-o in %s: %w", c.Dir, err)
-	}
-	return nil
+	return stopDaemonOnly(ctx, "cri-o", c.Dir, c.daemon)
 }
 
 // StartDaemon starts CRI-O again after StopDaemon, with the same command
 // line, and waits until its socket accepts connections.
 func (c *CRIO) StartDaemon(ctx context.Context) error {
-	d, err := restartDaemon(c.daemon)
-	if err != nil {
-		return err
-	}
-	c.daemon, c.PID = d, d.pid()
-	return d.waitReady(ctx, func(ctx context.Context) error { return dialUnix(ctx, c.Address) })
+	return restartInto(ctx, &c.daemon, &c.PID, c.Address)
 }

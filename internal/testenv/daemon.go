@@ -11,6 +11,8 @@ import (
 	"strings"
 	"syscall"
 	"time"
+
+	"github.com/sandboxipam/sandboxipam/internal/testsupport"
 )
 
 // ErrDaemonStart: a daemon exited or did not answer in time. The error
@@ -18,9 +20,6 @@ import (
 var ErrDaemonStart = errors.New("daemon did not start")
 
 const (
-	// pollInterval is how often a starting daemon is asked whether it
-	// answers: both answer within about half a second.
-	pollInterval = 25 * time.Millisecond
 	// startTimeout bounds a start when the caller's ctx has no deadline.
 	startTimeout = 60 * time.Second
 	// stopGrace is how long a daemon gets after SIGTERM before SIGKILL.
@@ -73,21 +72,18 @@ func (d *daemon) pid() int { return d.cmd.Process.Pid }
 func (d *daemon) waitReady(ctx context.Context, ready func(ctx context.Context) error) error {
 	ctx, cancel := withDefaultTimeout(ctx, startTimeout)
 	defer cancel()
-	ticker := time.NewTicker(pollInterval)
-	defer ticker.Stop()
-	for {
-		err := ready(ctx)
-		if err == nil {
-			return nil
-		}
+	err := testsupport.Poll(ctx, d.name+" answering", func(ctx context.Context) error {
 		select {
 		case <-d.exited:
-			return fmt.Errorf("%w: %s exited (%v); log %s:\n%s", ErrDaemonStart, d.name, d.cmd.ProcessState, d.logPath, d.logTail())
-		case <-ctx.Done():
-			return fmt.Errorf("%w: %s not answering: %v (%v); log %s:\n%s", ErrDaemonStart, d.name, err, ctx.Err(), d.logPath, d.logTail())
-		case <-ticker.C:
+			return fmt.Errorf("%w: %s exited (%v)", testsupport.ErrGiveUp, d.name, d.cmd.ProcessState)
+		default:
 		}
+		return ready(ctx)
+	})
+	if err != nil {
+		return fmt.Errorf("%w: %w; log %s:\n%s", ErrDaemonStart, err, d.logPath, d.logTail())
 	}
+	return nil
 }
 
 func (d *daemon) logTail() string {

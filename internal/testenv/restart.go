@@ -11,21 +11,13 @@ import (
 // back the same sandboxes under the same IDs (the conformance suite's
 // runtime-restart check). Not safe to call concurrently with other methods.
 func (c *Containerd) StopDaemon(ctx context.Context) error {
-	if err := c.daemon.stop(ctx); err != nil {
-		return fmt.Errorf("stop containerd in %s: %w", c.Dir, err)
-	}
-	return nil
+	return stopDaemonOnly(ctx, "containerd", c.Dir, c.daemon)
 }
 
 // StartDaemon starts containerd again after StopDaemon, with the same
 // command line, and waits until its socket accepts connections.
 func (c *Containerd) StartDaemon(ctx context.Context) error {
-	d, err := restartDaemon(c.daemon)
-	if err != nil {
-		return err
-	}
-	c.daemon, c.PID = d, d.pid()
-	return d.waitReady(ctx, func(ctx context.Context) error { return dialUnix(ctx, c.Address) })
+	return restartInto(ctx, &c.daemon, &c.PID, c.Address)
 }
 
 // StopDaemon stops dockerd, which stops its running containers (no
@@ -33,10 +25,7 @@ func (c *Containerd) StartDaemon(ctx context.Context) error {
 // containers, stopped, under the same IDs. Its containerd keeps running.
 // Not safe to call concurrently with other methods.
 func (d *Docker) StopDaemon(ctx context.Context) error {
-	if err := d.daemon.stop(ctx); err != nil {
-		return fmt.Errorf("stop dockerd in %s: %w", d.Dir, err)
-	}
-	return nil
+	return stopDaemonOnly(ctx, "dockerd", d.Dir, d.daemon)
 }
 
 // StartDaemon starts dockerd again after StopDaemon, with the same command
@@ -64,4 +53,24 @@ func restartDaemon(old *daemon) (*daemon, error) {
 		return nil, fmt.Errorf("restart %s: it is still running (pid %d)", old.name, old.pid())
 	}
 	return startDaemon(old.name, old.logPath, old.logger, old.cmd.Args...)
+}
+
+// stopDaemonOnly stops d and nothing else (every runtime's StopDaemon).
+func stopDaemonOnly(ctx context.Context, name, dir string, d *daemon) error {
+	if err := d.stop(ctx); err != nil {
+		return fmt.Errorf("stop %s in %s: %w", name, dir, err)
+	}
+	return nil
+}
+
+// restartInto starts *d's command again, puts the new daemon and its pid
+// in *d and *pid, and waits until its socket at address accepts
+// connections (StartDaemon of the CRI runtimes).
+func restartInto(ctx context.Context, d **daemon, pid *int, address string) error {
+	next, err := restartDaemon(*d)
+	if err != nil {
+		return err
+	}
+	*d, *pid = next, next.pid()
+	return next.waitReady(ctx, func(ctx context.Context) error { return dialUnix(ctx, address) })
 }

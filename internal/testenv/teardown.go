@@ -16,6 +16,8 @@ import (
 	"time"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/sandboxipam/sandboxipam/internal/testsupport"
 )
 
 const (
@@ -94,8 +96,10 @@ func allPIDs() []int {
 // killed process can linger as a zombie of its parent; zombies hold no
 // mounts or sockets, so they count as gone.
 func killUntilGone(ctx context.Context, find func() []int) error {
-	deadline := time.Now().Add(killWait)
-	for {
+	ctx, cancel := context.WithTimeout(ctx, killWait)
+	defer cancel()
+	// Processes announce their end to their parent only: poll.
+	return testsupport.Poll(ctx, "processes gone after SIGKILL", func(context.Context) error {
 		pids := livePIDs(find())
 		if len(pids) == 0 {
 			return nil
@@ -103,15 +107,8 @@ func killUntilGone(ctx context.Context, find func() []int) error {
 		for _, pid := range pids {
 			_ = syscall.Kill(pid, syscall.SIGKILL)
 		}
-		if time.Now().After(deadline) {
-			return fmt.Errorf("processes %v survive SIGKILL", pids)
-		}
-		select {
-		case <-ctx.Done():
-			return ctx.Err()
-		case <-time.After(pollInterval):
-		}
-	}
+		return fmt.Errorf("processes %v survive SIGKILL", pids)
+	})
 }
 
 // livePIDs drops zombies and processes that are already gone.
@@ -254,17 +251,19 @@ func removeCgroupTree(dir string) error {
 // rmdirCgroup removes one empty cgroup. The kernel reports EBUSY for a
 // moment after its last process was killed, until the exit completes.
 func rmdirCgroup(dir string) error {
-	deadline := time.Now().Add(killWait)
-	for {
+	ctx, cancel := context.WithTimeout(context.Background(), killWait)
+	defer cancel()
+	// No event marks the end of the exit: poll the rmdir.
+	return testsupport.Poll(ctx, "remove cgroup "+dir, func(context.Context) error {
 		err := unix.Rmdir(dir)
-		if err == nil || errors.Is(err, unix.ENOENT) {
+		switch {
+		case err == nil || errors.Is(err, unix.ENOENT):
 			return nil
+		case errors.Is(err, unix.EBUSY):
+			return err
 		}
-		if !errors.Is(err, unix.EBUSY) || time.Now().After(deadline) {
-			return fmt.Errorf("remove cgroup %s: %w", dir, err)
-		}
-		time.Sleep(pollInterval)
-	}
+		return fmt.Errorf("%w: %w", testsupport.ErrGiveUp, err)
+	})
 }
 
 // runcContainerIDs lists the containers whose runc state lies under the

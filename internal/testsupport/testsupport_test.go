@@ -1,6 +1,8 @@
 package testsupport
 
 import (
+	"context"
+	"errors"
 	"fmt"
 	"net"
 	"os"
@@ -9,6 +11,7 @@ import (
 	"strings"
 	"testing"
 	"testing/synctest"
+	"time"
 )
 
 func TestIsCI(t *testing.T) {
@@ -66,9 +69,44 @@ func TestWaitReportsLastState(t *testing.T) {
 		r := &recorder{TB: t}
 		n := 0
 		Wait(r, "never", func() (bool, string) { n++; return false, fmt.Sprintf("call %d", n) })
-		want := fmt.Sprintf("gave up after %s waiting for never; last state: call %d", WaitDeadline, n)
+		want := fmt.Sprintf("never: not within %s (context deadline exceeded): last state: call %d", WaitDeadline, n)
 		if r.fatal != want {
 			t.Errorf("failure = %q, want %q", r.fatal, want)
+		}
+	})
+}
+
+func TestPollEndsAtOnceOnGiveUp(t *testing.T) {
+	calls := 0
+	err := Poll(t.Context(), "the process", func(context.Context) error {
+		calls++
+		if calls == 2 {
+			return fmt.Errorf("process exited: %w", ErrGiveUp)
+		}
+		return errors.New("not yet")
+	})
+	if !errors.Is(err, ErrGiveUp) || calls != 2 || err.Error() != "the process: process exited: gave up waiting" {
+		t.Errorf("Poll = %v after %d calls, want the give-up after 2", err, calls)
+	}
+}
+
+// The condition's last error before the deadline is the one reported: a
+// call cut short by the deadline says nothing about the condition.
+func TestPollReportsTheLastErrorBeforeTheDeadline(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		ctx, cancel := context.WithTimeout(t.Context(), time.Second)
+		defer cancel()
+		n := 0
+		err := Poll(ctx, "ready", func(ctx context.Context) error {
+			n++
+			time.Sleep(400 * time.Millisecond) // a slow call; the third outlives the deadline
+			if ctx.Err() != nil {
+				return ctx.Err()
+			}
+			return fmt.Errorf("attempt %d", n)
+		})
+		if want := "ready: not within 1.203s (context deadline exceeded): attempt 2"; err == nil || err.Error() != want || n != 3 {
+			t.Errorf("Poll = %v after %d calls, want %q after 3", err, n, want)
 		}
 	})
 }

@@ -15,15 +15,27 @@ import (
 	"github.com/sandboxipam/sandboxipam/ipamd/ipsource/aws"
 )
 
-// awsFieldEnv is, per field of aws.Config, its YAML name and the variable
-// its env tag documents.
+// awsParts are the aws package's two config types and where ipamd's
+// config puts them.
+var awsParts = []struct {
+	typ    reflect.Type
+	name   string // the Go type's name in the aws package
+	prefix string // its YAML path in ipamd's config
+}{
+	{reflect.TypeFor[aws.Config](), "Config", "ipSource.aws."},
+	{reflect.TypeFor[aws.Tuning](), "Tuning", "advanced.aws."},
+}
+
+// awsFieldEnv is, per field of the aws package's config types, by its
+// YAML path in ipamd's config, the variable its env tag documents.
 func awsFieldEnv(t *testing.T) map[string]string {
 	t.Helper()
 	out := map[string]string{}
-	rt := reflect.TypeFor[aws.Config]()
-	for i := range rt.NumField() {
-		sf := rt.Field(i)
-		out[sf.Tag.Get("yaml")] = sf.Tag.Get("env")
+	for _, part := range awsParts {
+		for i := range part.typ.NumField() {
+			sf := part.typ.Field(i)
+			out[part.prefix+sf.Tag.Get("yaml")] = sf.Tag.Get("env")
+		}
 	}
 	return out
 }
@@ -37,12 +49,11 @@ func TestAWSEnvTagsAreTheDerivedVariables(t *testing.T) {
 	}
 	tags := awsFieldEnv(t)
 	if len(tags) != 16 {
-		t.Fatalf("aws.Config has %d fields, this test knows 16: %v", len(tags), tags)
+		t.Fatalf("aws.Config and aws.Tuning have %d fields, this test knows 16: %v", len(tags), tags)
 	}
-	for yamlName, env := range tags {
-		path := "ipSource.aws." + yamlName
+	for path, env := range tags {
 		if want := EnvName(path); env != want {
-			t.Errorf("aws.Config %s: env tag %q, but the loader derives %q", yamlName, env, want)
+			t.Errorf("aws field %s: env tag %q, but the loader derives %q", path, env, want)
 		}
 		if f, ok := ref[path]; !ok || f.Env != env {
 			t.Errorf("Reference has %s as %+v, want variable %s", path, f, env)
@@ -60,33 +71,37 @@ func TestAWSDocCommentsNameTheDerivedVariables(t *testing.T) {
 	}
 	aliases := map[string]string{"warmIPTarget": "WARM_IP_TARGET", "minimumIPTarget": "MINIMUM_IP_TARGET", "warmENITarget": "WARM_ENI_TARGET",
 		"enablePrefixDelegation": "ENABLE_PREFIX_DELEGATION", "warmPrefixTarget": "WARM_PREFIX_TARGET", "enableIPv6": "ENABLE_IPv6"}
+	prefixes := map[string]string{}
+	for _, part := range awsParts {
+		prefixes[part.name] = part.prefix
+	}
 	tags := awsFieldEnv(t)
 	checked := 0
 	ast.Inspect(file, func(n ast.Node) bool {
 		ts, ok := n.(*ast.TypeSpec)
-		if !ok || ts.Name.Name != "Config" {
+		if !ok || prefixes[ts.Name.Name] == "" {
 			return true
 		}
 		for _, fld := range ts.Type.(*ast.StructType).Fields.List {
 			tag := reflect.StructTag(strings.Trim(fld.Tag.Value, "`"))
 			yamlName := tag.Get("yaml")
 			doc := strings.Join(strings.Fields(fld.Doc.Text()), " ")
-			want := "Env " + tags[yamlName]
+			want := "Env " + tags[prefixes[ts.Name.Name]+yamlName]
 			if a := aliases[yamlName]; a != "" {
 				want += " (or " + a + ")"
 			}
 			if !strings.Contains(doc, want+".") {
-				t.Errorf("comment of aws.Config.%s = %q, want it to say %q", fld.Names[0].Name, doc, want+".")
+				t.Errorf("comment of aws.%s.%s = %q, want it to say %q", ts.Name.Name, fld.Names[0].Name, doc, want+".")
 			}
 			if strings.Count(doc, "IPAMD_") != 1 {
-				t.Errorf("comment of aws.Config.%s names %d IPAMD_ variables, want 1: %q", fld.Names[0].Name, strings.Count(doc, "IPAMD_"), doc)
+				t.Errorf("comment of aws.%s.%s names %d IPAMD_ variables, want 1: %q", ts.Name.Name, fld.Names[0].Name, strings.Count(doc, "IPAMD_"), doc)
 			}
 			checked++
 		}
 		return false
 	})
 	if checked != len(tags) {
-		t.Fatalf("checked %d field comments, aws.Config has %d fields", checked, len(tags))
+		t.Fatalf("checked %d field comments, aws.Config and aws.Tuning have %d fields", checked, len(tags))
 	}
 	data, err := os.ReadFile(src)
 	if err != nil {
@@ -119,10 +134,10 @@ func TestAWSEnvOverridesByDocumentedNames(t *testing.T) {
 		"imdsEndpoint":             "http://127.0.0.1:9002",
 	}
 	env := []string{"IPAMD_IPSOURCE_TYPE=aws"}
-	for yamlName, name := range awsFieldEnv(t) {
-		v, ok := values[yamlName]
+	for path, name := range awsFieldEnv(t) {
+		v, ok := values[path[strings.LastIndex(path, ".")+1:]]
 		if !ok {
-			t.Fatalf("no test value for aws.Config %s", yamlName)
+			t.Fatalf("no test value for %s", path)
 		}
 		env = append(env, name+"="+v)
 	}
@@ -131,11 +146,14 @@ func TestAWSEnvOverridesByDocumentedNames(t *testing.T) {
 		t.Fatalf("Load: %v", err)
 	}
 	want := aws.Config{WarmIPTarget: 7, MinimumIPTarget: 12, WarmENITarget: 3, EnablePrefixDelegation: true, WarmPrefixTarget: 2, EnableIPv6: true, MaxENIs: 2,
-		PoolCheckInterval: 250 * time.Millisecond, ShrinkInterval: 0, ResyncInterval: 90 * time.Second,
-		LeakedENICleanupInterval: 2 * time.Hour, MaxAttempts: 4, MaxBackoff: 3 * time.Second,
 		Region: "ap-south-2", EC2Endpoint: "http://127.0.0.1:9001", IMDSEndpoint: "http://127.0.0.1:9002"}
-	if got := cfg.IPSource.AWS.SourceConfig(); got != want {
+	if got := cfg.IPSource.AWS; got != want {
 		t.Errorf("aws config from env =\n%+v\nwant\n%+v", got, want)
+	}
+	wantTuning := aws.Tuning{PoolCheckInterval: 250 * time.Millisecond, ShrinkInterval: 0, ResyncInterval: 90 * time.Second,
+		LeakedENICleanupInterval: 2 * time.Hour, MaxAttempts: 4, MaxBackoff: 3 * time.Second}
+	if got := cfg.Advanced.AWS; got != wantTuning {
+		t.Errorf("aws tuning from env =\n%+v\nwant\n%+v", got, wantTuning)
 	}
 	if cfg.IPSource.Type != SourceAWS {
 		t.Errorf("ipSource.type = %q, want aws", cfg.IPSource.Type)

@@ -15,6 +15,14 @@
 // an aws-node manifest's settings carry over; when a target's IPAMD_
 // variable is set too, the IPAMD_ variable wins.
 //
+// The package only composes: each component owns its part of the config,
+// with its defaults and its validation, and Config embeds that part as it
+// is: reconcile.Settings (reconcile), aws.Config (ipSource.aws),
+// aws.Tuning (advanced.aws) and plugin.Supervision (advanced.adapter). The sections defined here are the
+// daemon's own wiring (sockets, listeners, the runtime selection, the
+// node). Knobs most operators never touch sit under advanced; a key that
+// moved fails to load with a hint naming its new place (renamed.go).
+//
 // The runtime adapter is picked from an explicit name-to-binary table
 // (Adapters), never from init-time registration, so a typo in
 // runtime.adapter fails when the config loads rather than when the
@@ -28,20 +36,20 @@ import (
 	"io"
 	"os"
 	"path/filepath"
-	"strings"
 	"time"
 
 	"go.yaml.in/yaml/v3"
 
 	"github.com/sandboxipam/sandboxipam/ipamd/ipsource/aws"
 	"github.com/sandboxipam/sandboxipam/ipamd/ipsource/pool"
+	"github.com/sandboxipam/sandboxipam/ipamd/reconcile"
 )
 
 // Config is ipamd's whole configuration. The comment on each field states
 // its default; DefaultConfig builds exactly those values.
 type Config struct {
 	// Socket is the unix socket the CNI plugin calls; it serves the wire
-	// framing (package wire) alone. It is created owner-only (0600) in a 0700
+	// framing (package wire). It is created owner-only (0600) in a 0700
 	// directory. Default /run/sandboxipam/ipamd.sock.
 	Socket string `yaml:"socket" desc:"unix socket of the CNI-facing API (created 0600)"`
 	// StateDir holds the checkpoint. Default /var/lib/sandboxipam.
@@ -58,8 +66,8 @@ type Config struct {
 	// Cooldown is how long a released address waits before reuse.
 	// Default 30s.
 	Cooldown time.Duration `yaml:"cooldown" desc:"how long a released IP waits before reuse"`
-	// Reconcile configures the reconciler.
-	Reconcile Reconcile `yaml:"reconcile"`
+	// Reconcile configures the reconciler; package reconcile owns it.
+	Reconcile reconcile.Settings `yaml:"reconcile"`
 	// Runtime picks and configures the runtime adapter.
 	Runtime Runtime `yaml:"runtime"`
 	// IPSource says where addresses come from.
@@ -76,6 +84,8 @@ type Config struct {
 	CNI CNI `yaml:"cni"`
 	// Routes configures routes between nodes.
 	Routes Routes `yaml:"routes"`
+	// Advanced holds the tuning knobs most operators never touch.
+	Advanced Advanced `yaml:"advanced"`
 }
 
 // Node says where ipamd finds pods' links on the node: after a lost
@@ -127,18 +137,6 @@ type CNI struct {
 	ConfListPath string `yaml:"confListPath" desc:"write the CNI conflist here once ready (empty: not written)"`
 }
 
-// Reconcile configures the reconciler that releases the IPs of sandboxes
-// the runtime no longer has.
-type Reconcile struct {
-	// Interval between passes; one pass also runs at start. Default 60s.
-	Interval time.Duration `yaml:"interval" desc:"time between reconcile passes (one also runs at start)"`
-	// Grace: an assignment younger than this is never released, so a pod
-	// whose ADD raced the listing keeps its IP. Default 30s.
-	Grace time.Duration `yaml:"grace" desc:"minimum age of an assignment before the reconciler may release it"`
-	// ListTimeout bounds one ListSandboxes call. Default 10s.
-	ListTimeout time.Duration `yaml:"listTimeout" desc:"deadline of one sandbox listing through the adapter"`
-}
-
 // Runtime selects the runtime adapter plugin.
 type Runtime struct {
 	// Adapter is docker, dockershim, containerd, crio, auto (probe the
@@ -161,14 +159,6 @@ type Runtime struct {
 	// AutoMTLS secures the plugin connection with go-plugin's AutoMTLS.
 	// It costs 25-35 ms per adapter launch. Default true.
 	AutoMTLS bool `yaml:"autoMTLS" desc:"mutual TLS on the plugin connection"`
-	// StartTimeout bounds one adapter launch. Default 10s.
-	StartTimeout time.Duration `yaml:"startTimeout" desc:"deadline of one adapter launch"`
-	// MinBackoff and MaxBackoff bound the wait between relaunches of a
-	// dead adapter. Defaults 500ms and 30s.
-	MinBackoff time.Duration `yaml:"minBackoff" desc:"first wait before relaunching a dead adapter"`
-	MaxBackoff time.Duration `yaml:"maxBackoff" desc:"longest wait between adapter relaunches"`
-	// HealthInterval is how often a running adapter is checked. Default 5s.
-	HealthInterval time.Duration `yaml:"healthInterval" desc:"how often the adapter's health is checked"`
 }
 
 // IPSource says where the pool's addresses come from.
@@ -187,8 +177,10 @@ type IPSource struct {
 	// Pool configures the pool source (package ipsource/pool, whose
 	// Config's field comments state the defaults).
 	Pool pool.Config `yaml:"pool"`
-	// AWS configures the aws (ENI) source.
-	AWS AWS `yaml:"aws"`
+	// AWS configures the aws (ENI) source; package ipsource/aws owns it
+	// (its fields, defaults, validation, and the AWS VPC CNI's variable
+	// names as aliases of the targets' IPAMD_ variables).
+	AWS aws.Config `yaml:"aws"`
 }
 
 // NodeSource is the node source: the pool is the Node's spec.podCIDRs,
@@ -229,78 +221,6 @@ type Static struct {
 	// node given the same cidrs hands out the same addresses. Default
 	// none.
 	Nodes map[string][]string `yaml:"nodes" desc:"per-node CIDRs by Node name, chosen by ipSource.nodeName (env: node-1=198.18.1.0/24 fd00:1::/64,node-2=...)"`
-}
-
-// AWS is the aws source: secondary private IPs of ENIs, kept warm with
-// the semantics of the AWS VPC CNI's WARM_IP_TARGET, MINIMUM_IP_TARGET and
-// WARM_ENI_TARGET, which are also accepted as aliases of the three
-// targets' IPAMD_ variables (envAlias; the IPAMD_ variable wins).
-// SourceConfig turns it into package ipsource/aws's Config, whose field
-// comments say more; defaults are that package's.
-type AWS struct {
-	// WarmIPTarget is how many free IPs to keep. Default 0 (unset).
-	WarmIPTarget int `yaml:"warmIPTarget" envAlias:"WARM_IP_TARGET" desc:"free IPs to keep attached (0: unset)"`
-	// MinimumIPTarget is how many IPs to hold at least. Default 0 (unset).
-	MinimumIPTarget int `yaml:"minimumIPTarget" envAlias:"MINIMUM_IP_TARGET" desc:"IPs to hold at least (0: unset)"`
-	// WarmENITarget is how many spare ENIs' worth of IPs to keep when
-	// neither IP target is set. Default 1.
-	WarmENITarget int `yaml:"warmENITarget" envAlias:"WARM_ENI_TARGET" desc:"spare ENIs' worth of free IPs when no IP target is set"`
-	// EnablePrefixDelegation assigns IPv4 /28 prefixes to ENI slots
-	// instead of single addresses. Default false.
-	EnablePrefixDelegation bool `yaml:"enablePrefixDelegation" envAlias:"ENABLE_PREFIX_DELEGATION" desc:"assign IPv4 /28 prefixes (16 addresses a slot) instead of single secondary IPs"`
-	// WarmPrefixTarget is how many prefixes' worth of free addresses to
-	// keep with prefix delegation when no IP target is set. Default 0
-	// (then 1).
-	WarmPrefixTarget int `yaml:"warmPrefixTarget" envAlias:"WARM_PREFIX_TARGET" desc:"prefixes' worth of free IPs to keep with prefix delegation when no IP target is set (0: 1)"`
-	// EnableIPv6 serves IPv6 pod addresses from one /80 prefix of the
-	// primary ENI. Default false.
-	EnableIPv6 bool `yaml:"enableIPv6" envAlias:"ENABLE_IPv6" desc:"IPv6 pods: one /80 prefix on the primary ENI"`
-	// MaxENIs caps the ENIs used, primary included. Default 0 (the
-	// instance type's limit).
-	MaxENIs int `yaml:"maxENIs" desc:"most ENIs to use, primary included (0: the instance type's limit)"`
-	// PoolCheckInterval: how often the pool is compared with the targets.
-	// Default 1s.
-	PoolCheckInterval time.Duration `yaml:"poolCheckInterval" desc:"how often the pool is compared with the targets"`
-	// ShrinkInterval: least time between two shrinks. Default 30s.
-	ShrinkInterval time.Duration `yaml:"shrinkInterval" desc:"least time between two shrinks of the pool"`
-	// ResyncInterval: how often ENIs are re-read from EC2. Default 1m.
-	ResyncInterval time.Duration `yaml:"resyncInterval" desc:"how often attached ENIs are re-read from EC2"`
-	// LeakedENICleanupInterval: how often leaked ENIs are deleted.
-	// Default 30m.
-	LeakedENICleanupInterval time.Duration `yaml:"leakedENICleanupInterval" desc:"how often detached ENIs this node leaked are deleted"`
-	// MaxAttempts of one EC2 call by the SDK's retryer. Default 10.
-	MaxAttempts int `yaml:"maxAttempts" desc:"tries of one EC2 call, throttling included"`
-	// MaxBackoff caps the retryer's backoff. Default 20s.
-	MaxBackoff time.Duration `yaml:"maxBackoff" desc:"longest backoff between EC2 retries"`
-	// Region overrides the region IMDS reports. Default empty.
-	Region string `yaml:"region" desc:"EC2 region (empty: from IMDS)"`
-	// EC2Endpoint overrides the EC2 API endpoint. Default empty.
-	EC2Endpoint string `yaml:"ec2Endpoint" desc:"EC2 API endpoint URL (empty: the SDK's)"`
-	// IMDSEndpoint overrides the instance metadata endpoint. Default empty.
-	IMDSEndpoint string `yaml:"imdsEndpoint" desc:"instance metadata endpoint URL (empty: the SDK's)"`
-}
-
-// SourceConfig is the aws source's own Config.
-func (a AWS) SourceConfig() aws.Config {
-	return aws.Config{
-		WarmIPTarget: a.WarmIPTarget, MinimumIPTarget: a.MinimumIPTarget, WarmENITarget: a.WarmENITarget,
-		EnablePrefixDelegation: a.EnablePrefixDelegation, WarmPrefixTarget: a.WarmPrefixTarget, EnableIPv6: a.EnableIPv6,
-		MaxENIs: a.MaxENIs, PoolCheckInterval: a.PoolCheckInterval, ShrinkInterval: a.ShrinkInterval,
-		ResyncInterval: a.ResyncInterval, LeakedENICleanupInterval: a.LeakedENICleanupInterval,
-		MaxAttempts: a.MaxAttempts, MaxBackoff: a.MaxBackoff,
-		Region: a.Region, EC2Endpoint: a.EC2Endpoint, IMDSEndpoint: a.IMDSEndpoint,
-	}
-}
-
-func defaultAWS() AWS {
-	d := aws.DefaultConfig()
-	return AWS{
-		WarmIPTarget: d.WarmIPTarget, MinimumIPTarget: d.MinimumIPTarget, WarmENITarget: d.WarmENITarget,
-		MaxENIs: d.MaxENIs, PoolCheckInterval: d.PoolCheckInterval, ShrinkInterval: d.ShrinkInterval,
-		ResyncInterval: d.ResyncInterval, LeakedENICleanupInterval: d.LeakedENICleanupInterval,
-		MaxAttempts: d.MaxAttempts, MaxBackoff: d.MaxBackoff,
-		Region: d.Region, EC2Endpoint: d.EC2Endpoint, IMDSEndpoint: d.IMDSEndpoint,
-	}
 }
 
 // Listener is the operator API: reads over HTTP on a TCP address, and the
@@ -354,34 +274,24 @@ func (c Config) AdminSocketPath() string {
 // set neither in the file nor in the environment.
 func DefaultConfig() Config {
 	return Config{
-		Socket:   "/run/sandboxipam/ipamd.sock",
-		StateDir: "/var/lib/sandboxipam",
-		Network:  "sandboxipam",
-		IfName:   "eth0",
-		Cooldown: 30 * time.Second,
-		Reconcile: Reconcile{
-			Interval:    60 * time.Second,
-			Grace:       30 * time.Second,
-			ListTimeout: 10 * time.Second,
-		},
-		Runtime: Runtime{
-			Adapter:        AdapterAuto,
-			AutoMTLS:       true,
-			StartTimeout:   10 * time.Second,
-			MinBackoff:     500 * time.Millisecond,
-			MaxBackoff:     30 * time.Second,
-			HealthInterval: 5 * time.Second,
-		},
+		Socket:    "/run/sandboxipam/ipamd.sock",
+		StateDir:  "/var/lib/sandboxipam",
+		Network:   "sandboxipam",
+		IfName:    "eth0",
+		Cooldown:  30 * time.Second,
+		Reconcile: reconcile.DefaultSettings(),
+		Runtime:   Runtime{Adapter: AdapterAuto, AutoMTLS: true},
 		IPSource: IPSource{
 			Type:   SourceStatic,
 			Static: Static{CIDRs: []string{"198.18.0.0/24"}},
 			Pool:   pool.DefaultConfig(),
-			AWS:    defaultAWS(),
+			AWS:    aws.DefaultConfig(),
 		},
 		Introspection: Listener{Address: "127.0.0.1:61679"},
 		Metrics:       Metrics{Address: "127.0.0.1:61678"},
 		Log:           Log{Level: "info", Format: "text"},
 		Node:          Node{HostVethPrefix: "sbx", PodWiring: PodWiringAuto, LinkGrace: 10 * time.Second},
+		Advanced:      defaultAdvanced(),
 	}
 }
 
@@ -443,6 +353,9 @@ func Load(path string, environ []string) (Config, error) {
 		if err != nil {
 			return Config{}, fmt.Errorf("read config: %w", err)
 		}
+		if err := checkRenamed(data); err != nil {
+			return Config{}, fmt.Errorf("config %s: %w", path, err)
+		}
 		if err := decodeYAML(data, &cfg); err != nil {
 			return Config{}, fmt.Errorf("config %s: %w", path, err)
 		}
@@ -465,24 +378,7 @@ func decodeYAML(data []byte, cfg *Config) error {
 		if errors.Is(err, io.EOF) {
 			return nil // an empty file means defaults
 		}
-		return fmt.Errorf("%w: %v%s", ErrInvalid, err, renamedHint(err))
+		return fmt.Errorf("%w: %v", ErrInvalid, err)
 	}
 	return nil
-}
-
-// renamed maps a field an older ipamd took to what replaced it, so a
-// config written for that version fails with the way forward.
-var renamed = map[string]string{
-	"field ipamOnly not found in type config.Node": "node.ipamOnly was replaced by node.podWiring: " +
-		"write podWiring: ipamOnly for ipamOnly: true, or leave it out (auto) for false",
-}
-
-func renamedHint(err error) string {
-	var hints string
-	for text, hint := range renamed {
-		if strings.Contains(err.Error(), text) {
-			hints += "\n  " + hint
-		}
-	}
-	return hints
 }

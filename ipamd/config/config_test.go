@@ -11,7 +11,11 @@ import (
 	"testing"
 	"time"
 
+	"github.com/sandboxipam/sandboxipam/ipamd/ipsource/aws"
 	"github.com/sandboxipam/sandboxipam/ipamd/ipsource/pool"
+	"github.com/sandboxipam/sandboxipam/ipamd/reconcile"
+	"github.com/sandboxipam/sandboxipam/runtime/plugin"
+	"go.yaml.in/yaml/v3"
 )
 
 func TestLoadGoldenFullExample(t *testing.T) {
@@ -26,18 +30,14 @@ func TestLoadGoldenFullExample(t *testing.T) {
 		Network:    "podnet",
 		IfName:     "net1",
 		Cooldown:   5 * time.Second,
-		Reconcile:  Reconcile{Interval: 2 * time.Minute, Grace: 45 * time.Second, ListTimeout: 3 * time.Second},
+		Reconcile:  reconcile.Settings{Interval: 2 * time.Minute, Grace: 45 * time.Second, ListTimeout: 3 * time.Second},
 		Runtime: Runtime{
-			Adapter:        "containerd",
-			Endpoint:       "unix:///run/k3s/containerd/containerd.sock",
-			PluginDir:      "/opt/sandboxipam/adapters",
-			SHA256:         "9f86d081884c7d659a2feaa0c55ad015a3bf4f1b2b0b822cd15d6c15b0f00a08",
-			Args:           []string{"--timeout", "5s"},
-			AutoMTLS:       false,
-			StartTimeout:   20 * time.Second,
-			MinBackoff:     time.Second,
-			MaxBackoff:     time.Minute,
-			HealthInterval: 10 * time.Second,
+			Adapter:   "containerd",
+			Endpoint:  "unix:///run/k3s/containerd/containerd.sock",
+			PluginDir: "/opt/sandboxipam/adapters",
+			SHA256:    "9f86d081884c7d659a2feaa0c55ad015a3bf4f1b2b0b822cd15d6c15b0f00a08",
+			Args:      []string{"--timeout", "5s"},
+			AutoMTLS:  false,
 		},
 		IPSource: IPSource{
 			Type:     "static",
@@ -47,9 +47,7 @@ func TestLoadGoldenFullExample(t *testing.T) {
 				Interval: 2 * time.Second, Kubeconfig: "/etc/kubernetes/pool.kubeconfig"},
 			Static: Static{CIDRs: []string{"198.18.0.0/24", "198.19.0.0/28"}, Reserved: []string{"198.18.0.2"},
 				Gateways: []string{"198.18.0.1", ""}},
-			AWS: AWS{WarmIPTarget: 5, MinimumIPTarget: 10, WarmENITarget: 2, MaxENIs: 3,
-				PoolCheckInterval: 2 * time.Second, ShrinkInterval: time.Minute, ResyncInterval: 5 * time.Minute,
-				LeakedENICleanupInterval: time.Hour, MaxAttempts: 4, MaxBackoff: 5 * time.Second,
+			AWS: aws.Config{WarmIPTarget: 5, MinimumIPTarget: 10, WarmENITarget: 2, MaxENIs: 3,
 				Region: "eu-west-1", EC2Endpoint: "http://127.0.0.1:8080", IMDSEndpoint: "http://127.0.0.1:8081"},
 		},
 		Introspection: Listener{Address: "127.0.0.1:7001", AdminSocket: "/run/test-admin/admin.sock"},
@@ -58,6 +56,12 @@ func TestLoadGoldenFullExample(t *testing.T) {
 		Node:          Node{HostVethPrefix: "pod", PodWiring: PodWiringPlugin, LinkGrace: 10 * time.Second},
 		CNI:           CNI{ConfListPath: "/etc/cni/net.d/10-podnet.conflist"},
 		Routes:        Routes{Nodes: true},
+		Advanced: Advanced{
+			Adapter: AdapterTuning{StartTimeout: 20 * time.Second,
+				Supervision: plugin.Supervision{MinBackoff: time.Second, MaxBackoff: time.Minute, HealthInterval: 10 * time.Second}},
+			AWS: aws.Tuning{PoolCheckInterval: 2 * time.Second, ShrinkInterval: time.Minute, ResyncInterval: 5 * time.Minute,
+				LeakedENICleanupInterval: time.Hour, MaxAttempts: 4, MaxBackoff: 5 * time.Second},
+		},
 	}
 	if !reflect.DeepEqual(got, want) {
 		t.Errorf("Load(full.yaml) =\n%+v\nwant\n%+v", got, want)
@@ -132,11 +136,11 @@ func TestValidateNamesFieldAndValue(t *testing.T) {
 			`runtime.endpoint must be a URI such as unix:///run/containerd/containerd.sock or an absolute socket path, got "containerd.sock"`},
 		{"pluginDir", func(c *Config) { c.Runtime.PluginDir = "bin" }, `runtime.pluginDir must be an absolute path, got "bin"`},
 		{"sha256", func(c *Config) { c.Runtime.SHA256 = "abc" }, `runtime.sha256 must be 64 hex digits, got "abc"`},
-		{"startTimeout", func(c *Config) { c.Runtime.StartTimeout = 0 }, "runtime.startTimeout must be positive, got 0s"},
-		{"minBackoff", func(c *Config) { c.Runtime.MinBackoff = 0 }, "runtime.minBackoff must be positive, got 0s"},
-		{"maxBackoff", func(c *Config) { c.Runtime.MaxBackoff = time.Millisecond },
-			"runtime.maxBackoff must be at least runtime.minBackoff (500ms), got 1ms"},
-		{"healthInterval", func(c *Config) { c.Runtime.HealthInterval = 0 }, "runtime.healthInterval must be positive, got 0s"},
+		{"startTimeout", func(c *Config) { c.Advanced.Adapter.StartTimeout = 0 }, "advanced.adapter.startTimeout must be positive, got 0s"},
+		{"minBackoff", func(c *Config) { c.Advanced.Adapter.MinBackoff = 0 }, "advanced.adapter.minBackoff must be positive, got 0s"},
+		{"maxBackoff", func(c *Config) { c.Advanced.Adapter.MaxBackoff = time.Millisecond },
+			"advanced.adapter.maxBackoff must be at least minBackoff (500ms), got 1ms"},
+		{"healthInterval", func(c *Config) { c.Advanced.Adapter.HealthInterval = 0 }, "advanced.adapter.healthInterval must be positive, got 0s"},
 		{"source type", func(c *Config) { c.IPSource.Type = "dhcp" }, `ipSource.type must be one of static, node, pool, aws, got "dhcp"`},
 		{"routes without node name", func(c *Config) { c.Routes.Nodes = true },
 			"ipSource.nodeName must be set when routes.nodes is true"},
@@ -441,12 +445,89 @@ func TestSelectAdapter(t *testing.T) {
 }
 
 func TestLoadNamesWhatReplacedARenamedField(t *testing.T) {
+	cases := map[string]string{
+		"node:\n  ipamOnly: true\n": "node.ipamOnly was replaced by node.podWiring",
+		"runtime:\n  adapter: docker\n  minBackoff: 1s\n  healthInterval: 2s\n": "runtime.healthInterval: moved to advanced.adapter.healthInterval " +
+			"(env IPAMD_ADVANCED_ADAPTER_HEALTHINTERVAL); runtime.minBackoff: moved to advanced.adapter.minBackoff (env IPAMD_ADVANCED_ADAPTER_MINBACKOFF)",
+		"runtime:\n  startTimeout: 1s\n": "runtime.startTimeout: moved to advanced.adapter.startTimeout",
+		"runtime:\n  maxBackoff: 1m\n":   "runtime.maxBackoff: moved to advanced.adapter.maxBackoff",
+		"ipSource:\n  aws:\n    warmIPTarget: 3\n    resyncInterval: 2m\n": "ipSource.aws.resyncInterval: moved to advanced.aws.resyncInterval " +
+			"(env IPAMD_ADVANCED_AWS_RESYNCINTERVAL)",
+	}
+	for yaml, want := range cases {
+		path := filepath.Join(t.TempDir(), "ipamd.yaml")
+		if err := os.WriteFile(path, []byte(yaml), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		_, err := Load(path, nil)
+		if !errors.Is(err, ErrInvalid) || !strings.Contains(err.Error(), want) {
+			t.Errorf("Load(%q) = %v; want ErrInvalid containing %q", yaml, err, want)
+		}
+	}
+	// The same keys in the new place load.
 	path := filepath.Join(t.TempDir(), "ipamd.yaml")
-	if err := os.WriteFile(path, []byte("node:\n  ipamOnly: true\n"), 0o600); err != nil {
+	if err := os.WriteFile(path, []byte("advanced:\n  adapter:\n    minBackoff: 1s\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	_, err := Load(path, nil)
-	if !errors.Is(err, ErrInvalid) || !strings.Contains(err.Error(), "node.ipamOnly was replaced by node.podWiring") {
-		t.Fatalf("Load = %v; want ErrInvalid naming node.podWiring", err)
+	if cfg, err := Load(path, nil); err != nil || cfg.Advanced.Adapter.MinBackoff != time.Second {
+		t.Errorf("advanced.adapter.minBackoff: %v, %v", cfg.Advanced.Adapter.MinBackoff, err)
+	}
+}
+
+func TestOldEnvVariableNamesItsNewPlace(t *testing.T) {
+	_, err := Load("", []string{"IPAMD_RUNTIME_MINBACKOFF=1s"})
+	want := "environment variable IPAMD_RUNTIME_MINBACKOFF names no config field (runtime.minBackoff moved to " +
+		"advanced.adapter.minBackoff (env IPAMD_ADVANCED_ADAPTER_MINBACKOFF))"
+	if !errors.Is(err, ErrInvalid) || !strings.Contains(err.Error(), want) {
+		t.Fatalf("Load = %v; want ErrInvalid containing %q", err, want)
+	}
+	cfg, err := Load("", []string{"IPAMD_ADVANCED_ADAPTER_MINBACKOFF=1s"})
+	if err != nil || cfg.Advanced.Adapter.MinBackoff != time.Second {
+		t.Fatalf("IPAMD_ADVANCED_ADAPTER_MINBACKOFF: %v, %v", cfg.Advanced.Adapter.MinBackoff, err)
+	}
+}
+
+// Config composes the components' own parts: their defaults are the
+// components' defaults, not copies.
+func TestDefaultsAreTheComponentsOwn(t *testing.T) {
+	def := DefaultConfig()
+	if def.Reconcile != reconcile.DefaultSettings() {
+		t.Errorf("reconcile = %+v, want reconcile.DefaultSettings() %+v", def.Reconcile, reconcile.DefaultSettings())
+	}
+	if def.IPSource.AWS != aws.DefaultConfig() {
+		t.Errorf("ipSource.aws = %+v, want aws.DefaultConfig() %+v", def.IPSource.AWS, aws.DefaultConfig())
+	}
+	if def.Advanced.AWS != aws.DefaultTuning() {
+		t.Errorf("advanced.aws = %+v, want aws.DefaultTuning() %+v", def.Advanced.AWS, aws.DefaultTuning())
+	}
+	if def.Advanced.Adapter.Supervision != plugin.DefaultSupervision() || def.Advanced.Adapter.StartTimeout != plugin.DefaultStartTimeout {
+		t.Errorf("advanced.adapter = %+v, want plugin's defaults", def.Advanced.Adapter)
+	}
+}
+
+// The tests that run the real binary write their Config as YAML: every
+// part, the components' embedded ones included, must read back the same.
+func TestConfigRoundTripsThroughYAML(t *testing.T) {
+	want, err := Load(filepath.Join("testdata", "full.yaml"), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	data, err := yaml.Marshal(want)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := DefaultConfig()
+	if err := decodeYAML(data, &got); err != nil {
+		t.Fatalf("decode what Marshal wrote: %v\n%s", err, data)
+	}
+	// An empty map comes back empty, not nil: not a difference.
+	if len(got.IPSource.Static.Nodes) == 0 && len(want.IPSource.Static.Nodes) == 0 {
+		got.IPSource.Static.Nodes = want.IPSource.Static.Nodes
+	}
+	gv, wv := reflect.ValueOf(got), reflect.ValueOf(want)
+	for i := range gv.NumField() {
+		if !reflect.DeepEqual(gv.Field(i).Interface(), wv.Field(i).Interface()) {
+			t.Errorf("%s after the round trip = %+v, want %+v", gv.Type().Field(i).Name, gv.Field(i), wv.Field(i))
+		}
 	}
 }

@@ -39,7 +39,11 @@ func walk(v reflect.Value, prefix string, out *[]Field) {
 	t := v.Type()
 	for i := range t.NumField() {
 		sf := t.Field(i)
-		name, _, _ := strings.Cut(sf.Tag.Get("yaml"), ",")
+		name, opts, _ := strings.Cut(sf.Tag.Get("yaml"), ",")
+		if opts == "inline" {
+			walk(v.Field(i), prefix, out) // a component's struct embedded as it is
+			continue
+		}
 		if name == "" || name == "-" {
 			continue
 		}
@@ -123,7 +127,7 @@ func ApplyEnv(cfg *Config, environ []string) error {
 		}
 		f, ok := byEnv[name]
 		if !ok {
-			return fmt.Errorf("%w: environment variable %s names no config field (see ipamd config-reference)", ErrInvalid, name)
+			return fmt.Errorf("%w: environment variable %s names no config field%s (see ipamd config-reference)", ErrInvalid, name, renamedEnvHint(name))
 		}
 		if err := parseInto(f.value, values[name]); err != nil {
 			return fmt.Errorf("%w: environment variable %s (%s): %v", ErrInvalid, name, f.Path, err)

@@ -36,9 +36,7 @@ func (c Config) Validate() error {
 		v.addf("ifName %q %v", c.IfName, err)
 	}
 	v.nonNegative("cooldown", c.Cooldown)
-	v.positive("reconcile.interval", c.Reconcile.Interval)
-	v.positive("reconcile.grace", c.Reconcile.Grace)
-	v.positive("reconcile.listTimeout", c.Reconcile.ListTimeout)
+	v.nested("reconcile.", c.Reconcile.Validate())
 	c.Runtime.validate(&v)
 	c.IPSource.validate(&v)
 	if c.Routes.Nodes && c.IPSource.NodeName == "" {
@@ -59,6 +57,7 @@ func (c Config) Validate() error {
 	if c.Node.PodWiring == PodWiringIPAMOnly && c.CNI.ConfListPath != "" {
 		v.addf("node.podWiring is ipamOnly, but cni.confListPath %q makes ipamd write a conflist with sandboxipam as the main plugin: set node.podWiring to auto or plugin, or empty cni.confListPath", c.CNI.ConfListPath)
 	}
+	c.Advanced.validate(&v, c.IPSource.Type)
 	return v.err()
 }
 
@@ -93,12 +92,6 @@ func (r Runtime) validate(v *validator) {
 		if b, err := hex.DecodeString(r.SHA256); err != nil || len(b) != 32 {
 			v.addf("runtime.sha256 must be 64 hex digits, got %q", r.SHA256)
 		}
-	}
-	v.positive("runtime.startTimeout", r.StartTimeout)
-	v.positive("runtime.minBackoff", r.MinBackoff)
-	v.positive("runtime.healthInterval", r.HealthInterval)
-	if r.MaxBackoff < r.MinBackoff {
-		v.addf("runtime.maxBackoff must be at least runtime.minBackoff (%s), got %s", r.MinBackoff, r.MaxBackoff)
 	}
 }
 
@@ -139,11 +132,7 @@ func (s IPSource) validate(v *validator) {
 		}
 	}
 	if s.Type == SourceAWS {
-		if err := s.AWS.SourceConfig().Validate(); err != nil {
-			for _, e := range unjoin(err) {
-				v.addf("ipSource.%v", e)
-			}
-		}
+		v.nested("ipSource.", s.AWS.Validate()) // its errors say aws.<field>
 	}
 }
 
@@ -240,6 +229,17 @@ type validator struct{ errs []error }
 
 func (v *validator) addf(format string, args ...any) {
 	v.errs = append(v.errs, fmt.Errorf(format, args...))
+}
+
+// nested adds each problem a component's Validate reported, its field
+// names prefixed with where the component sits in the config.
+func (v *validator) nested(prefix string, err error) {
+	if err == nil {
+		return
+	}
+	for _, e := range unjoin(err) {
+		v.addf("%s%v", prefix, e)
+	}
 }
 
 func (v *validator) err() error {

@@ -68,32 +68,27 @@ func NewAdmin(path string) *Client {
 
 // Pods lists the assignments.
 func (c *Client) Pods(ctx context.Context) (api.Pods, error) {
-	var out api.Pods
-	return out, c.do(ctx, http.MethodGet, api.PathPods, &out)
+	return get[api.Pods](ctx, c, api.PathPods)
 }
 
 // Pool reports the pool's usage.
 func (c *Client) Pool(ctx context.Context) (api.Pool, error) {
-	var out api.Pool
-	return out, c.do(ctx, http.MethodGet, api.PathPool, &out)
+	return get[api.Pool](ctx, c, api.PathPool)
 }
 
 // Adapter reports the runtime adapter and the last reconcile pass.
 func (c *Client) Adapter(ctx context.Context) (api.Adapter, error) {
-	var out api.Adapter
-	return out, c.do(ctx, http.MethodGet, api.PathAdapter, &out)
+	return get[api.Adapter](ctx, c, api.PathAdapter)
 }
 
 // Routes returns the routes to other nodes (routes.nodes).
 func (c *Client) Routes(ctx context.Context) (api.Routes, error) {
-	var out api.Routes
-	return out, c.do(ctx, http.MethodGet, api.PathRoutes, &out)
+	return get[api.Routes](ctx, c, api.PathRoutes)
 }
 
 // ENIs returns the aws source's ENI document as ipamd sent it.
 func (c *Client) ENIs(ctx context.Context) (json.RawMessage, error) {
-	var out json.RawMessage
-	return out, c.do(ctx, http.MethodGet, api.PathENIs, &out)
+	return get[json.RawMessage](ctx, c, api.PathENIs)
 }
 
 // Reconcile runs one pass now. A failed listing comes back as an
@@ -178,13 +173,17 @@ func (c *Client) doBody(ctx context.Context, method, path string, in, out any) e
 
 // Check compares ipamd, the runtime and the kernel on ipamd's node.
 func (c *Client) Check(ctx context.Context) (api.Check, error) {
-	var out api.Check
-	return out, c.do(ctx, http.MethodGet, api.PathCheck, &out)
+	return get[api.Check](ctx, c, api.PathCheck)
 }
 
 // Who says who holds an address, or what a sandbox or a pod holds, and
 // the history of it.
 func (c *Client) Who(ctx context.Context, query string) (api.Who, error) {
-	var out api.Who
-	return out, c.do(ctx, http.MethodGet, api.PathWho+"?q="+url.QueryEscape(query), &out)
+	return get[api.Who](ctx, c, api.PathWho+"?q="+url.QueryEscape(query))
+}
+
+// get GETs path and decodes the answer into a T.
+func get[T any](ctx context.Context, c *Client, path string) (T, error) {
+	var out T
+	return out, c.do(ctx, http.MethodGet, path, &out)
 }

@@ -69,9 +69,9 @@ func (h *adapterHandle) start(ctx context.Context) runtime.RuntimeAdapter {
 		Plugin: plugin.Config{
 			Path: sel.Binary, Args: sel.Args, SHA256: h.cfg.Runtime.SHA256,
 			Logger:          h.log.With("component", "adapter"),
-			DisableAutoMTLS: !h.cfg.Runtime.AutoMTLS, StartTimeout: h.cfg.Runtime.StartTimeout,
+			DisableAutoMTLS: !h.cfg.Runtime.AutoMTLS, StartTimeout: h.cfg.Advanced.Adapter.StartTimeout,
 		},
-		MinBackoff: h.cfg.Runtime.MinBackoff, MaxBackoff: h.cfg.Runtime.MaxBackoff, HealthInterval: h.cfg.Runtime.HealthInterval,
+		Supervision: h.cfg.Advanced.Adapter.Supervision,
 	})
 	h.mu.Lock()
 	h.sup = sup

@@ -29,7 +29,7 @@ func TestAWSSourceThroughDaemon(t *testing.T) {
 	n.cfg.IPSource.AWS.Region = cloud.Region()
 	n.cfg.IPSource.AWS.EC2Endpoint = cloud.EC2Endpoint()
 	n.cfg.IPSource.AWS.IMDSEndpoint = cloud.IMDSEndpoint()
-	n.cfg.IPSource.AWS.MaxBackoff = 5 * time.Millisecond
+	n.cfg.Advanced.AWS.MaxBackoff = 5 * time.Millisecond
 	if err := n.cfg.Validate(); err != nil {
 		t.Fatal(err)
 	}

@@ -57,14 +57,14 @@ func newNode(t testing.TB, cidr string) *node {
 	cfg.Runtime.Adapter = testadapter.Build(t)
 	cfg.Runtime.Args = []string{"--state=" + n.state}
 	cfg.Runtime.AutoMTLS = false
-	cfg.Runtime.MinBackoff = 20 * time.Millisecond
-	cfg.Runtime.MaxBackoff = 200 * time.Millisecond
+	cfg.Advanced.Adapter.MinBackoff = 20 * time.Millisecond
+	cfg.Advanced.Adapter.MaxBackoff = 200 * time.Millisecond
 	// A health check's ping may take as long as the interval: a short one
 	// on a busy machine declares a healthy plugin dead and relaunches it.
 	// A dead plugin is noticed by its exit, not by the interval.
-	cfg.Runtime.HealthInterval = 10 * time.Second
+	cfg.Advanced.Adapter.HealthInterval = 10 * time.Second
 	// A cold start of the plugin on a busy machine takes seconds.
-	cfg.Runtime.StartTimeout = time.Minute
+	cfg.Advanced.Adapter.StartTimeout = time.Minute
 	cfg.IPSource.Static.CIDRs = []string{cidr}
 	cfg.Introspection.Address = "127.0.0.1:0"
 	cfg.Metrics.Address = ""

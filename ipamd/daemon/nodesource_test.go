@@ -23,9 +23,7 @@ import (
 // (fails under CI=true) when tools/kubernetes/build.sh has not built them.
 func startAPIServer(t *testing.T) (*kubeenv.APIServer, kubernetes.Interface) {
 	t.Helper()
-	if os.Geteuid() != 0 {
-		testsupport.SkipOrFail(t, "the API server test runs etcd and kube-apiserver as root")
-	}
+	testsupport.RequireRoot(t) // etcd and kube-apiserver run as root
 	bins := kubeenv.BinariesIn(kubeenv.CacheDir())
 	if err := bins.Missing(); err != nil {
 		testsupport.SkipOrFail(t, "%v: run tools/kubernetes/build.sh (make kubernetes-tools) first", err)

@@ -112,7 +112,7 @@ func TestHungAdapterDoesNotDelayTheCNISocket(t *testing.T) {
 
 	n.cfg.Runtime.Adapter = writeHungAdapter(t)
 	n.cfg.Runtime.Args = nil
-	n.cfg.Runtime.StartTimeout = time.Hour
+	n.cfg.Advanced.Adapter.StartTimeout = time.Hour
 	_, cni, intro := startInProcess(t, n)
 	if ip, err := cni.add(t.Context(), "second"); err != nil || ip != "198.18.0.2/28" {
 		t.Fatalf("ADD right after start with a hung adapter = %q, %v", ip, err)

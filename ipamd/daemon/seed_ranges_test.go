@@ -72,9 +72,9 @@ func TestSeedScenarioAWSPrefixDelegation(t *testing.T) {
 
 	n := newNode(t, "198.18.0.0/28") // the static CIDR is unused with aws
 	n.cfg.IPSource.Type = config.SourceAWS
-	n.cfg.IPSource.AWS.PoolCheckInterval = 50 * time.Millisecond
-	n.cfg.IPSource.AWS.ShrinkInterval = 0
-	n.cfg.IPSource.AWS.MaxBackoff = 5 * time.Millisecond
+	n.cfg.Advanced.AWS.PoolCheckInterval = 50 * time.Millisecond
+	n.cfg.Advanced.AWS.ShrinkInterval = 0
+	n.cfg.Advanced.AWS.MaxBackoff = 5 * time.Millisecond
 	if err := n.cfg.Validate(); err != nil {
 		t.Fatal(err)
 	}

@@ -61,7 +61,7 @@ func startSource(ctx, runCtx context.Context, d *Daemon) (*sourceHandle, error) 
 // initial fill: ipamd opens its socket only once the pool has addresses
 // (or the source has failed, which fails the start).
 func startAWS(ctx, runCtx context.Context, cfg config.Config, store *datastore.Store, log *slog.Logger, wg *sync.WaitGroup) (*sourceHandle, error) {
-	src, err := aws.New(cfg.IPSource.AWS.SourceConfig(), aws.Options{Logger: log.With("component", "ipsource")})
+	src, err := aws.New(cfg.IPSource.AWS, cfg.Advanced.AWS, aws.Options{Logger: log.With("component", "ipsource")})
 	if err != nil {
 		return nil, fmt.Errorf("ipSource.%w", err)
 	}

@@ -25,9 +25,7 @@ import (
 // a netlink handle in it and the namespace's name for `ip -n`.
 func hostNS(t *testing.T) (*netlink.Handle, string) {
 	t.Helper()
-	if os.Geteuid() != 0 {
-		testsupport.SkipOrFail(t, "routes tests need root to create network namespaces")
-	}
+	testsupport.RequireRoot(t, "ip") // network namespaces
 	pid := fmt.Sprint(os.Getpid())
 	host, peer := "sbxrt-host-"+pid, "sbxrt-peer-"+pid
 	for _, ns := range []string{host, peer} {

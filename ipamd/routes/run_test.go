@@ -3,7 +3,6 @@ package routes_test
 import (
 	"context"
 	"log/slog"
-	"os"
 	"slices"
 	"strings"
 	"testing"
@@ -58,9 +57,7 @@ func createNode(t *testing.T, c *kubeclient.Client, n *corev1.Node) {
 // route per other node once synced, a node off the connected subnet
 // skipped and counted, a deleted Node's route gone.
 func TestKeeperFollowsNodes(t *testing.T) {
-	if os.Geteuid() != 0 {
-		testsupport.SkipOrFail(t, "routes tests need root to create network namespaces")
-	}
+	testsupport.RequireRoot(t, "ip") // network namespaces
 	h, _ := hostNS(t)
 	c := startAPIServer(t)
 	createNode(t, c, k8sNode("node-a", []string{"198.18.100.0/24"}, "198.18.10.1"))

@@ -31,26 +31,12 @@ const (
 // String returns the state's word.
 func (s HealthState) String() string { return string(s) }
 
-// Defaults for SupervisorConfig's zero fields.
-const (
-	DefaultMinBackoff     = 100 * time.Millisecond
-	DefaultMaxBackoff     = 30 * time.Second
-	DefaultHealthInterval = 5 * time.Second
-)
-
 // SupervisorConfig says how to launch and watch one adapter plugin.
 type SupervisorConfig struct {
 	Plugin Config
-	// MinBackoff is the wait before the first relaunch; it doubles with
-	// every failed launch or early crash, up to MaxBackoff, and resets
-	// once a relaunched plugin passes a health check. Default 100ms.
-	MinBackoff time.Duration
-	// MaxBackoff caps the wait between relaunches. Default 30s.
-	MaxBackoff time.Duration
-	// HealthInterval is how often the plugin is pinged, and how long a
-	// ping may take. A plugin process that exits is noticed at once.
-	// Default 5s.
-	HealthInterval time.Duration
+	// Supervision tunes relaunches and health checks; zero fields take
+	// their defaults (DefaultSupervision).
+	Supervision
 }
 
 // Health is a snapshot of a supervised plugin's state.
@@ -90,18 +76,7 @@ var _ runtime.RuntimeAdapter = (*Supervisor)(nil)
 
 // NewSupervisor returns a supervisor; Start launches the plugin.
 func NewSupervisor(cfg SupervisorConfig) *Supervisor {
-	if cfg.MinBackoff <= 0 {
-		cfg.MinBackoff = DefaultMinBackoff
-	}
-	if cfg.MaxBackoff <= 0 {
-		cfg.MaxBackoff = DefaultMaxBackoff
-	}
-	if cfg.MaxBackoff < cfg.MinBackoff {
-		cfg.MaxBackoff = cfg.MinBackoff
-	}
-	if cfg.HealthInterval <= 0 {
-		cfg.HealthInterval = DefaultHealthInterval
-	}
+	cfg.Supervision = cfg.Supervision.withDefaults()
 	cfg.Plugin = cfg.Plugin.withDefaults()
 	return &Supervisor{
 		cfg:     cfg,

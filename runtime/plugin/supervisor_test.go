@@ -53,12 +53,14 @@ func installAdapter(t *testing.T, src, dst string) {
 func newTestSupervisor(t *testing.T, cfg Config) *Supervisor {
 	t.Helper()
 	s := NewSupervisor(SupervisorConfig{
-		Plugin:     cfg,
-		MinBackoff: 10 * time.Millisecond,
-		MaxBackoff: 50 * time.Millisecond,
-		// Only exits are noticed here, at once; health checks would only
-		// add noise.
-		HealthInterval: time.Minute,
+		Plugin: cfg,
+		Supervision: Supervision{
+			MinBackoff: 10 * time.Millisecond,
+			MaxBackoff: 50 * time.Millisecond,
+			// Only exits are noticed here, at once; health checks would
+			// only add noise.
+			HealthInterval: time.Minute,
+		},
 	})
 	t.Cleanup(func() { _ = s.Close() })
 	return s
@@ -236,9 +238,8 @@ func TestSupervisorCloseLeavesNoProcess(t *testing.T) {
 // relaunched by the health check.
 func TestSupervisorRelaunchesPluginFailingHealthCheck(t *testing.T) {
 	s := NewSupervisor(SupervisorConfig{
-		Plugin:         pluginConfig(t, writeState(t, fixtureState())),
-		MinBackoff:     10 * time.Millisecond,
-		HealthInterval: 500 * time.Millisecond,
+		Plugin:      pluginConfig(t, writeState(t, fixtureState())),
+		Supervision: Supervision{MinBackoff: 10 * time.Millisecond, HealthInterval: 500 * time.Millisecond},
 	})
 	t.Cleanup(func() { _ = s.Close() })
 	if err := s.Start(testContext(t)); err != nil {

@@ -2,6 +2,7 @@ package adaptertest
 
 import (
 	"context"
+	"net/netip"
 	"testing"
 
 	"github.com/sandboxipam/sandboxipam/conformance/fixture"
@@ -27,12 +28,7 @@ func NewCRIFixtureAt(t testing.TB, ctx context.Context, endpoint, pauseImage, cg
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() {
-		if err := f.Cleanup(context.WithoutCancel(ctx)); err != nil {
-			t.Errorf("fixture cleanup: %v", err)
-		}
-		f.Close()
-	})
+	cleanUpWith(t, ctx, f)
 	return f
 }
 
@@ -40,15 +36,32 @@ func NewCRIFixtureAt(t testing.TB, ctx context.Context, endpoint, pauseImage, cg
 // d, cleaned up with the test.
 func NewDockerFixture(t testing.TB, ctx context.Context, d *testenv.Docker) *fixture.Docker {
 	t.Helper()
-	f, err := fixture.NewDocker(ctx, fixture.DockerConfig{Host: d.Host, PauseImage: d.PauseImage, CgroupParent: d.CgroupParent})
+	return NewDockerFixtureWithAddresses(t, ctx, d, netip.Prefix{})
+}
+
+// NewDockerFixtureWithAddresses is NewDockerFixture whose pods get an
+// address from podAddresses in their network namespace, as a CNI plugin
+// would give them (fixture.DockerConfig.PodAddresses).
+func NewDockerFixtureWithAddresses(t testing.TB, ctx context.Context, d *testenv.Docker, podAddresses netip.Prefix) *fixture.Docker {
+	t.Helper()
+	f, err := fixture.NewDocker(ctx, fixture.DockerConfig{Host: d.Host, PauseImage: d.PauseImage, CgroupParent: d.CgroupParent,
+		PodAddresses: podAddresses})
 	if err != nil {
 		t.Fatal(err)
 	}
+	cleanUpWith(t, ctx, f)
+	return f
+}
+
+// cleanUpWith removes what f created, and closes it, when t ends.
+func cleanUpWith(t testing.TB, ctx context.Context, f interface {
+	Cleanup(context.Context) error
+	Close() error
+}) {
 	t.Cleanup(func() {
 		if err := f.Cleanup(context.WithoutCancel(ctx)); err != nil {
 			t.Errorf("fixture cleanup: %v", err)
 		}
-		f.Close()
+		_ = f.Close()
 	})
-	return f
 }

@@ -1,18 +1,17 @@
-// Package adaptertest holds the checks every adapter's tests run against a
-// real runtime: it lays out one set of pods covering the contract's rules
-// through a conformance fixture, and checks a listing ID for ID against
-// the IDs the runtime assigned.
+// Package adaptertest lays out pods through a conformance fixture for the
+// adapters' own tests, and lists them by ID. It checks no rule of the
+// contract: those are the conformance suite's, which adapters/plugin_test.go
+// runs against every adapter binary with conformancetest.Run. What the
+// adapters' tests check with these pods is what only that adapter knows
+// (its runtime's own tools agree, its network namespace paths, its
+// configuration).
 package adaptertest
 
 import (
 	"context"
-	"errors"
 	"slices"
-	"strconv"
 	"testing"
-	"time"
 
-	"github.com/sandboxipam/sandboxipam/adapters/internal/critest"
 	"github.com/sandboxipam/sandboxipam/conformance/fixture"
 	"github.com/sandboxipam/sandboxipam/runtime"
 )
@@ -24,17 +23,10 @@ type Scenario struct {
 	Retried fixture.Pod // the stopped pod's second sandbox attempt
 	Host    fixture.Pod // host network
 	Removed fixture.Pod // removed: never listed, not found
-	// Plain are containers that belong to no pod (rule 4).
-	Plain []string
 }
 
-// PlainContainerFunc creates a container that is no pod sandbox and
-// returns its ID.
-type PlainContainerFunc func(ctx context.Context) (string, error)
-
-// BuildScenario creates the scenario's pods with f. plain, when not nil,
-// adds a container that is no pod sandbox.
-func BuildScenario(t testing.TB, ctx context.Context, f fixture.Fixture, plain PlainContainerFunc) Scenario {
+// BuildScenario creates the scenario's pods with f.
+func BuildScenario(t testing.TB, ctx context.Context, f fixture.Fixture) Scenario {
 	t.Helper()
 	var s Scenario
 	s.Web = CreatePod(t, ctx, f, fixture.PodSpec{Name: "web", Namespace: "default", UID: "uid-web", Containers: []string{"app", "sidecar"}})
@@ -50,13 +42,6 @@ func BuildScenario(t testing.TB, ctx context.Context, f fixture.Fixture, plain P
 	s.Removed = CreatePod(t, ctx, f, fixture.PodSpec{Name: "gone", Namespace: "default", UID: "uid-gone", Containers: []string{"app"}})
 	if err := f.RemovePod(ctx, s.Removed); err != nil {
 		t.Fatal(err)
-	}
-	if plain != nil {
-		id, err := plain(ctx)
-		if err != nil {
-			t.Fatal(err)
-		}
-		s.Plain = append(s.Plain, id)
 	}
 	return s
 }
@@ -84,87 +69,6 @@ func (s Scenario) SandboxIDs() []string {
 	}
 	slices.Sort(ids)
 	return ids
-}
-
-// NeverListed are IDs no listing may hold: every app container, the
-// plain containers, the removed sandbox.
-func (s Scenario) NeverListed() []string {
-	var ids []string
-	for _, pod := range append(s.Existing(), s.Removed) {
-		ids = append(ids, pod.ContainerIDs...)
-	}
-	return append(append(ids, s.Plain...), s.Removed.SandboxID)
-}
-
-// State is the state each existing pod's sandbox must be in.
-func (s Scenario) State(pod fixture.Pod) runtime.SandboxState {
-	if pod.SandboxID == s.Stopped.SandboxID {
-		return runtime.StateNotReady
-	}
-	return runtime.StateReady
-}
-
-// CheckListing lists through adapter and checks the listing holds exactly
-// the scenario's sandboxes, with their identity and state. It returns the
-// listing by ID for further checks.
-func CheckListing(t testing.TB, ctx context.Context, adapter runtime.RuntimeAdapter, s Scenario) map[string]runtime.Sandbox {
-	t.Helper()
-	listed := ListByID(t, ctx, adapter)
-	if got, want := SortedIDs(listed), s.SandboxIDs(); !slices.Equal(got, want) {
-		t.Fatalf("listed %v\nwant   %v", got, want)
-	}
-	for _, id := range s.NeverListed() {
-		if _, ok := listed[id]; ok {
-			t.Errorf("listed %s, which is no existing sandbox", id)
-		}
-	}
-	for _, pod := range s.Existing() {
-		CheckSandbox(t, listed[pod.SandboxID], pod, s.State(pod))
-	}
-	return listed
-}
-
-// CheckGetSandbox checks GetSandbox finds a live sandbox by its full ID
-// and nothing else: not the removed sandbox, an app container, a short ID
-// or a plain container.
-func CheckGetSandbox(t testing.TB, ctx context.Context, adapter runtime.RuntimeAdapter, s Scenario) {
-	t.Helper()
-	got, err := adapter.GetSandbox(ctx, s.Web.SandboxID)
-	if err != nil {
-		t.Fatalf("GetSandbox(%s): %v", s.Web.SandboxID, err)
-	}
-	CheckSandbox(t, got, s.Web, runtime.StateReady)
-	if got, err := adapter.GetSandbox(ctx, s.Stopped.SandboxID); err != nil || got.State != runtime.StateNotReady {
-		t.Errorf("GetSandbox(stopped) = %+v, %v; want NotReady", got, err)
-	}
-	notFound := map[string]string{
-		"removed sandbox":  s.Removed.SandboxID,
-		"app container":    s.Web.ContainerIDs[0],
-		"12-char short ID": s.Web.SandboxID[:12],
-		"unknown ID":       critest.NewID(),
-	}
-	for i, id := range s.Plain {
-		notFound["plain container "+strconv.Itoa(i)] = id
-	}
-	for what, id := range notFound {
-		if _, err := adapter.GetSandbox(ctx, id); !errors.Is(err, runtime.ErrNotFound) {
-			t.Errorf("GetSandbox(%s %s) error = %v, want ErrNotFound", what, id, err)
-		}
-	}
-}
-
-// CheckSandbox compares one listed sandbox with the pod it belongs to.
-func CheckSandbox(t testing.TB, got runtime.Sandbox, pod fixture.Pod, state runtime.SandboxState) {
-	t.Helper()
-	spec := pod.Spec
-	if got.ID != pod.SandboxID || got.Name != spec.Name || got.Namespace != spec.Namespace || got.UID != spec.UID ||
-		got.Attempt != spec.Attempt || got.State != state || got.HostNetwork != spec.HostNetwork {
-		t.Errorf("sandbox = %+v\nwant ID %s, pod %s/%s uid %s attempt %d, %s, host network %v",
-			got, pod.SandboxID, spec.Namespace, spec.Name, spec.UID, spec.Attempt, state, spec.HostNetwork)
-	}
-	if got.CreatedAt.IsZero() || time.Since(got.CreatedAt) > time.Hour || time.Until(got.CreatedAt) > time.Minute {
-		t.Errorf("sandbox %s CreatedAt = %v, want about now", got.ID, got.CreatedAt)
-	}
 }
 
 // ListByID lists through adapter, failing t on error.

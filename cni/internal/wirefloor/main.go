@@ -42,7 +42,7 @@ func run(ctx context.Context) error {
 	if socket == "" || network == "" {
 		return errors.New("WIREFLOOR_SOCKET and WIREFLOOR_NETWORK must name ipamd's socket and the network")
 	}
-	att := msg.Attachment{Network: network, SandboxID: os.Getenv("CNI_CONTAINERID"), IfName: os.Getenv("CNI_IFNAME")}
+	att := &msg.Attachment{Network: network, SandboxID: os.Getenv("CNI_CONTAINERID"), IfName: os.Getenv("CNI_IFNAME")}
 	conn, err := wire.Dial(ctx, socket)
 	if err != nil {
 		return err
@@ -55,7 +55,7 @@ func run(ctx context.Context) error {
 		if err != nil {
 			return err
 		}
-		var resp msg.IPsResponse
+		var resp msg.AddResponse
 		if err := resp.Unmarshal(body); err != nil {
 			return err
 		}
@@ -65,7 +65,7 @@ func run(ctx context.Context) error {
 		_, err = os.Stdout.WriteString(`{"cniVersion":"1.0.0","ips":[{"address":"` + resp.IPs[0].Address + `"}]}` + "\n")
 		return err
 	case "DEL":
-		_, err := conn.Exchange(ctx, wire.MethodDel, msg.AttachmentRequest{Attachment: att}.Marshal(nil))
+		_, err := conn.Exchange(ctx, wire.MethodDel, msg.DelRequest{Attachment: att}.Marshal(nil))
 		return err
 	default:
 		return fmt.Errorf("CNI_COMMAND %q: only ADD and DEL", cmd)

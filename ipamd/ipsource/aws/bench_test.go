@@ -17,19 +17,19 @@ import (
 func BenchmarkEC2CallsPer100Pods(b *testing.B) {
 	for _, tc := range []struct {
 		name     string
-		edit     func(*Config)
+		edit     func(*settings)
 		throttle int
 	}{
-		{"WarmENITarget=1", func(c *Config) {}, 0},
-		{"WarmENITarget=2", func(c *Config) { c.WarmENITarget = 2 }, 0},
-		{"WarmIPTarget=1", func(c *Config) { c.WarmIPTarget = 1 }, 0},
-		{"WarmIPTarget=5", func(c *Config) { c.WarmIPTarget = 5 }, 0},
-		{"WarmIPTarget=5,MinimumIPTarget=30", func(c *Config) { c.WarmIPTarget = 5; c.MinimumIPTarget = 30 }, 0},
-		{"MinimumIPTarget=100", func(c *Config) { c.MinimumIPTarget = 100 }, 0},
-		{"WarmIPTarget=5,throttleEvery=3", func(c *Config) { c.WarmIPTarget = 5 }, 3},
-		{"PrefixDelegation,WarmPrefixTarget=1", func(c *Config) { c.EnablePrefixDelegation = true; c.WarmPrefixTarget = 1 }, 0},
-		{"PrefixDelegation,WarmIPTarget=5", func(c *Config) { c.EnablePrefixDelegation = true; c.WarmIPTarget = 5 }, 0},
-		{"PrefixDelegation,WarmIPTarget=5,MinimumIPTarget=30", func(c *Config) {
+		{"WarmENITarget=1", func(c *settings) {}, 0},
+		{"WarmENITarget=2", func(c *settings) { c.WarmENITarget = 2 }, 0},
+		{"WarmIPTarget=1", func(c *settings) { c.WarmIPTarget = 1 }, 0},
+		{"WarmIPTarget=5", func(c *settings) { c.WarmIPTarget = 5 }, 0},
+		{"WarmIPTarget=5,MinimumIPTarget=30", func(c *settings) { c.WarmIPTarget = 5; c.MinimumIPTarget = 30 }, 0},
+		{"MinimumIPTarget=100", func(c *settings) { c.MinimumIPTarget = 100 }, 0},
+		{"WarmIPTarget=5,throttleEvery=3", func(c *settings) { c.WarmIPTarget = 5 }, 3},
+		{"PrefixDelegation,WarmPrefixTarget=1", func(c *settings) { c.EnablePrefixDelegation = true; c.WarmPrefixTarget = 1 }, 0},
+		{"PrefixDelegation,WarmIPTarget=5", func(c *settings) { c.EnablePrefixDelegation = true; c.WarmIPTarget = 5 }, 0},
+		{"PrefixDelegation,WarmIPTarget=5,MinimumIPTarget=30", func(c *settings) {
 			c.EnablePrefixDelegation = true
 			c.WarmIPTarget = 5
 			c.MinimumIPTarget = 30
@@ -39,10 +39,10 @@ func BenchmarkEC2CallsPer100Pods(b *testing.B) {
 	}
 }
 
-func benchmarkCycle(b *testing.B, edit func(*Config), throttleEvery int) {
+func benchmarkCycle(b *testing.B, edit func(*settings), throttleEvery int) {
 	n := newNode(b, awslocal.Options{InstanceType: "m5.4xlarge"})
-	n.start(n.config(func(c *Config) {
-		*c = DefaultConfig()
+	n.start(n.config(func(c *settings) {
+		*c = settings{DefaultConfig(), DefaultTuning()}
 		c.Region, c.EC2Endpoint, c.IMDSEndpoint = n.cloud.Region(), n.cloud.EC2Endpoint(), n.cloud.IMDSEndpoint()
 		c.PoolCheckInterval, c.ResyncInterval, c.LeakedENICleanupInterval = time.Hour, time.Hour, time.Hour
 		c.MaxBackoff = time.Millisecond

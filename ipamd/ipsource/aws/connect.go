@@ -55,8 +55,8 @@ func (s *Source) loadOptions() []func(*config.LoadOptions) error {
 	opts := []func(*config.LoadOptions) error{
 		config.WithRetryer(func() awssdk.Retryer {
 			return retry.NewStandard(func(o *retry.StandardOptions) {
-				o.MaxAttempts = s.cfg.MaxAttempts
-				o.MaxBackoff = s.cfg.MaxBackoff
+				o.MaxAttempts = s.tun.MaxAttempts
+				o.MaxBackoff = s.tun.MaxBackoff
 			})
 		}),
 	}

@@ -78,13 +78,10 @@ func (s *Source) eniWithRoom() (*eni, int) {
 }
 
 func (s *Source) assignTo(ctx context.Context, e *eni, n int) (int, error) {
-	ips, err := s.ec2.assignIPs(ctx, e.id, n)
+	ips, err := assignInto(s, &e.ips, func() ([]netip.Addr, error) { return s.ec2.assignIPs(ctx, e.id, n) })
 	if err != nil {
-		return 0, s.classifyGrowthError(err)
+		return 0, err
 	}
-	s.mu.Lock()
-	e.ips = append(e.ips, ips...)
-	s.mu.Unlock()
 	s.log.Info("addresses assigned", slog.String("eni", e.id), slog.Int("count", len(ips)))
 	return len(ips), s.addToPool(ctx, e, ips)
 }
@@ -210,6 +207,27 @@ func (s *Source) sortedENIs() []*eni {
 	}
 	slices.SortFunc(out, func(a, b *eni) int { return a.deviceIndex - b.deviceIndex })
 	return out
+}
+
+// assignInto makes one EC2 assignment and appends what it got to an ENI's
+// list (addresses or prefixes) under mu, which Status reads.
+func assignInto[T any](s *Source, list *[]T, assign func() ([]T, error)) ([]T, error) {
+	got, err := assign()
+	if err != nil {
+		return nil, s.classifyGrowthError(err)
+	}
+	s.mu.Lock()
+	*list = append(*list, got...)
+	s.mu.Unlock()
+	return got, nil
+}
+
+// newestENIsFirst is sortedENIs, highest device index first: the order
+// in which the pool gives back.
+func (s *Source) newestENIsFirst() []*eni {
+	enis := s.sortedENIs()
+	slices.Reverse(enis)
+	return enis
 }
 
 func (s *Source) resyncNeeded() bool {

@@ -12,7 +12,7 @@ import (
 
 func TestGrowthPastOneENIAttachesSecondENI(t *testing.T) {
 	n := newNode(t, awslocal.Options{InstanceType: "t3.medium"})
-	n.start(n.config(func(c *Config) { c.WarmIPTarget = 5 }))
+	n.start(n.config(func(c *settings) { c.WarmIPTarget = 5 }))
 	before := n.cloud.Calls()
 	n.add(0)
 	n.adjust() // the primary ENI is full: the one missing address needs a new ENI
@@ -48,7 +48,7 @@ func TestGrowthPastOneENIAttachesSecondENI(t *testing.T) {
 
 func TestPrimaryAddressesAreNeverPodAddresses(t *testing.T) {
 	n := newNode(t, awslocal.Options{InstanceType: "t3.medium"})
-	n.start(n.config(func(c *Config) { c.WarmENITarget = 3 }))
+	n.start(n.config(func(c *settings) { c.WarmENITarget = 3 }))
 	n.wantPool(15, 15, 3)
 	ips := map[int]netip.Addr{}
 	for i := range 15 {
@@ -65,7 +65,7 @@ func TestPrimaryAddressesAreNeverPodAddresses(t *testing.T) {
 
 func TestInstanceLimitStopsGrowth(t *testing.T) {
 	n := newNode(t, awslocal.Options{InstanceType: "t3.medium"})
-	n.start(n.config(func(c *Config) { c.MinimumIPTarget = 20 }))
+	n.start(n.config(func(c *settings) { c.MinimumIPTarget = 20 }))
 
 	// Run does not fail for this: the node can still use 15 addresses.
 	n.wantPool(15, 15, 3)
@@ -89,7 +89,7 @@ func TestInstanceLimitStopsGrowth(t *testing.T) {
 
 func TestMaxENIsCapsBelowInstanceLimit(t *testing.T) {
 	n := newNode(t, awslocal.Options{InstanceType: "t3.medium"})
-	n.start(n.config(func(c *Config) { c.WarmIPTarget = 8; c.MaxENIs = 1 }))
+	n.start(n.config(func(c *settings) { c.WarmIPTarget = 8; c.MaxENIs = 1 }))
 	n.wantPool(5, 5, 1)
 	if st := n.src.Status(); st.GrowthBlocked != GrowthBlockedInstanceLimit || st.Capacity != 5 {
 		t.Fatalf("Status = %+v, want blocked at one ENI", st)
@@ -101,7 +101,7 @@ func TestSubnetFullIsReported(t *testing.T) {
 	// own address takes one and its 9 secondaries nine; a second ENI
 	// would need 1 + 3 of the last one.
 	n := newNode(t, awslocal.Options{InstanceType: "m5.large", SubnetCIDR: mustPrefix("198.18.0.0/28")})
-	n.start(n.config(func(c *Config) { c.WarmIPTarget = 12 }))
+	n.start(n.config(func(c *settings) { c.WarmIPTarget = 12 }))
 	st := n.src.Status()
 	if st.GrowthBlocked != GrowthBlockedSubnetFull || st.Total != 9 {
 		t.Fatalf("Status = %+v, want 9 addresses and growth blocked by the subnet", st)

@@ -15,7 +15,6 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/ec2"
 
 	"github.com/sandboxipam/sandboxipam/internal/awslocal"
-	"github.com/sandboxipam/sandboxipam/internal/testsupport"
 	"github.com/sandboxipam/sandboxipam/ipamd/datastore"
 )
 
@@ -83,10 +82,17 @@ func isolateSDK(t testing.TB) {
 	t.Setenv("AWS_SHARED_CREDENTIALS_FILE", empty)
 }
 
-// config is DefaultConfig pointed at the local cloud, with the loop slowed
-// to a crawl so that tests drive adjustments with Adjust, one at a time.
-func (n *node) config(edit func(*Config)) Config {
-	cfg := DefaultConfig()
+// settings are what New takes: the targets and the tuning.
+type settings struct {
+	Config
+	Tuning
+}
+
+// config is DefaultConfig and DefaultTuning pointed at the local cloud,
+// with the loop slowed to a crawl so that tests drive adjustments with
+// Adjust, one at a time.
+func (n *node) config(edit func(*settings)) settings {
+	cfg := settings{DefaultConfig(), DefaultTuning()}
 	cfg.Region = n.cloud.Region()
 	cfg.EC2Endpoint = n.cloud.EC2Endpoint()
 	cfg.IMDSEndpoint = n.cloud.IMDSEndpoint()
@@ -102,14 +108,14 @@ func (n *node) config(edit func(*Config)) Config {
 }
 
 // start opens the datastore and runs a new source until Ready.
-func (n *node) start(cfg Config) {
+func (n *node) start(cfg settings) {
 	n.t.Helper()
 	ctx := context.Background()
 	store, err := datastore.Open(ctx, datastore.Options{Path: n.checkpoint, Cooldown: testCooldown, Now: n.clock.Now, Logger: testLogger(n.t)})
 	if err != nil {
 		n.t.Fatalf("open datastore: %v", err)
 	}
-	src, err := New(cfg, Options{Logger: testLogger(n.t), Credentials: awslocal.Credentials(), Now: n.clock.Now})
+	src, err := New(cfg.Config, cfg.Tuning, Options{Logger: testLogger(n.t), Credentials: awslocal.Credentials(), Now: n.clock.Now})
 	if err != nil {
 		n.t.Fatalf("New: %v", err)
 	}
@@ -232,13 +238,6 @@ func callsSince(cloud *awslocal.Cloud, before map[string]int) map[string]int {
 		}
 	}
 	return out
-}
-
-// eventually waits for cond, for the tests that run the real loop. The
-// deadline only keeps a broken test from hanging; no test measures time.
-func eventually(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	testsupport.Eventually(t, what, cond)
 }
 
 func testLogger(t testing.TB) *slog.Logger {

@@ -10,6 +10,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/ec2/types"
 
 	"github.com/sandboxipam/sandboxipam/internal/awslocal"
+	"github.com/sandboxipam/sandboxipam/internal/testsupport"
 )
 
 // createDetachedENI makes an ENI through the SDK, tagged with tags by a
@@ -44,7 +45,7 @@ func TestLeakedENIsAreDeleted(t *testing.T) {
 	otherNode := createDetachedENI(t, n.cloud, map[string]string{TagNode: "i-0fedcba9876543210", TagCreatedBy: "ipamd"})
 	otherTool := createDetachedENI(t, n.cloud, map[string]string{TagNode: n.cloud.InstanceID(), TagCreatedBy: "someone-else"})
 
-	n.start(n.config(func(c *Config) { c.WarmIPTarget = 1 }))
+	n.start(n.config(func(c *settings) { c.WarmIPTarget = 1 }))
 	if _, ok := n.cloud.LookupENI(leaked); ok {
 		t.Fatalf("leaked ENI %s survived the start", leaked)
 	}
@@ -72,7 +73,7 @@ func TestLeakedENIsAreDeleted(t *testing.T) {
 
 func TestLeakedENIsAreDeletedByTheLoop(t *testing.T) {
 	n := newNode(t, awslocal.Options{InstanceType: "t3.medium"})
-	n.start(n.config(func(c *Config) { c.WarmIPTarget = 1; c.LeakedENICleanupInterval = time.Millisecond }))
+	n.start(n.config(func(c *settings) { c.WarmIPTarget = 1; c.LeakedENICleanupInterval = time.Millisecond }))
 	leaked := createDetachedENI(t, n.cloud, map[string]string{TagNode: n.cloud.InstanceID(), TagCreatedBy: "ipamd"})
-	eventually(t, "the loop to delete the leaked ENI", func() bool { _, ok := n.cloud.LookupENI(leaked); return !ok })
+	testsupport.Eventually(t, "the loop to delete the leaked ENI", func() bool { _, ok := n.cloud.LookupENI(leaked); return !ok })
 }

@@ -81,13 +81,10 @@ func (s *Source) growPrefixes(ctx context.Context, short int) (int, error) {
 }
 
 func (s *Source) assignPrefixesTo(ctx context.Context, e *eni, n int) (int, error) {
-	prefixes, err := s.ec2.assignPrefixes(ctx, e.id, n)
+	prefixes, err := assignInto(s, &e.prefixes, func() ([]netip.Prefix, error) { return s.ec2.assignPrefixes(ctx, e.id, n) })
 	if err != nil {
-		return 0, s.classifyGrowthError(err)
+		return 0, err
 	}
-	s.mu.Lock()
-	e.prefixes = append(e.prefixes, prefixes...)
-	s.mu.Unlock()
 	s.log.Info("IPv4 prefixes assigned", slog.String("eni", e.id), slog.Any("prefixes", prefixes))
 	return len(prefixes) * prefixSize, s.addPrefixesToPool(ctx, e, prefixes)
 }
@@ -116,9 +113,7 @@ func (s *Source) addPrefixesToPool(ctx context.Context, e *eni, prefixes []netip
 // quarantined; one it refuses stays.
 func (s *Source) releaseFreePrefixes(ctx context.Context) (int, error) {
 	released := 0
-	enis := s.sortedENIs()
-	slices.Reverse(enis)
-	for _, e := range enis {
+	for _, e := range s.newestENIsFirst() {
 		prefixes := slices.Clone(e.prefixes)
 		slices.Reverse(prefixes)
 		for _, p := range prefixes {

@@ -26,8 +26,8 @@ func (n *node) cloudPrefixes() map[int][]string {
 	return out
 }
 
-func pdConfig(n *node, warmIP int) Config {
-	return n.config(func(c *Config) { c.EnablePrefixDelegation = true; c.WarmIPTarget = warmIP })
+func pdConfig(n *node, warmIP int) settings {
+	return n.config(func(c *settings) { c.EnablePrefixDelegation = true; c.WarmIPTarget = warmIP })
 }
 
 // Prefix delegation: the primary ENI gets /28 prefixes, the pool grows by
@@ -164,7 +164,7 @@ func TestPrefixDelegationRestartAdoptsPrefixes(t *testing.T) {
 func TestIPv6ModeUsesOnePrefixOfThePrimaryENI(t *testing.T) {
 	n := newNode(t, awslocal.Options{})
 	before := n.cloud.Calls()
-	n.start(n.config(func(c *Config) { c.EnableIPv6 = true }))
+	n.start(n.config(func(c *settings) { c.EnableIPv6 = true }))
 	if calls := callsSince(n.cloud, before); calls["AssignIpv6Addresses"] != 1 || calls["AssignPrivateIpAddresses"] != 0 || calls["CreateNetworkInterface"] != 0 {
 		t.Fatalf("EC2 calls %v: want one AssignIpv6Addresses and nothing for IPv4", calls)
 	}
@@ -176,7 +176,7 @@ func TestIPv6ModeUsesOnePrefixOfThePrimaryENI(t *testing.T) {
 	n.adjust()
 	n.shutdown()
 	before = n.cloud.Calls()
-	n.start(n.config(func(c *Config) { c.EnableIPv6 = true }))
+	n.start(n.config(func(c *settings) { c.EnableIPv6 = true }))
 	if calls := callsSince(n.cloud, before); calls["AssignIpv6Addresses"] != 0 {
 		t.Fatalf("EC2 calls at restart %v: the /80 must be adopted", calls)
 	}

@@ -9,12 +9,13 @@ import (
 	"time"
 
 	"github.com/sandboxipam/sandboxipam/internal/awslocal"
+	"github.com/sandboxipam/sandboxipam/internal/testsupport"
 	"github.com/sandboxipam/sandboxipam/ipamd/datastore"
 )
 
 func TestRestartAdoptsExistingENIs(t *testing.T) {
 	n := newNode(t, awslocal.Options{InstanceType: "t3.medium"})
-	cfg := n.config(func(c *Config) { c.WarmIPTarget = 3 })
+	cfg := n.config(func(c *settings) { c.WarmIPTarget = 3 })
 	n.start(cfg)
 	first := n.addAll(0, 8)
 	n.wantPool(11, 3, 3)
@@ -63,7 +64,7 @@ func TestRestartAdoptsExistingENIs(t *testing.T) {
 
 func TestRestartDropsENIsDetachedMeanwhile(t *testing.T) {
 	n := newNode(t, awslocal.Options{InstanceType: "t3.medium"})
-	cfg := n.config(func(c *Config) { c.WarmIPTarget = 7 })
+	cfg := n.config(func(c *settings) { c.WarmIPTarget = 7 })
 	n.start(cfg)
 	n.wantPool(7, 7, 2)
 	n.shutdown()
@@ -90,18 +91,18 @@ func TestRestartDropsENIsDetachedMeanwhile(t *testing.T) {
 func TestThrottlingSlowsButNeverBreaksAdd(t *testing.T) {
 	n := newNode(t, awslocal.Options{InstanceType: "t3.medium"})
 	n.cloud.SetFaults(awslocal.Faults{ThrottleEvery: 3})
-	n.start(n.config(func(c *Config) { c.WarmIPTarget = 2; c.PoolCheckInterval = time.Millisecond }))
+	n.start(n.config(func(c *settings) { c.WarmIPTarget = 2; c.PoolCheckInterval = time.Millisecond }))
 
 	held := map[netip.Addr]int{}
 	for i := range 12 {
-		eventually(t, "a free address", func() bool { _, free := n.pool(); return free > 0 })
+		testsupport.Eventually(t, "a free address", func() bool { _, free := n.pool(); return free > 0 })
 		ip := n.add(i) // fails the test if ADD fails
 		if pod, dup := held[ip]; dup {
 			t.Fatalf("pod %d got %s, which pod %d holds", i, ip, pod)
 		}
 		held[ip] = i
 	}
-	eventually(t, "the warm target after the last ADD", func() bool { total, free := n.pool(); return total == 14 && free == 2 })
+	testsupport.Eventually(t, "the warm target after the last ADD", func() bool { total, free := n.pool(); return total == 14 && free == 2 })
 	if n.cloud.Throttled() == 0 {
 		t.Fatal("no call was throttled; the test proves nothing")
 	}
@@ -115,14 +116,14 @@ func TestThrottlingSlowsButNeverBreaksAdd(t *testing.T) {
 
 func TestAddNeverWaitsForEC2(t *testing.T) {
 	n := newNode(t, awslocal.Options{InstanceType: "t3.medium"})
-	n.start(n.config(func(c *Config) { c.WarmIPTarget = 2 }))
+	n.start(n.config(func(c *settings) { c.WarmIPTarget = 2 }))
 	hold := make(chan struct{})
 	n.cloud.SetFaults(awslocal.Faults{Hold: hold})
 
 	n.add(0) // one free address left
 	adjusted := make(chan error, 1)
 	go func() { adjusted <- n.src.Adjust(context.Background()) }()
-	eventually(t, "the source's EC2 call to be in flight", func() bool { return n.cloud.InFlight() > 0 })
+	testsupport.Eventually(t, "the source's EC2 call to be in flight", func() bool { return n.cloud.InFlight() > 0 })
 
 	n.add(1) // the last free address, while EC2 does not answer
 	if _, err := n.store.Assign(context.Background(), podKey(2), datastore.Pod{Name: "pod-2"}); !errors.Is(err, datastore.ErrPoolExhausted) {
@@ -145,7 +146,8 @@ func TestRunReturnsFirstFillError(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer store.Close()
-	src, err := New(n.config(func(c *Config) { c.WarmIPTarget = 1 }), Options{Credentials: awslocal.Credentials()})
+	cfg := n.config(func(c *settings) { c.WarmIPTarget = 1 })
+	src, err := New(cfg.Config, cfg.Tuning, Options{Credentials: awslocal.Credentials()})
 	if err != nil {
 		t.Fatal(err)
 	}

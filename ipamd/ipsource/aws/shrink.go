@@ -21,7 +21,7 @@ var detachWaits = []time.Duration{time.Second, 2 * time.Second, 4 * time.Second}
 // single addresses, then ENIs left empty. At most once per ShrinkInterval.
 func (s *Source) shrink(ctx context.Context) error {
 	now := s.opts.Now()
-	if s.cfg.ShrinkInterval > 0 && now.Sub(s.lastShrink) < s.cfg.ShrinkInterval {
+	if s.tun.ShrinkInterval > 0 && now.Sub(s.lastShrink) < s.tun.ShrinkInterval {
 		return nil
 	}
 	if s.cfg.EnablePrefixDelegation {
@@ -64,9 +64,7 @@ func (s *Source) shrink(ctx context.Context) error {
 // index first, that no pod uses and whose addresses the targets can spare.
 func (s *Source) releaseFreeENIs(ctx context.Context) (int, error) {
 	released := 0
-	enis := s.sortedENIs()
-	slices.Reverse(enis)
-	for _, e := range enis {
+	for _, e := range s.newestENIsFirst() {
 		u := s.usage()[e.id]
 		if e.primary || u.Assigned > 0 || u.Cooling > 0 || u.Total != len(e.ips) || len(e.prefixes) > 0 ||
 			!s.cfg.canReleaseENI(s.counts(), u.Total, s.perENI()) {
@@ -128,9 +126,7 @@ func (s *Source) deleteDetached(ctx context.Context, eniID string) {
 func (s *Source) unassignSurplus(ctx context.Context) (int, error) {
 	surplus := s.cfg.surplus(s.counts())
 	done := 0
-	enis := s.sortedENIs()
-	slices.Reverse(enis)
-	for _, e := range enis {
+	for _, e := range s.newestENIsFirst() {
 		u := s.usage()[e.id]
 		n := min(surplus-done, u.Total-u.Assigned-u.Cooling)
 		if n <= 0 {

@@ -5,11 +5,12 @@ import (
 	"testing"
 
 	"github.com/sandboxipam/sandboxipam/internal/awslocal"
+	"github.com/sandboxipam/sandboxipam/internal/testsupport"
 )
 
 func TestShrinkNeverTouchesAddressesPodsHold(t *testing.T) {
 	n := newNode(t, awslocal.Options{InstanceType: "t3.medium"})
-	n.start(n.config(func(c *Config) { c.WarmIPTarget = 1 }))
+	n.start(n.config(func(c *settings) { c.WarmIPTarget = 1 }))
 	ips := n.addAll(0, 14) // 15 addresses on 3 ENIs, 14 held
 	n.wantPool(15, 1, 3)
 
@@ -39,7 +40,7 @@ func TestShrinkNeverTouchesAddressesPodsHold(t *testing.T) {
 
 func TestCoolingAddressesAreNotReturned(t *testing.T) {
 	n := newNode(t, awslocal.Options{InstanceType: "t3.medium"})
-	n.start(n.config(func(c *Config) { c.WarmIPTarget = 1 }))
+	n.start(n.config(func(c *settings) { c.WarmIPTarget = 1 }))
 	n.addAll(0, 4)
 	n.wantPool(5, 1, 1)
 	for i := range 4 {
@@ -56,7 +57,7 @@ func TestCoolingAddressesAreNotReturned(t *testing.T) {
 
 func TestRefusedUnassignGivesAddressesBack(t *testing.T) {
 	n := newNode(t, awslocal.Options{InstanceType: "t3.medium"})
-	n.start(n.config(func(c *Config) { c.WarmIPTarget = 1 }))
+	n.start(n.config(func(c *settings) { c.WarmIPTarget = 1 }))
 	n.addAll(0, 4)
 	for i := range 4 {
 		n.del(i)
@@ -86,7 +87,7 @@ func TestRefusedUnassignGivesAddressesBack(t *testing.T) {
 
 func TestUnknownUnassignOutcomeIsResolvedFromEC2(t *testing.T) {
 	n := newNode(t, awslocal.Options{InstanceType: "t3.medium"})
-	n.start(n.config(func(c *Config) { c.WarmIPTarget = 1 }))
+	n.start(n.config(func(c *settings) { c.WarmIPTarget = 1 }))
 	n.addAll(0, 4)
 	for i := range 4 {
 		n.del(i)
@@ -100,7 +101,7 @@ func TestUnknownUnassignOutcomeIsResolvedFromEC2(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	adjusted := make(chan error, 1)
 	go func() { adjusted <- n.src.Adjust(ctx) }()
-	eventually(t, "the unassign call to be in flight", func() bool { return n.cloud.InFlight() > 0 })
+	testsupport.Eventually(t, "the unassign call to be in flight", func() bool { return n.cloud.InFlight() > 0 })
 	cancel()
 	if err := <-adjusted; err == nil {
 		t.Fatal("Adjust with a cancelled call returned nil")

@@ -76,6 +76,7 @@ type Options struct {
 // Source is the aws IP source. Create it with New and start it with Run.
 type Source struct {
 	cfg  Config
+	tun  Tuning
 	opts Options
 	log  *slog.Logger
 
@@ -120,9 +121,9 @@ type eni struct {
 
 var _ ipsource.Source = (*Source)(nil)
 
-// New checks cfg and returns a Source; it makes no network call.
-func New(cfg Config, opts Options) (*Source, error) {
-	if err := cfg.Validate(); err != nil {
+// New checks cfg and tun and returns a Source; it makes no network call.
+func New(cfg Config, tun Tuning, opts Options) (*Source, error) {
+	if err := errors.Join(cfg.Validate(), tun.Validate()); err != nil {
 		return nil, fmt.Errorf("aws source config: %w", err)
 	}
 	if opts.Logger == nil {
@@ -133,6 +134,7 @@ func New(cfg Config, opts Options) (*Source, error) {
 	}
 	return &Source{
 		cfg:     cfg,
+		tun:     tun,
 		opts:    opts,
 		log:     opts.Logger.With(slog.String("source", Name)),
 		ready:   make(chan struct{}),
@@ -217,11 +219,11 @@ func (s *Source) start(ctx context.Context, pool ipsource.Pool) error {
 // loop adjusts on every tick, re-reads EC2 every ResyncInterval
 // and cleans up leaked ENIs every LeakedENICleanupInterval.
 func (s *Source) loop(ctx context.Context) {
-	check := time.NewTicker(s.cfg.PoolCheckInterval)
+	check := time.NewTicker(s.tun.PoolCheckInterval)
 	defer check.Stop()
-	resync := time.NewTicker(s.cfg.ResyncInterval)
+	resync := time.NewTicker(s.tun.ResyncInterval)
 	defer resync.Stop()
-	cleanup := time.NewTicker(s.cfg.LeakedENICleanupInterval)
+	cleanup := time.NewTicker(s.tun.LeakedENICleanupInterval)
 	defer cleanup.Stop()
 	for {
 		var step func(context.Context) error

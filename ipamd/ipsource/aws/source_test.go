@@ -12,7 +12,7 @@ import (
 var _ ipsource.Source = (*Source)(nil)
 
 func TestNothingBeforeReady(t *testing.T) {
-	src, err := New(DefaultConfig(), Options{})
+	src, err := New(DefaultConfig(), DefaultTuning(), Options{})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -11,7 +11,7 @@ import (
 
 func TestWarmIPTargetReachedAndHeld(t *testing.T) {
 	n := newNode(t, awslocal.Options{InstanceType: "t3.medium"})
-	n.start(n.config(func(c *Config) { c.WarmIPTarget = 3 }))
+	n.start(n.config(func(c *settings) { c.WarmIPTarget = 3 }))
 	n.wantPool(3, 3, 1)
 	n.wantCloudSecondaries(3)
 
@@ -41,7 +41,7 @@ func TestWarmIPTargetReachedAndHeld(t *testing.T) {
 
 func TestMinimumIPTargetReachedAndHeld(t *testing.T) {
 	n := newNode(t, awslocal.Options{InstanceType: "t3.medium"})
-	n.start(n.config(func(c *Config) { c.MinimumIPTarget = 8; c.WarmIPTarget = 2 }))
+	n.start(n.config(func(c *settings) { c.MinimumIPTarget = 8; c.WarmIPTarget = 2 }))
 	n.wantPool(8, 8, 2)
 	n.wantCloudSecondaries(5, 3)
 
@@ -62,7 +62,7 @@ func TestMinimumIPTargetReachedAndHeld(t *testing.T) {
 
 func TestOnlyMinimumIPTarget(t *testing.T) {
 	n := newNode(t, awslocal.Options{InstanceType: "t3.medium"})
-	n.start(n.config(func(c *Config) { c.MinimumIPTarget = 4; c.WarmENITarget = 3 }))
+	n.start(n.config(func(c *settings) { c.MinimumIPTarget = 4; c.WarmENITarget = 3 }))
 	n.wantPool(4, 4, 1) // WarmENITarget is ignored once an IP target is set
 	n.addAll(0, 4)
 	n.wantPool(4, 0, 1) // no warm target: a full pool at the minimum is enough
@@ -70,7 +70,7 @@ func TestOnlyMinimumIPTarget(t *testing.T) {
 
 func TestWarmENITargetReachedAndHeld(t *testing.T) {
 	n := newNode(t, awslocal.Options{InstanceType: "t3.medium"})
-	n.start(n.config(func(c *Config) { c.WarmENITarget = 1 }))
+	n.start(n.config(func(c *settings) { c.WarmENITarget = 1 }))
 	n.wantPool(5, 5, 1) // one whole ENI's worth free
 	n.addAll(0, 1)      // 4 free < 5 -> a whole new ENI
 	n.wantPool(10, 9, 2)

@@ -1,7 +1,8 @@
 // Package wireproto sends ipamd's generated protobuf messages (package
-// ipamdv1) over a wire.Client, for Go tools and tests. The CNI plugin does
-// not use it: it encodes its few messages itself (package msg) and links
-// no protobuf runtime.
+// ipamdv1) over a wire.Client, for Go tools and tests. It defines no
+// message: messages.proto is the API's one definition. The CNI plugin
+// does not use it: it speaks package msg, generated from the same file,
+// and links no protobuf runtime.
 package wireproto
 
 import (

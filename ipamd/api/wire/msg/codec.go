@@ -1,10 +1,61 @@
+// codec.go: the hand-written protobuf primitives the generated messages
+// (messages.go) use.
+
 package msg
 
 import (
 	"encoding/binary"
+	"errors"
 	"fmt"
 	"unicode/utf8"
 )
+
+// ErrMalformed is wrapped by every decoding error.
+var ErrMalformed = errors.New("malformed protobuf message")
+
+// Protobuf wire types.
+const (
+	wireVarint  = 0
+	wireFixed64 = 1
+	wireBytes   = 2
+	wireFixed32 = 5
+)
+
+func appendKey(b []byte, field, wireType int) []byte {
+	return binary.AppendUvarint(b, uint64(field)<<3|uint64(wireType))
+}
+
+// appendString appends a string field, omitted when empty as proto3 does.
+func appendString(b []byte, field int, s string) []byte {
+	if s == "" {
+		return b
+	}
+	b = appendKey(b, field, wireBytes)
+	b = binary.AppendUvarint(b, uint64(len(s)))
+	return append(b, s...)
+}
+
+func appendBool(b []byte, field int, v bool) []byte {
+	if !v {
+		return b
+	}
+	return append(appendKey(b, field, wireVarint), 1)
+}
+
+func appendUint(b []byte, field int, v uint64) []byte {
+	if v == 0 {
+		return b
+	}
+	return binary.AppendUvarint(appendKey(b, field, wireVarint), v)
+}
+
+// appendMessage appends a nested message field; encode appends its body.
+func appendMessage(b []byte, field int, encode func([]byte) []byte) []byte {
+	body := encode(nil)
+	b = appendKey(b, field, wireBytes)
+	b = binary.AppendUvarint(b, uint64(len(body)))
+	return append(b, body...)
+}
 
 // field is one decoded field: its number and wire type, and its value as
 // a varint or as bytes.
@@ -91,96 +142,4 @@ func (f field) message(decode func([]byte) error) error {
 		return fmt.Errorf("%w: field %d: wire type %d for a message", ErrMalformed, f.num, f.wireType)
 	}
 	return decode(f.bytes)
-}
-
-// Unmarshal decodes the message.
-func (a *Attachment) Unmarshal(b []byte) error {
-	*a = Attachment{}
-	return eachField(b, func(f field) error {
-		switch f.num {
-		case 1:
-			return f.str(&a.Network)
-		case 2:
-			return f.str(&a.SandboxID)
-		case 3:
-			return f.str(&a.IfName)
-		}
-		return nil
-	})
-}
-
-// Unmarshal decodes the message.
-func (c *IPConfig) Unmarshal(b []byte) error {
-	*c = IPConfig{}
-	return eachField(b, func(f field) error {
-		switch f.num {
-		case 1:
-			return f.str(&c.Address)
-		case 2:
-			return f.str(&c.Gateway)
-		}
-		return nil
-	})
-}
-
-// Unmarshal decodes the message.
-func (r *IPsResponse) Unmarshal(b []byte) error {
-	*r = IPsResponse{}
-	return eachField(b, func(f field) error {
-		if f.num != 1 {
-			return nil
-		}
-		var ip IPConfig
-		if err := f.message(ip.Unmarshal); err != nil {
-			return err
-		}
-		r.IPs = append(r.IPs, ip)
-		return nil
-	})
-}
-
-// Unmarshal decodes the message.
-func (r *DelResponse) Unmarshal(b []byte) error {
-	*r = DelResponse{}
-	return eachField(b, func(f field) error {
-		if f.num == 1 {
-			return f.boolean(&r.Released)
-		}
-		return nil
-	})
-}
-
-// Unmarshal decodes the message.
-func (r *GCResponse) Unmarshal(b []byte) error {
-	*r = GCResponse{}
-	return eachField(b, func(f field) error {
-		if f.num != 1 {
-			return nil
-		}
-		var a Attachment
-		if err := f.message(a.Unmarshal); err != nil {
-			return err
-		}
-		r.Released = append(r.Released, a)
-		return nil
-	})
-}
-
-// Unmarshal decodes the message.
-func (r *StatusResponse) Unmarshal(b []byte) error {
-	*r = StatusResponse{}
-	return eachField(b, func(f field) error {
-		switch f.num {
-		case 1:
-			return f.boolean(&r.Ready)
-		case 2:
-			return f.str(&r.Message)
-		case 3:
-			var v uint64
-			err := f.uint(&v)
-			r.Free = uint32(v) // protobuf truncates a uint32 the same way
-			return err
-		}
-		return nil
-	})
 }

@@ -1,6 +1,11 @@
 // Command demo walks through the seed bug's scenario on a private
 // containerd, this project's CNI plugin, ipamd and the containerd adapter,
 // narrating each step. `make demo` builds everything and runs it as root.
+//
+// It lives under internal/scenario, not cmd/, because it is a development
+// tool built on the tests' environment (internal/testenv starts the
+// private runtimes): no shipped binary links test support, and
+// `go list -deps` of every command under cmd/ shows none.
 package main
 
 import (

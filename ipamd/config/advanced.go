@@ -1,0 +1,47 @@
+package config
+
+import (
+	"time"
+
+	"github.com/sandboxipam/sandboxipam/ipamd/ipsource/aws"
+	"github.com/sandboxipam/sandboxipam/runtime/plugin"
+)
+
+// Advanced holds the tuning knobs most operators never touch: their
+// defaults suit a node, and a wrong value costs more than it saves.
+type Advanced struct {
+	// Adapter tunes the runtime adapter's launch and supervision.
+	Adapter AdapterTuning `yaml:"adapter"`
+	// AWS tunes the aws source's intervals and EC2 retries; package
+	// ipsource/aws owns it (aws.Tuning, defaults aws.DefaultTuning).
+	AWS aws.Tuning `yaml:"aws"`
+}
+
+// AdapterTuning tunes the adapter's launch and its supervisor; the
+// supervisor's part is package runtime/plugin's own Supervision, with its
+// defaults and validation.
+type AdapterTuning struct {
+	// StartTimeout bounds one adapter launch, handshake and first ping
+	// included. Default 10s (plugin.DefaultStartTimeout).
+	StartTimeout time.Duration `yaml:"startTimeout" desc:"deadline of one adapter launch"`
+	// Supervision: relaunch backoff and health checks. Defaults 500ms,
+	// 30s and 5s (plugin.DefaultSupervision).
+	plugin.Supervision `yaml:",inline"`
+}
+
+func defaultAdvanced() Advanced {
+	return Advanced{
+		Adapter: AdapterTuning{StartTimeout: plugin.DefaultStartTimeout, Supervision: plugin.DefaultSupervision()},
+		AWS:     aws.DefaultTuning(),
+	}
+}
+
+// validate checks every knob; the aws tuning only matters, and is only
+// checked, with ipSource.type aws.
+func (a Advanced) validate(v *validator, source string) {
+	v.positive("advanced.adapter.startTimeout", a.Adapter.StartTimeout)
+	v.nested("advanced.adapter.", a.Adapter.Supervision.Validate())
+	if source == SourceAWS {
+		v.nested("advanced.", a.AWS.Validate()) // its errors say aws.<field>
+	}
+}

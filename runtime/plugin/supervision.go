@@ -1,0 +1,71 @@
+package plugin
+
+import (
+	"errors"
+	"fmt"
+	"time"
+)
+
+// Defaults of Supervision's fields; NewSupervisor also uses them for zero
+// fields. This package owns them: ipamd's config (advanced.adapter) embeds
+// Supervision and takes its defaults from DefaultSupervision, so there is
+// one value of each.
+const (
+	DefaultMinBackoff     = 500 * time.Millisecond
+	DefaultMaxBackoff     = 30 * time.Second
+	DefaultHealthInterval = 5 * time.Second
+)
+
+// Supervision tunes how a Supervisor watches and relaunches its plugin.
+// The YAML and desc tags serve a host that reads it from a config file
+// (ipamd: advanced.adapter); field comments state the defaults.
+type Supervision struct {
+	// MinBackoff is the wait before the first relaunch; it doubles with
+	// every failed launch or early crash, up to MaxBackoff, and resets
+	// once a relaunched plugin passes a health check. Default 500ms.
+	MinBackoff time.Duration `yaml:"minBackoff" desc:"first wait before relaunching a dead adapter"`
+	// MaxBackoff caps the wait between relaunches. Default 30s.
+	MaxBackoff time.Duration `yaml:"maxBackoff" desc:"longest wait between adapter relaunches"`
+	// HealthInterval is how often the plugin is pinged, and how long a
+	// ping may take. A plugin process that exits is noticed at once.
+	// Default 5s.
+	HealthInterval time.Duration `yaml:"healthInterval" desc:"how often the adapter's health is checked"`
+}
+
+// DefaultSupervision returns the defaults stated on Supervision's fields.
+func DefaultSupervision() Supervision {
+	return Supervision{MinBackoff: DefaultMinBackoff, MaxBackoff: DefaultMaxBackoff, HealthInterval: DefaultHealthInterval}
+}
+
+// Validate reports every invalid field, each named by its YAML name; a
+// host that nests Supervision prefixes its own path.
+func (s Supervision) Validate() error {
+	var errs []error
+	if s.MinBackoff <= 0 {
+		errs = append(errs, fmt.Errorf("minBackoff must be positive, got %s", s.MinBackoff))
+	}
+	if s.MaxBackoff < s.MinBackoff {
+		errs = append(errs, fmt.Errorf("maxBackoff must be at least minBackoff (%s), got %s", s.MinBackoff, s.MaxBackoff))
+	}
+	if s.HealthInterval <= 0 {
+		errs = append(errs, fmt.Errorf("healthInterval must be positive, got %s", s.HealthInterval))
+	}
+	return errors.Join(errs...)
+}
+
+// withDefaults fills zero fields, as NewSupervisor documents.
+func (s Supervision) withDefaults() Supervision {
+	if s.MinBackoff <= 0 {
+		s.MinBackoff = DefaultMinBackoff
+	}
+	if s.MaxBackoff <= 0 {
+		s.MaxBackoff = DefaultMaxBackoff
+	}
+	if s.MaxBackoff < s.MinBackoff {
+		s.MaxBackoff = s.MinBackoff
+	}
+	if s.HealthInterval <= 0 {
+		s.HealthInterval = DefaultHealthInterval
+	}
+	return s
+}
