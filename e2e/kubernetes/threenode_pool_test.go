@@ -14,6 +14,7 @@ import (
 
 	deploy "github.com/sandboxipam/sandboxipam/deploy/kubernetes"
 	"github.com/sandboxipam/sandboxipam/ipamd/api/pool/v1alpha1"
+	"github.com/sandboxipam/sandboxipam/internal/testsupport"
 )
 
 // The pool test's IPPool: 16 blocks per family, /28 (14 usable) and /124
@@ -80,7 +81,7 @@ func (c *cluster) installPool(t *testing.T) {
 			t.Fatalf("CRD %s: %v", name, err)
 		}
 	}
-	eventually(t, time.Minute, "the API server serves IPPools and IPBlocks", func(ctx context.Context) error {
+	testsupport.WaitFor(t, time.Minute, "the API server serves IPPools and IPBlocks", func(ctx context.Context) error {
 		var l struct{}
 		if err := c.api.get(ctx, "/apis/sandboxipam.io/v1alpha1/ippools", &l); err != nil {
 			return err
@@ -137,7 +138,7 @@ func (c *cluster) ipBlocks(ctx context.Context) ([]v1alpha1.IPBlock, error) {
 func (c *cluster) waitBlocks(t *testing.T, what string, want func(v4, v6 int) bool) []string {
 	t.Helper()
 	var out []string
-	eventually(t, 3*time.Minute, "every node to hold "+what, func(ctx context.Context) error {
+	testsupport.WaitFor(t, 3*time.Minute, "every node to hold "+what, func(ctx context.Context) error {
 		bs, err := c.ipBlocks(ctx)
 		if err != nil {
 			return err
