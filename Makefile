@@ -132,12 +132,13 @@ kubernetes-tools:
 	tools/kubernetes/build.sh
 
 # The image run by ctr on a private containerd; a standalone kubelet running
-# ipamd as a static pod from the DaemonSet in deploy/kubernetes; a one-node
+# ipamd as a static pod from the DaemonSet in deploy/kubernetes, on a private
+# containerd and on a private CRI-O (runtime-tools; warm: nothing to do); a one-node
 # cluster on 127.0.0.1; and a cluster of three nodes on this machine (each its
 # own network and mount namespaces, containerd and kubelet) that applies the
 # containerd overlay with the routes component, and again in pool mode
 # (components/pool: TestThreeNodePool). Needs root.
-e2e-kubernetes: kubernetes-tools
+e2e-kubernetes: kubernetes-tools runtime-tools
 	SANDBOXIPAM_E2E_KUBERNETES=1 $(GO) test -count=1 -timeout 60m -v ./e2e/kubernetes/
 
 # On the three-node cluster: 110 pods on one node from an API scale to all

@@ -1,9 +1,10 @@
 // Package kubernetes runs sandboxipam under a real kubelet ("make
 // e2e-kubernetes"): kubelet v1.37.2 built by tools/kubernetes, in
 // standalone mode with static pods, against the private containerd that
-// internal/testenv starts, with the project's image (internal/image)
-// imported and ipamd run as a static pod made from the DaemonSet's own pod
-// template (deploy/kubernetes); and a one-node cluster (etcd,
+// internal/testenv starts (and again against its private CRI-O, ipamd's pod
+// template then the crio overlay's), with the project's image
+// (internal/image) imported and ipamd run as a static pod made from the
+// DaemonSet's own pod template (deploy/kubernetes); and a one-node cluster (etcd,
 // kube-apiserver, kube-controller-manager, kube-scheduler and a kubelet
 // registered to them, all on 127.0.0.1) to which the static-one-node overlay is
 // applied, as kubectl apply -k would. The control plane comes from

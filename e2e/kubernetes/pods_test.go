@@ -29,16 +29,19 @@ type nodePaths struct {
 }
 
 // ipamdStaticPod turns the static-one-node overlay's DaemonSet pod template
+// into a static pod (ipamdStaticPodFrom).
+func ipamdStaticPod(t *testing.T, paths nodePaths) (*corev1.Pod, string) {
+	t.Helper()
+	return ipamdStaticPodFrom(t, renderOverlay(t, oneNodeOverlay), paths)
+}
+
+// ipamdStaticPodFrom turns a rendered overlay's DaemonSet pod template
 // into a static pod. Only what a node without an API server needs changes
 // beyond nodePodSpec: the ConfigMap volume becomes a host directory holding
 // the same ipamd.yaml, and the service account goes. Containers, probes, hooks, security contexts and
 // resources are the rendered ones.
-func ipamdStaticPod(t *testing.T, paths nodePaths) (*corev1.Pod, string) {
+func ipamdStaticPodFrom(t *testing.T, r deploy.Rendered, paths nodePaths) (*corev1.Pod, string) {
 	t.Helper()
-	r, err := deploy.Render(oneNodeOverlay)
-	if err != nil {
-		t.Fatal(err)
-	}
 	if err := os.MkdirAll(paths.config, 0o755); err != nil {
 		t.Fatal(err)
 	}

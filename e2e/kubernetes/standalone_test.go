@@ -15,9 +15,7 @@ import (
 	"time"
 
 	"github.com/sandboxipam/sandboxipam/conformance/fixture"
-	"github.com/sandboxipam/sandboxipam/internal/image"
 	"github.com/sandboxipam/sandboxipam/internal/kubeenv"
-	"github.com/sandboxipam/sandboxipam/internal/scenario"
 	"github.com/sandboxipam/sandboxipam/internal/testenv"
 	"github.com/sandboxipam/sandboxipam/internal/testsupport"
 )
@@ -51,9 +49,17 @@ func requireE2E(t *testing.T) (kubeletBin, crictlBin string) {
 }
 
 // TestStandaloneKubelet runs ipamd as a static pod from the DaemonSet's
-// pod template and three app pods under a real kubelet, kills ipamd,
-// removes pods with and without ipamd, and checks nothing leaks.
-func TestStandaloneKubelet(t *testing.T) {
+// pod template and three app pods under a real kubelet on containerd,
+// kills ipamd, removes pods with and without ipamd, and checks nothing
+// leaks.
+func TestStandaloneKubelet(t *testing.T) { standaloneKubelet(t, startContainerdRuntime) }
+
+// TestStandaloneKubeletCRIO is TestStandaloneKubelet on CRI-O, with ipamd
+// from the crio overlay's pod template (its crio adapter, CRI-O's socket
+// mounted), asserting the same.
+func TestStandaloneKubeletCRIO(t *testing.T) { standaloneKubelet(t, startCRIORuntime) }
+
+func standaloneKubelet(t *testing.T, start func(t *testing.T, dir string) nodeRuntime) {
 	kubeletBin, crictlBin := requireE2E(t)
 	guardHost(t, hardCodedDirs)
 
@@ -63,53 +69,46 @@ func TestStandaloneKubelet(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { os.RemoveAll(dir) })
-	// After containerd stopped (cleanups run last-in first-out).
+	// After the runtime stopped (cleanups run last-in first-out).
 	t.Cleanup(func() { removeKubeletCgroups(t, dir) })
 
-	// The runtime: a private containerd whose CNI config directory ipamd
-	// alone fills.
-	ctrd, err := testenv.StartContainerd(ctx, testenv.ContainerdOptions{Dir: filepath.Join(dir, "ctd"), Logger: nil})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		if err := ctrd.Stop(context.Background()); err != nil {
-			t.Errorf("stop containerd: %v", err)
-		}
-	})
-	emptyConfDir(t, ctrd.CNIConfDir)
-	cri := crictl{binary: crictlBin, endpoint: ctrd.Endpoint}
-	// After kubelet, before containerd (cleanups run last-in first-out).
-	t.Cleanup(func() { removeSandboxes(t, cri, ctrd.CNIConfDir) })
+	// The runtime, private, whose CNI config directory ipamd alone fills.
+	rt := start(t, dir)
+	emptyConfDir(t, rt.cniConfDir)
+	cri := crictl{binary: crictlBin, endpoint: rt.endpoint}
+	// After kubelet, before the runtime (cleanups run last-in first-out).
+	t.Cleanup(func() { removeSandboxesOf(t, rt, cri) })
 
-	// The image, built and imported as an operator would.
-	built := importImage(t, ctrd, dir)
+	// The image, built and loaded as an operator would.
+	built := loadImage(t, rt, dir)
 
 	paths := nodePaths{
 		config: filepath.Join(dir, "config"), run: filepath.Join(dir, "run"), state: filepath.Join(dir, "state"),
-		cniBin: ctrd.CNIBinDir, cniConf: ctrd.CNIConfDir, runtimeSocket: ctrd.Address,
+		cniBin: rt.cniBinDir, cniConf: rt.cniConfDir, runtimeSocket: rt.socket,
 	}
-	ipamdPod, confList := ipamdStaticPod(t, paths)
+	ipamdPod, confList := ipamdStaticPodFrom(t, rt.render(t), paths)
 	manifests := filepath.Join(dir, "manifests")
 	if err := os.Mkdir(manifests, 0o755); err != nil {
 		t.Fatal(err)
 	}
 	ipamdManifest := writeManifest(t, manifests, ipamdPod)
 	k := startKubelet(t, kubeletOptions{
-		binary: kubeletBin, dir: filepath.Join(dir, "kubelet"), criEndpoint: ctrd.Endpoint,
-		netnsPath: ctrd.NetNSPath, staticPodDir: manifests, nodeName: nodeName,
+		binary: kubeletBin, dir: filepath.Join(dir, "kubelet"), criEndpoint: rt.endpoint,
+		netnsPath: rt.netns, staticPodDir: manifests, nodeName: nodeName,
 	})
 	// Pods go before kubelet stops (cleanups run last-in first-out).
 	t.Cleanup(func() { removeAllPods(cri, manifests) })
 
-	ipamdID := waitIPAMDReady(t, cri, ctrd, paths, confList)
-	installed, err := os.ReadFile(filepath.Join(ctrd.CNIBinDir, "sandboxipam"))
+	ipamdID := waitIPAMDReady(t, cri, rt.netns, paths, confList)
+	installed, err := os.ReadFile(filepath.Join(rt.cniBinDir, "sandboxipam"))
 	if err != nil {
 		t.Fatalf("init container did not install the plugin: %v", err)
 	}
 	if !bytes.Equal(installed, built) {
 		t.Fatalf("installed plugin (%d bytes) differs from the image's (%d bytes)", len(installed), len(built))
 	}
+	// Ready means a listing proved the pool: the adapter has answered.
+	checkAdapterRuntime(t, cri, ipamdID, rt)
 
 	// Three app pods, each addressed by ipamd under its sandbox ID.
 	apps := map[string]string{}
@@ -137,7 +136,7 @@ func TestStandaloneKubelet(t *testing.T) {
 			return errors.New("the killed container still runs")
 		}
 		restarted = id
-		return readyz(ctx, ctrd.NetNSPath)
+		return readyz(ctx, rt.netns)
 	})
 	ipamdID = restarted
 	followLogs(t, cri, ipamdID, dir)
@@ -159,9 +158,9 @@ func TestStandaloneKubelet(t *testing.T) {
 		}
 		return nil
 	})
-	loseDEL(t, cri, ctrd.CNIConfDir, confList, apps["app-2"], want["app-2"])
+	loseDEL(t, cri, rt, confList, apps["app-2"], want["app-2"])
 	writeManifest(t, manifests, ipamdPod)
-	ipamdID = waitIPAMDReady(t, cri, ctrd, paths, confList)
+	ipamdID = waitIPAMDReady(t, cri, rt.netns, paths, confList)
 	waitReleased(t, cri, ipamdID, want["app-2"], "the reconciler")
 	delete(want, "app-2")
 	checkAssignments(t, cri, ipamdID, want)
@@ -221,26 +220,14 @@ func guardHost(t *testing.T, dirs []string) {
 }
 
 // importImage builds the project's image as make image does and imports
-// it into the runtime as an operator would; it returns the CNI plugin
+// it into containerd as an operator would; it returns the CNI plugin
 // binary the image holds.
 func importImage(t *testing.T, ctrd *testenv.Containerd, dir string) []byte {
 	t.Helper()
 	began := time.Now()
-	root, err := scenario.ModuleRoot()
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx := context.Background()
-	archives, err := image.BuildProjectArchives(ctx, root, filepath.Join(dir, "bin"), image.DefaultCABundle, image.DefaultRef, dir)
-	if err != nil {
-		t.Fatal(err)
-	}
+	archives, plugin := buildImage(t, dir)
 	run(t, "ctr", "--address", ctrd.Address, "--namespace", ctrd.Namespace, "images", "import", archives.OCI)
 	t.Logf("image %s built and imported in %s", archives.Digest, time.Since(began).Round(time.Millisecond))
-	plugin, err := os.ReadFile(filepath.Join(dir, "bin", filepath.FromSlash(image.CNIPluginPath)))
-	if err != nil {
-		t.Fatal(err)
-	}
 	return plugin
 }
 
@@ -285,7 +272,7 @@ func readyz(ctx context.Context, nsPath string) error {
 // waitIPAMDReady waits until the ipamd container runs, and checks that
 // the conflist appears only once ipamd can answer ADD: the first time it
 // is seen, the CNI socket must already accept, and /readyz must agree.
-func waitIPAMDReady(t *testing.T, cri crictl, ctrd *testenv.Containerd, paths nodePaths, confList string) string {
+func waitIPAMDReady(t *testing.T, cri crictl, netns string, paths nodePaths, confList string) string {
 	t.Helper()
 	socket := filepath.Join(paths.run, "ipamd.sock")
 	testsupport.WaitFor(t, 3*time.Minute, "ipamd writes the conflist", func(ctx context.Context) error {
@@ -305,7 +292,7 @@ func waitIPAMDReady(t *testing.T, cri crictl, ctrd *testenv.Containerd, paths no
 		if id, _, err = cri.runningContainer(ctx, "ipamd"); err != nil {
 			return err
 		}
-		return readyz(ctx, ctrd.NetNSPath)
+		return readyz(ctx, netns)
 	})
 	followLogs(t, cri, id, filepath.Dir(paths.run))
 	return id
@@ -377,15 +364,19 @@ func waitReleased(t *testing.T, cri crictl, ipamdID string, pod criPod, by strin
 }
 
 // loseDEL removes a pod while ipamd is down so that its DEL never reaches
-// ipamd: containerd will not remove a sandbox whose network teardown
-// fails, so a loopback-only conflist of the same network stands in while
-// kubelet stops the pod, and the stopped sandbox is force-removed, as an
-// operator would after the runtime's retries.
-func loseDEL(t *testing.T, cri crictl, confDir, confList, manifest string, pod criPod) {
+// ipamd: neither containerd nor CRI-O removes a sandbox whose network
+// teardown fails, so a loopback-only conflist of the same network stands
+// in while kubelet stops the pod (CRI-O tears down with the config libcni
+// cached at ADD: that cache goes first), and the stopped sandbox is
+// force-removed, as an operator would after the runtime's retries.
+func loseDEL(t *testing.T, cri crictl, rt nodeRuntime, confList, manifest string, pod criPod) {
 	t.Helper()
 	noop := `{"cniVersion": "1.0.0", "name": "sandboxipam", "plugins": [{"type": "loopback"}]}`
 	if err := os.WriteFile(confList, []byte(noop), 0o644); err != nil {
 		t.Fatal(err)
+	}
+	if rt.cachesCNIConfig {
+		dropCNICache(t, pod.ID)
 	}
 	removeFile(t, manifest)
 	testsupport.WaitFor(t, 2*time.Minute, pod.Name+" is removed without ipamd", func(ctx context.Context) error {

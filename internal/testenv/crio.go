@@ -202,13 +202,32 @@ func (c *CRIO) loadPauseImage(ctx context.Context, skopeo string) error {
 	if err != nil {
 		return err
 	}
-	store := fmt.Sprintf("containers-storage:[overlay@%s+%s]%s",
-		filepath.Join(c.Dir, "root"), filepath.Join(c.Dir, "runroot"), c.PauseImage)
-	if err := runCommand(ctx, skopeo, "--insecure-policy", "copy", "docker-archive:"+tarPath, store); err != nil {
+	if err := c.copyImage(ctx, skopeo, tarPath, c.PauseImage); err != nil {
 		return fmt.Errorf("load pause image: %w", err)
 	}
 	c.logger.Info("pause image loaded", "image", c.PauseImage, "took", time.Since(began))
 	return nil
+}
+
+// LoadImage copies the image in a docker-save archive into CRI-O's
+// storage as ref, as an operator loads an image on a node without a
+// registry (podman load shares the same storage); CRI-O sees it at once.
+func (c *CRIO) LoadImage(ctx context.Context, archive, ref string) error {
+	skopeo, err := exec.LookPath("skopeo")
+	if err != nil {
+		return fmt.Errorf("load image %s: %w: skopeo not installed: %v", ref, ErrUnavailable, err)
+	}
+	if err := c.copyImage(ctx, skopeo, archive, ref); err != nil {
+		return fmt.Errorf("load image %s: %w", ref, err)
+	}
+	return nil
+}
+
+// copyImage copies a docker-save archive into CRI-O's storage as ref.
+func (c *CRIO) copyImage(ctx context.Context, skopeo, archive, ref string) error {
+	store := fmt.Sprintf("containers-storage:[overlay@%s+%s]%s",
+		filepath.Join(c.Dir, "root"), filepath.Join(c.Dir, "runroot"), ref)
+	return runCommand(ctx, skopeo, "--insecure-policy", "copy", "docker-archive:"+archive, store)
 }
 
 // Stop stops and removes every pod through CRI, stops CRI-O, then kills

@@ -102,6 +102,13 @@ func crioConfig(c *CRIO, pinns, conmon string) string {
 // gives every infra container -998, and cri-dockerd every sandbox
 // container -998 through dockerd, which only a process with
 // CAP_SYS_RESOURCE may set (a VM's or container's root may lack it).
+// It also empties the bundle's hugepageLimits: kubelet limits every
+// container to 0 of each hugepage size, and CRI-O passes that on because
+// /proc/cgroups lists hugetlb, but on a hybrid host whose hugetlb
+// controller is only in the unified hierarchy runc's cgroupfs (v1) manager
+// cannot set it ("cannot set hugetlb limit"; containerd's CRI drops the
+// limits itself, tolerate_missing_hugetlb_controller). The config is
+// indented JSON: sed -z reads it whole, and the limits hold no "]".
 const runcWrapperScript = `#!/bin/sh
 bundle=
 prev=
@@ -113,6 +120,7 @@ done
 if [ -n "$bundle" ] && [ -f "$bundle/config.json" ]; then
 	own=$(cat /proc/self/oom_score_adj)
 	sed -i -E "s/\"oomScoreAdj\": *-?[0-9]+/\"oomScoreAdj\": $own/" "$bundle/config.json"
+	sed -i -z -E "s/\"hugepageLimits\": *\\[[^]]*\\]/\"hugepageLimits\": []/" "$bundle/config.json"
 fi
 exec %s "$@"
 `
