@@ -161,6 +161,12 @@ type Reconciler struct {
 	adapter runtime.RuntimeAdapter
 	cfg     Config
 
+	// passes lets one pass run at a time: the periodic pass and an
+	// operator's `ipamctl reconcile` would otherwise interleave, and one
+	// pass's loss of the adapter's sight (settleMissing) would undo the
+	// sight the other had just earned from its own listing.
+	passes sync.Mutex
+
 	mu      sync.Mutex
 	last    Result
 	hasLast bool
@@ -211,7 +217,9 @@ func (r *Reconciler) Last() (Result, bool) {
 // Result.Released holds what would be. An error means the listing failed
 // (nothing was released) or the datastore could not record the pass.
 func (r *Reconciler) RunOnce(ctx context.Context, dryRun bool) (Result, error) {
+	r.passes.Lock()
 	res, err := r.pass(ctx, dryRun)
+	r.passes.Unlock()
 	r.mu.Lock()
 	r.last, r.hasLast = res, true
 	r.mu.Unlock()
