@@ -37,7 +37,9 @@ const ipblocksPath = "/apis/sandboxipam.io/v1alpha1/ipblocks"
 // two blocks overlap, and no address is held by two pods (the API server,
 // the runtimes and the ipamds agree). Scaled to zero, the empty blocks
 // go back past the grace down to the high watermark: one block per
-// family per node.
+// family per node. In between, `ipamctl check --cluster`'s comparison
+// finds nothing on the live cluster and exactly the duplicate the test
+// makes by hand.
 func TestThreeNodePool(t *testing.T) {
 	c := startCluster(t)
 	ctx := context.Background()
@@ -60,6 +62,7 @@ func TestThreeNodePool(t *testing.T) {
 	// block more.
 	blocks := c.waitBlocks(t, "at least 3 IPv4 and 2 IPv6 blocks", func(v4, v6 int) bool { return v4 >= 3 && v6 >= 2 })
 	c.logf(t, "%d pods on %d nodes, every address in its node's IPBlocks, none twice; blocks %v", poolReplicas, clusterNodes, blocks)
+	c.checkClusterShowsADuplicate(t, state)
 
 	c.scaleWeb(t, 0)
 	c.waitAgree(t, 0, check.check)
