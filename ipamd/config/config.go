@@ -195,11 +195,12 @@ type NodeSource struct {
 // Routes configures the routes ipamd keeps between nodes.
 type Routes struct {
 	// Nodes keeps, in the host's main routing table, one route per other
-	// node's spec.podCIDRs via that node's InternalIP (host-gw), tagged
-	// with ipamd's own route protocol (routes.Protocol, 201). It needs
+	// node's spec.podCIDRs (and, with ipSource.type pool, per other
+	// node's IPBlock) via that node's InternalIP (host-gw), tagged with
+	// ipamd's own route protocol (routes.Protocol, 201). It needs
 	// CAP_NET_ADMIN and the Kubernetes API (ipSource.node.kubeconfig).
 	// Default false.
-	Nodes bool `yaml:"nodes" desc:"route other nodes' podCIDRs via their InternalIP (needs CAP_NET_ADMIN)"`
+	Nodes bool `yaml:"nodes" desc:"route other nodes' podCIDRs (and, in pool mode, IPBlocks) via their InternalIP (needs CAP_NET_ADMIN)"`
 }
 
 // Static is the static source: fixed CIDRs.

@@ -69,8 +69,10 @@ func (d *Daemon) startRoutes(runCtx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("routes.nodes: %w", err)
 	}
-	k, err := routes.New(routes.Config{NodeName: d.cfg.IPSource.NodeName}, client,
-		routes.Options{Logger: d.log.With("component", "routes"), Netlink: d.opts.RoutesNetlink})
+	// In pool mode the other nodes' addresses are in their IPBlocks, not
+	// (only) their podCIDRs: route those too.
+	k, err := routes.New(routes.Config{NodeName: d.cfg.IPSource.NodeName, Blocks: d.cfg.IPSource.Type == config.SourcePool}, client,
+		routes.Options{Logger: d.log.With("component", "routes"), Netlink: d.opts.RoutesNetlink, Dynamic: client.Dynamic})
 	if err != nil {
 		return err
 	}

@@ -1,7 +1,11 @@
 // Package routes keeps the routes between nodes (host-gw, as flannel's
 // host-gw backend and kube-router do): in the host's main table, one
 // route per other node's spec.podCIDRs via that node's InternalIP of the
-// same family, so pods reach pods on other nodes without an overlay.
+// same family, so pods reach pods on other nodes without an overlay. With
+// the cluster pool (ipSource.type pool, Config.Blocks) every other node's
+// IPBlocks are routed the same way, found by the block's spec.nodeName
+// (blocks.go): a node's addresses are then in its blocks, which come and
+// go with its pods, so a route follows each block's create and delete.
 //
 // Every route it makes carries Protocol, a route protocol number of
 // ipamd's own. A sync lists the main table's routes of that protocol
@@ -17,10 +21,11 @@
 // hop: it is skipped, with an error naming it in the log, in the
 // ipamd_node_routes_skipped metric and in Status (ipamctl routes).
 //
-// Nodes come from a client-go informer over all Nodes (this is not the
-// CNI path: the pool's source reads only its own Node). A sync runs after
-// the informer's first list, after every Node event, and every resync
-// interval, to put back a route someone deleted.
+// Nodes come from a client-go informer over all Nodes, and IPBlocks from
+// one over all IPBlocks (this is not the CNI path: the IP sources read
+// only their own Node and blocks). A sync runs after the informers' first
+// lists, after every Node or IPBlock event, and every resync interval, to
+// put back a route someone deleted.
 package routes
 
 import (
@@ -33,10 +38,14 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/vishvananda/netlink"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/dynamic/dynamicinformer"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
 	listersv1 "k8s.io/client-go/listers/core/v1"
 	"k8s.io/client-go/tools/cache"
+
+	"github.com/sandboxipam/sandboxipam/ipamd/api/pool/v1alpha1"
 )
 
 // Protocol is the route protocol (rtm_protocol, "proto" in `ip route`)
@@ -55,6 +64,9 @@ type Config struct {
 	// Resync is the time between syncs without a Node event; zero means
 	// DefaultResync.
 	Resync time.Duration
+	// Blocks also routes every other node's IPBlocks of the cluster pool
+	// (ipSource.type pool), watched with Options.Dynamic.
+	Blocks bool
 }
 
 // Options are the non-config inputs.
@@ -65,12 +77,15 @@ type Options struct {
 	Netlink *netlink.Handle
 	// Logger; nil discards.
 	Logger *slog.Logger
+	// Dynamic reaches the IPBlocks; required with Config.Blocks.
+	Dynamic dynamic.Interface
 }
 
 // Keeper keeps the routes.
 type Keeper struct {
 	cfg    Config
 	client kubernetes.Interface
+	dyn    dynamic.Interface
 	nl     *netlink.Handle
 	log    *slog.Logger
 	kick   chan struct{}
@@ -91,6 +106,9 @@ func New(cfg Config, client kubernetes.Interface, opts Options) (*Keeper, error)
 	if cfg.Resync <= 0 {
 		cfg.Resync = DefaultResync
 	}
+	if cfg.Blocks && opts.Dynamic == nil {
+		return nil, fmt.Errorf("routes.nodes: routing the pool's IPBlocks needs a dynamic client")
+	}
 	if opts.Logger == nil {
 		opts.Logger = slog.New(slog.DiscardHandler)
 	}
@@ -98,37 +116,50 @@ func New(cfg Config, client kubernetes.Interface, opts Options) (*Keeper, error)
 	if nl == nil {
 		nl = &netlink.Handle{}
 	}
-	k := &Keeper{cfg: cfg, client: client, nl: nl, log: opts.Logger,
+	k := &Keeper{cfg: cfg, client: client, dyn: opts.Dynamic, nl: nl, log: opts.Logger,
 		kick: make(chan struct{}, 1), synced: make(chan struct{}),
 		status: Status{Node: cfg.NodeName, Protocol: int(Protocol), Routes: []Route{}, Skipped: []Skipped{}}}
 	k.syncCond = sync.NewCond(&k.mu)
 	return k, nil
 }
 
-// Run watches all Nodes and keeps the routes until ctx is done. The
-// routes stay when it returns: a restarted ipamd finds them, and pods
-// keep reaching other nodes meanwhile.
+// Run watches all Nodes (and, with Config.Blocks, all IPBlocks) and keeps
+// the routes until ctx is done. The routes stay when it returns: a
+// restarted ipamd finds them, and pods keep reaching other nodes
+// meanwhile.
 func (k *Keeper) Run(ctx context.Context) error {
 	factory := informers.NewSharedInformerFactory(k.client, 0)
 	nodes := factory.Core().V1().Nodes()
-	inf := nodes.Informer()
-	kick := func(any) { k.Kick() }
-	if _, err := inf.AddEventHandler(cache.ResourceEventHandlerFuncs{
-		AddFunc: kick, UpdateFunc: func(_, n any) { kick(n) }, DeleteFunc: kick,
-	}); err != nil {
-		return fmt.Errorf("routes: %w", err)
+	kick := cache.ResourceEventHandlerFuncs{
+		AddFunc: func(any) { k.Kick() }, UpdateFunc: func(any, any) { k.Kick() }, DeleteFunc: func(any) { k.Kick() },
+	}
+	infs := []cache.SharedIndexInformer{nodes.Informer()}
+	var blocks cache.Store
+	if k.cfg.Blocks {
+		inf := dynamicinformer.NewFilteredDynamicInformer(k.dyn, v1alpha1.IPBlockResource, "", 0, cache.Indexers{}, nil).Informer()
+		infs, blocks = append(infs, inf), inf.GetStore()
+	}
+	synced := make([]cache.InformerSynced, 0, len(infs))
+	for _, inf := range infs {
+		if _, err := inf.AddEventHandler(kick); err != nil {
+			return fmt.Errorf("routes: %w", err)
+		}
+		synced = append(synced, inf.HasSynced)
 	}
 	factory.Start(ctx.Done())
 	defer factory.Shutdown()
-	if !cache.WaitForCacheSync(ctx.Done(), inf.HasSynced) {
+	for _, inf := range infs[1:] {
+		go inf.RunWithContext(ctx)
+	}
+	if !cache.WaitForCacheSync(ctx.Done(), synced...) {
 		return nil
 	}
 	close(k.synced)
-	k.log.Info("node informer synced: keeping routes to other nodes' podCIDRs", slog.Int("protocol", int(Protocol)))
+	k.log.Info("informers synced: keeping routes to other nodes' ranges", slog.Int("protocol", int(Protocol)), slog.Bool("ipBlocks", k.cfg.Blocks))
 	ticker := time.NewTicker(k.cfg.Resync)
 	defer ticker.Stop()
 	for {
-		k.syncOnce(nodes.Lister())
+		k.syncOnce(nodes.Lister(), blocks)
 		select {
 		case <-ctx.Done():
 			return nil
@@ -149,13 +180,21 @@ func (k *Keeper) Kick() {
 // Synced is closed once the informer has listed the Nodes.
 func (k *Keeper) Synced() <-chan struct{} { return k.synced }
 
-func (k *Keeper) syncOnce(lister listersv1.NodeLister) {
+// syncOnce syncs with what the informers hold; blocks is nil without
+// Config.Blocks.
+func (k *Keeper) syncOnce(lister listersv1.NodeLister, blocks cache.Store) {
 	all, err := lister.List(everything())
 	var st Status
 	if err != nil {
 		st = Status{Error: fmt.Sprintf("list nodes from the informer: %v", err)}
 	} else {
-		st = k.Sync(all)
+		var bs []v1alpha1.IPBlock
+		var bad []Skipped
+		if blocks != nil {
+			bs, bad = listBlocks(blocks)
+		}
+		st = k.Sync(all, bs)
+		st.Skipped = append(st.Skipped, bad...)
 	}
 	k.mu.Lock()
 	k.status = st
@@ -190,10 +229,10 @@ func (k *Keeper) WaitSyncs(ctx context.Context, n uint64) error {
 func (k *Keeper) Collectors() []prometheus.Collector {
 	return []prometheus.Collector{
 		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Namespace: "ipamd", Name: "node_routes",
-			Help: "Routes to other nodes' podCIDRs ipamd keeps in the main table (route protocol 201), as the last sync left them."},
+			Help: "Routes to other nodes' podCIDRs (and, in pool mode, IPBlocks) ipamd keeps in the main table (route protocol 201), as the last sync left them."},
 			func() float64 { return float64(len(k.Status().Routes)) }),
 		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Namespace: "ipamd", Name: "node_routes_skipped",
-			Help: "Other nodes' podCIDRs without a route: the node's InternalIP is not on a directly connected subnet, it has none of the family, or another protocol's route holds the destination. ipamctl routes names them."},
+			Help: "Other nodes' podCIDRs and IPBlocks without a route: the node (or a block's Node) is gone, its InternalIP is not on a directly connected subnet, it has none of the family, or another protocol's route holds the destination. ipamctl routes names them."},
 			func() float64 { return float64(len(k.Status().Skipped)) }),
 	}
 }

@@ -129,7 +129,7 @@ func TestSyncKeepsOnlyItsOwnRoutes(t *testing.T) {
 		k8sNode("node-f", []string{"198.18.106.0/24"}, "198.19.6.6"),
 	}
 	k := keeper(t, h)
-	st := k.Sync(nodes)
+	st := k.Sync(nodes, nil)
 	want := append([]string{"198.18.101.0/24 via 198.18.10.2 proto 201", "fd00:101::/64 via fd00:10::2 proto 201"}, foreign...)
 	slices.Sort(want)
 	if got := table(t, h); !slices.Equal(got, want) {
@@ -150,7 +150,7 @@ func TestSyncKeepsOnlyItsOwnRoutes(t *testing.T) {
 
 	// node-b registered again: a new range and a new address.
 	nodes[1] = k8sNode("node-b", []string{"198.18.111.0/24", "fd00:101::/64"}, "198.18.10.3", "fd00:10::3")
-	k.Sync(nodes)
+	k.Sync(nodes, nil)
 	want = append([]string{"198.18.111.0/24 via 198.18.10.3 proto 201", "fd00:101::/64 via fd00:10::3 proto 201"}, foreign...)
 	slices.Sort(want)
 	if got := table(t, h); !slices.Equal(got, want) {
@@ -161,7 +161,7 @@ func TestSyncKeepsOnlyItsOwnRoutes(t *testing.T) {
 	// stale route of ipamd's to a range nobody has: a new keeper removes
 	// exactly its own stale routes.
 	run(t, "ip", "-n", host, "route", "add", "198.18.150.0/24", "via", "198.18.10.8", "proto", "201")
-	st = keeper(t, h).Sync([]*corev1.Node{nodes[0], nodes[2], nodes[3]})
+	st = keeper(t, h).Sync([]*corev1.Node{nodes[0], nodes[2], nodes[3]}, nil)
 	if got := table(t, h); !slices.Equal(got, foreign) {
 		t.Fatalf("table after the restart:\n got %q\nwant only the foreign routes %q", got, foreign)
 	}

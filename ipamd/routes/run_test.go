@@ -10,6 +10,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/testutil"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
 
 	"github.com/sandboxipam/sandboxipam/internal/kubeenv"
 	"github.com/sandboxipam/sandboxipam/internal/testsupport"
@@ -38,7 +39,7 @@ func startAPIServer(t *testing.T) *kubeclient.Client {
 	return c
 }
 
-func createNode(t *testing.T, c *kubeclient.Client, n *corev1.Node) {
+func createNode(t *testing.T, c kubernetes.Interface, n *corev1.Node) {
 	t.Helper()
 	status := n.Status
 	got, err := c.CoreV1().Nodes().Create(t.Context(), n, metav1.CreateOptions{})

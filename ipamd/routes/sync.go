@@ -14,6 +14,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/labels"
 
+	"github.com/sandboxipam/sandboxipam/ipamd/api/pool/v1alpha1"
 	"github.com/sandboxipam/sandboxipam/ipamd/introspect/api"
 	"github.com/sandboxipam/sandboxipam/ipamd/ipsource/node"
 )
@@ -42,9 +43,10 @@ type want struct {
 	link int
 }
 
-// Sync makes ipamd's routes in the main table those nodes ask for, and
-// reports what it did and skipped.
-func (k *Keeper) Sync(nodes []*corev1.Node) Status {
+// Sync makes ipamd's routes in the main table those nodes and blocks ask
+// for, and reports what it did and skipped. blocks are the cluster pool's
+// IPBlocks (nil unless Config.Blocks).
+func (k *Keeper) Sync(nodes []*corev1.Node, blocks []v1alpha1.IPBlock) Status {
 	st := Status{Node: k.cfg.NodeName, Protocol: int(Protocol), Routes: []Route{}, Skipped: []Skipped{}}
 	wants := map[netip.Prefix]want{}
 	slices.SortFunc(nodes, func(a, b *corev1.Node) int { return strings.Compare(a.Name, b.Name) })
@@ -55,6 +57,13 @@ func (k *Keeper) Sync(nodes []*corev1.Node) Status {
 		ws, skipped := k.wantsOf(n)
 		st.Skipped = append(st.Skipped, skipped...)
 		for _, w := range ws {
+			wants[w.dst] = w
+		}
+	}
+	ws, skipped := k.blockWants(nodes, blocks)
+	st.Skipped = append(st.Skipped, skipped...)
+	for _, w := range ws {
+		if _, ok := wants[w.dst]; !ok {
 			wants[w.dst] = w
 		}
 	}
@@ -112,7 +121,7 @@ func (k *Keeper) wantsOf(n *corev1.Node) ([]want, []Skipped) {
 	var ws []want
 	var skipped []Skipped
 	for _, p := range cidrs {
-		via, link, reason := k.nextHop(n, p)
+		via, link, reason := k.nextHop(n, "podCIDR", p)
 		if reason != "" {
 			skipped = append(skipped, Skipped{Node: n.Name, Dst: p.String(), Reason: reason})
 			k.log.Error("node skipped: no route to its podCIDR", slog.String("node", n.Name), slog.String("dst", p.String()), slog.String("reason", reason))
@@ -124,8 +133,9 @@ func (k *Keeper) wantsOf(n *corev1.Node) ([]want, []Skipped) {
 }
 
 // nextHop is the node's InternalIP of p's family when it is on a directly
-// connected subnet, with the link to it; else why not.
-func (k *Keeper) nextHop(n *corev1.Node, p netip.Prefix) (netip.Addr, int, string) {
+// connected subnet, with the link to it; else why not. what names p in
+// that reason ("podCIDR", "IPBlock").
+func (k *Keeper) nextHop(n *corev1.Node, what string, p netip.Prefix) (netip.Addr, int, string) {
 	var ip netip.Addr
 	for _, text := range nodeInternalIPs(n) {
 		if a, err := netip.ParseAddr(text); err == nil && a.Unmap().Is4() == p.Addr().Is4() {
@@ -138,7 +148,7 @@ func (k *Keeper) nextHop(n *corev1.Node, p netip.Prefix) (netip.Addr, int, strin
 		family = "IPv4"
 	}
 	if !ip.IsValid() {
-		return ip, 0, fmt.Sprintf("Node %s has no %s InternalIP for its podCIDR %s", n.Name, family, p)
+		return ip, 0, fmt.Sprintf("Node %s has no %s InternalIP for its %s %s", n.Name, family, what, p)
 	}
 	rs, err := k.nl.RouteGet(net.IP(ip.AsSlice()))
 	switch {
