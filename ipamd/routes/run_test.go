@@ -11,7 +11,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
-	"github.com/sandboxipam/sandboxipam/internal/kubeenv"
+	"github.com/sandboxipam/sandboxipam/internal/clusterfixture"
 	"github.com/sandboxipam/sandboxipam/internal/testsupport"
 	"github.com/sandboxipam/sandboxipam/ipamd/kubeclient"
 	"github.com/sandboxipam/sandboxipam/ipamd/routes"
@@ -19,19 +19,9 @@ import (
 
 func startAPIServer(t *testing.T) *kubeclient.Client {
 	t.Helper()
-	bins := kubeenv.BinariesIn(kubeenv.CacheDir())
-	if err := bins.Missing(); err != nil {
-		testsupport.SkipOrFail(t, "%v: run tools/kubernetes/build.sh (make kubernetes-tools) first", err)
-	}
-	a, err := kubeenv.StartAPIServer(t.Context(), kubeenv.Options{Binaries: bins, Dir: t.TempDir(), Logf: t.Logf})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(a.Stop)
-	if err := a.Ready(t.Context()); err != nil {
-		t.Fatal(err)
-	}
-	c, err := kubeclient.New(a.Kubeconfig)
+	e := clusterfixture.Start(t, t.TempDir())
+	t.Cleanup(e.API.Stop)
+	c, err := kubeclient.FromConfig(e.Config)
 	if err != nil {
 		t.Fatal(err)
 	}
