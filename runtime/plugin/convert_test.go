@@ -48,3 +48,28 @@ func TestSandboxConversionRefusesMalformed(t *testing.T) {
 		t.Errorf("listing with a malformed sandbox = %v, %v; want no listing and an error", sandboxes, err)
 	}
 }
+
+// Each state maps to its own wire value and back; a value either side
+// does not know is unspecified on the wire and unknown in the runtime.
+func TestStateConversion(t *testing.T) {
+	for native, wire := range map[runtime.SandboxState]adapterpb.SandboxState{
+		runtime.StateUnknown:     adapterpb.SandboxState_SANDBOX_STATE_UNSPECIFIED,
+		runtime.StateReady:       adapterpb.SandboxState_SANDBOX_STATE_READY,
+		runtime.StateNotReady:    adapterpb.SandboxState_SANDBOX_STATE_NOT_READY,
+		runtime.SandboxState(99): adapterpb.SandboxState_SANDBOX_STATE_UNSPECIFIED,
+	} {
+		if got := toProtoState(native); got != wire {
+			t.Errorf("toProtoState(%v) = %v, want %v", native, got, wire)
+		}
+	}
+	for wire, native := range map[adapterpb.SandboxState]runtime.SandboxState{
+		adapterpb.SandboxState_SANDBOX_STATE_UNSPECIFIED: runtime.StateUnknown,
+		adapterpb.SandboxState_SANDBOX_STATE_READY:       runtime.StateReady,
+		adapterpb.SandboxState_SANDBOX_STATE_NOT_READY:   runtime.StateNotReady,
+		adapterpb.SandboxState(99):                       runtime.StateUnknown,
+	} {
+		if got := fromProtoState(wire); got != native {
+			t.Errorf("fromProtoState(%v) = %v, want %v", wire, got, native)
+		}
+	}
+}
