@@ -44,15 +44,15 @@ type Tuning struct {
 	LinkGrace time.Duration `yaml:"linkGrace" desc:"after a lost checkpoint, when the plugin wires every pod (node.podWiring), how long a pod without IP or pod link may still be being wired"`
 }
 
-// DefaultTuning returns the defaults stated on Tuning's fields.
-func DefaultTuning() Tuning {
-	return Tuning{ListTimeout: DefaultListTimeout, LinkGrace: DefaultLinkGrace}
-}
-
 // Validate reports every invalid field, each named by its YAML name; ipamd
 // prefixes "advanced.reconcile.".
 func (t Tuning) Validate() error {
 	return positive(namedDuration{"listTimeout", t.ListTimeout}, namedDuration{"linkGrace", t.LinkGrace})
+}
+
+// DefaultTuning returns the defaults stated on Tuning's fields.
+func DefaultTuning() Tuning {
+	return Tuning{ListTimeout: DefaultListTimeout, LinkGrace: DefaultLinkGrace}
 }
 
 type namedDuration struct {

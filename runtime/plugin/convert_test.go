@@ -52,24 +52,24 @@ func TestSandboxConversionRefusesMalformed(t *testing.T) {
 // Each state maps to its own wire value and back; a value either side
 // does not know is unspecified on the wire and unknown in the runtime.
 func TestStateConversion(t *testing.T) {
-	for native, wire := range map[runtime.SandboxState]adapterpb.SandboxState{
-		runtime.StateUnknown:     adapterpb.SandboxState_SANDBOX_STATE_UNSPECIFIED,
-		runtime.StateReady:       adapterpb.SandboxState_SANDBOX_STATE_READY,
-		runtime.StateNotReady:    adapterpb.SandboxState_SANDBOX_STATE_NOT_READY,
-		runtime.SandboxState(99): adapterpb.SandboxState_SANDBOX_STATE_UNSPECIFIED,
+	for _, tc := range []struct {
+		native runtime.SandboxState
+		wire   adapterpb.SandboxState
+		back   runtime.SandboxState
+	}{
+		{runtime.StateUnknown, adapterpb.SandboxState_SANDBOX_STATE_UNSPECIFIED, runtime.StateUnknown},
+		{runtime.StateReady, adapterpb.SandboxState_SANDBOX_STATE_READY, runtime.StateReady},
+		{runtime.StateNotReady, adapterpb.SandboxState_SANDBOX_STATE_NOT_READY, runtime.StateNotReady},
+		{runtime.SandboxState(99), adapterpb.SandboxState_SANDBOX_STATE_UNSPECIFIED, runtime.StateUnknown},
 	} {
-		if got := toProtoState(native); got != wire {
-			t.Errorf("toProtoState(%v) = %v, want %v", native, got, wire)
+		if got := toProtoState(tc.native); got != tc.wire {
+			t.Errorf("toProtoState(%v) = %v, want %v", tc.native, got, tc.wire)
+		}
+		if got := fromProtoState(tc.wire); got != tc.back {
+			t.Errorf("fromProtoState(%v) = %v, want %v", tc.wire, got, tc.back)
 		}
 	}
-	for wire, native := range map[adapterpb.SandboxState]runtime.SandboxState{
-		adapterpb.SandboxState_SANDBOX_STATE_UNSPECIFIED: runtime.StateUnknown,
-		adapterpb.SandboxState_SANDBOX_STATE_READY:       runtime.StateReady,
-		adapterpb.SandboxState_SANDBOX_STATE_NOT_READY:   runtime.StateNotReady,
-		adapterpb.SandboxState(99):                       runtime.StateUnknown,
-	} {
-		if got := fromProtoState(wire); got != native {
-			t.Errorf("fromProtoState(%v) = %v, want %v", wire, got, native)
-		}
+	if got := fromProtoState(adapterpb.SandboxState(99)); got != runtime.StateUnknown {
+		t.Errorf("fromProtoState(99) = %v, want %v", got, runtime.StateUnknown)
 	}
 }
