@@ -4,10 +4,7 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
-	"os"
 	"path/filepath"
-
-	"github.com/sandboxipam/sandboxipam/internal/testsupport"
 )
 
 // CRIDockerdOptions configures StartCRIDockerd.
@@ -54,12 +51,9 @@ func StartCRIDockerd(ctx context.Context, opts CRIDockerdOptions) (*CRIDockerd, 
 	if opts.Docker == nil {
 		return nil, fmt.Errorf("start cri-dockerd: CRIDockerdOptions.Docker is required")
 	}
-	binary, err := testsupport.ToolPath("cri-dockerd")
-	if err == nil {
-		_, err = os.Stat(binary)
-	}
+	binary, err := builtTool("cri-dockerd")
 	if err != nil {
-		return nil, fmt.Errorf("start cri-dockerd: %w: cri-dockerd is not built (run make test-tools): %v", ErrUnavailable, err)
+		return nil, fmt.Errorf("start cri-dockerd: %w", err)
 	}
 	sweepStale(ctx, logger)
 	c := &CRIDockerd{newCRIDaemon("cri-dockerd", newRecord("cri-dockerd", opts.Dir), "cri-dockerd.sock", logger)}

@@ -69,12 +69,9 @@ func StartCRIO(ctx context.Context, opts CRIOOptions) (*CRIO, error) {
 func findCRIOBinaries() (map[string]string, error) {
 	bins := map[string]string{}
 	for _, name := range crioTools {
-		p, err := testsupport.ToolPath(name)
-		if err == nil {
-			_, err = os.Stat(p)
-		}
+		p, err := builtTool(name)
 		if err != nil {
-			return nil, fmt.Errorf("%w: %s is not built (run make test-tools): %v", ErrUnavailable, name, err)
+			return nil, err
 		}
 		bins[name] = p
 	}
@@ -86,6 +83,19 @@ func findCRIOBinaries() (map[string]string, error) {
 		bins[name] = p
 	}
 	return bins, nil
+}
+
+// builtTool is the path of a tool make test-tools built, or an error
+// wrapping ErrUnavailable when it is not there.
+func builtTool(name string) (string, error) {
+	p, err := testsupport.ToolPath(name)
+	if err == nil {
+		_, err = os.Stat(p)
+	}
+	if err != nil {
+		return "", fmt.Errorf("%w: %s is not built (run make test-tools): %v", ErrUnavailable, name, err)
+	}
+	return p, nil
 }
 
 // crioHostDirs are created by CRI-O at start whatever its config says;

@@ -22,12 +22,7 @@ func (d *Docker) StartDaemon(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	d.daemon, d.PID = daemon, daemon.pid()
-	if err := daemon.waitReady(ctx, d.ping); err != nil {
-		return err
-	}
-	d.logger.Info("dockerd answers again", "after", time.Since(began), "host", d.Host)
-	return nil
+	return d.await(ctx, daemon, began, "dockerd answers again")
 }
 
 // restartDaemon starts a stopped daemon's command line again, appending to
