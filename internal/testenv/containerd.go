@@ -80,12 +80,9 @@ func StartContainerd(ctx context.Context, opts ContainerdOptions) (*Containerd, 
 	logger := loggerOrDiscard(opts.Logger)
 	sweepStale(ctx, logger)
 	c := newContainerd(opts.Dir, logger)
-	if err := prepareDir(ctx, c.record); err != nil {
-		return nil, fmt.Errorf("start containerd: %w", err)
-	}
-	if err := c.start(ctx, opts); err != nil {
-		_ = c.Stop(context.WithoutCancel(ctx))
-		return nil, fmt.Errorf("start containerd: %w", err)
+	start := func(ctx context.Context) error { return c.start(ctx, opts) }
+	if err := launch(ctx, "containerd", c.record, start, c.Stop); err != nil {
+		return nil, err
 	}
 	return c, nil
 }
@@ -190,16 +187,9 @@ func (c *Containerd) startWithoutCRI(ctx context.Context) error {
 }
 
 func (c *Containerd) importPauseImage(ctx context.Context) error {
-	began := time.Now()
-	tarPath, err := BuildPauseImage(ctx, c.Dir, c.PauseImage)
-	if err != nil {
-		return err
-	}
-	if err := runCommand(ctx, "ctr", "--address", c.Address, "--namespace", c.Namespace, "images", "import", tarPath); err != nil {
-		return fmt.Errorf("import pause image: %w", err)
-	}
-	c.logger.Info("pause image imported", "image", c.PauseImage, "took", time.Since(began))
-	return nil
+	return putPauseImage(ctx, c.Dir, c.PauseImage, c.logger, func(ctx context.Context, tarPath string) error {
+		return runCommand(ctx, "ctr", "--address", c.Address, "--namespace", c.Namespace, "images", "import", tarPath)
+	})
 }
 
 // writeCNIFiles writes conf (default: defaultCNIConfList, leases under

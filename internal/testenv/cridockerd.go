@@ -58,12 +58,9 @@ func StartCRIDockerd(ctx context.Context, opts CRIDockerdOptions) (*CRIDockerd, 
 	sweepStale(ctx, logger)
 	c := &CRIDockerd{newCRIDaemon("cri-dockerd", newRecord("cri-dockerd", opts.Dir), "cri-dockerd.sock", logger)}
 	c.PauseImage, c.CgroupParent = opts.Docker.PauseImage, opts.Docker.CgroupParent
-	if err := prepareDir(ctx, c.record); err != nil {
-		return nil, fmt.Errorf("start cri-dockerd: %w", err)
-	}
-	if err := c.start(ctx, opts, binary); err != nil {
-		_ = c.Stop(context.WithoutCancel(ctx))
-		return nil, fmt.Errorf("start cri-dockerd: %w", err)
+	start := func(ctx context.Context) error { return c.start(ctx, opts, binary) }
+	if err := launch(ctx, "cri-dockerd", c.record, start, c.Stop); err != nil {
+		return nil, err
 	}
 	return c, nil
 }

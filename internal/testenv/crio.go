@@ -8,7 +8,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"time"
 
 	"github.com/sandboxipam/sandboxipam/internal/testsupport"
 )
@@ -54,12 +53,9 @@ func StartCRIO(ctx context.Context, opts CRIOOptions) (*CRIO, error) {
 	}
 	sweepStale(ctx, logger)
 	c := newCRIO(opts.Dir, logger)
-	if err := prepareDir(ctx, c.record); err != nil {
-		return nil, fmt.Errorf("start cri-o: %w", err)
-	}
-	if err := c.start(ctx, opts, bins); err != nil {
-		_ = c.Stop(context.WithoutCancel(ctx))
-		return nil, fmt.Errorf("start cri-o: %w", err)
+	start := func(ctx context.Context) error { return c.start(ctx, opts, bins) }
+	if err := launch(ctx, "cri-o", c.record, start, c.Stop); err != nil {
+		return nil, err
 	}
 	return c, nil
 }
@@ -166,16 +162,9 @@ func (c *CRIO) writeConfig(bins map[string]string) error {
 // loadPauseImage copies the pause image archive into CRI-O's storage. No
 // signature policy is consulted: the image is local and unsigned.
 func (c *CRIO) loadPauseImage(ctx context.Context, skopeo string) error {
-	began := time.Now()
-	tarPath, err := BuildPauseImage(ctx, c.Dir, c.PauseImage)
-	if err != nil {
-		return err
-	}
-	if err := c.copyImage(ctx, skopeo, tarPath, c.PauseImage); err != nil {
-		return fmt.Errorf("load pause image: %w", err)
-	}
-	c.logger.Info("pause image loaded", "image", c.PauseImage, "took", time.Since(began))
-	return nil
+	return putPauseImage(ctx, c.Dir, c.PauseImage, c.logger, func(ctx context.Context, tarPath string) error {
+		return c.copyImage(ctx, skopeo, tarPath, c.PauseImage)
+	})
 }
 
 // LoadImage copies the image in a docker-save archive into CRI-O's

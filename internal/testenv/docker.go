@@ -88,12 +88,8 @@ func StartDocker(ctx context.Context, opts DockerOptions) (*Docker, error) {
 	rec.ShimNamespace = "moby"
 	rec.RuncRoot = filepath.Join(d.execRoot(), "runtime-runc")
 	d.record = rec
-	if err := prepareDir(ctx, rec); err != nil {
-		return nil, fmt.Errorf("start docker: %w", err)
-	}
-	if err := d.start(ctx); err != nil {
-		_ = d.Stop(context.WithoutCancel(ctx))
-		return nil, fmt.Errorf("start docker: %w", err)
+	if err := launch(ctx, "docker", rec, d.start, d.Stop); err != nil {
+		return nil, err
 	}
 	return d, nil
 }
@@ -208,21 +204,14 @@ func (d *Docker) ping(ctx context.Context) error {
 }
 
 func (d *Docker) loadPauseImage(ctx context.Context) error {
-	began := time.Now()
-	tarPath, err := BuildPauseImage(ctx, d.Dir, d.PauseImage)
-	if err != nil {
-		return err
-	}
-	f, err := os.Open(tarPath)
-	if err != nil {
-		return fmt.Errorf("load pause image: %w", err)
-	}
-	defer f.Close()
-	if err := fixture.LoadImageDocker(ctx, d.Host, f); err != nil {
-		return err
-	}
-	d.logger.Info("pause image loaded", "image", d.PauseImage, "took", time.Since(began))
-	return nil
+	return putPauseImage(ctx, d.Dir, d.PauseImage, d.logger, func(ctx context.Context, tarPath string) error {
+		f, err := os.Open(tarPath)
+		if err != nil {
+			return err
+		}
+		defer f.Close()
+		return fixture.LoadImageDocker(ctx, d.Host, f)
+	})
 }
 
 // Stop removes every container through the API, stops dockerd, then kills
