@@ -111,44 +111,41 @@ func RenderWith(overlay string, components ...string) (Rendered, error) {
 }
 
 func (r *Rendered) add(kind string, data []byte) error {
-	var target any
 	switch kind {
 	case "CustomResourceDefinition":
 		return r.addCRD(data)
 	case "DaemonSet":
-		if r.DaemonSet != nil {
-			return errors.New("second DaemonSet")
-		}
-		r.DaemonSet = &appsv1.DaemonSet{}
-		target = r.DaemonSet
+		return decodeOne(data, &r.DaemonSet, kind)
 	case "ConfigMap":
-		if r.ConfigMap != nil {
-			return errors.New("second ConfigMap")
-		}
-		r.ConfigMap = &corev1.ConfigMap{}
-		target = r.ConfigMap
+		return decodeOne(data, &r.ConfigMap, kind)
 	case "ServiceAccount":
-		if r.ServiceAccount != nil {
-			return errors.New("second ServiceAccount")
-		}
-		r.ServiceAccount = &corev1.ServiceAccount{}
-		target = r.ServiceAccount
+		return decodeOne(data, &r.ServiceAccount, kind)
 	case "ClusterRole":
-		if r.ClusterRole != nil {
-			return errors.New("second ClusterRole")
-		}
-		r.ClusterRole = &rbacv1.ClusterRole{}
-		target = r.ClusterRole
+		return decodeOne(data, &r.ClusterRole, kind)
 	case "ClusterRoleBinding":
-		if r.ClusterRoleBinding != nil {
-			return errors.New("second ClusterRoleBinding")
-		}
-		r.ClusterRoleBinding = &rbacv1.ClusterRoleBinding{}
-		target = r.ClusterRoleBinding
-	default:
-		return fmt.Errorf("unexpected kind %q", kind)
+		return decodeOne(data, &r.ClusterRoleBinding, kind)
 	}
-	return DecodeStrict(data, target)
+	return fmt.Errorf("unexpected kind %q", kind)
+}
+
+// decodeOne decodes data strictly into a new object at *slot; a second
+// object for the same slot is an error naming what.
+func decodeOne[T any](data []byte, slot **T, what string) error {
+	if *slot != nil {
+		return errors.New("second " + what)
+	}
+	*slot = new(T)
+	return DecodeStrict(data, *slot)
+}
+
+// appendDecoded decodes data strictly and appends the object to *list.
+func appendDecoded[T any](data []byte, list *[]T) error {
+	var v T
+	if err := DecodeStrict(data, &v); err != nil {
+		return err
+	}
+	*list = append(*list, v)
+	return nil
 }
 
 // DecodeStrict decodes JSON into a k8s.io/api object as the API server's

@@ -1,7 +1,6 @@
 package kubernetes
 
 import (
-	"errors"
 	"fmt"
 	"strings"
 
@@ -27,45 +26,26 @@ type Reclaimer struct {
 // isReclaimers says whether a rendered object belongs to the reclaimer.
 func isReclaimers(name string) bool { return strings.HasPrefix(name, ReclaimerName) }
 
-// addReclaimer decodes one of the reclaimer's objects strictly.
+// addReclaimer decodes one of the reclaimer's objects strictly; it has
+// one object of each kind but Role and RoleBinding.
 func (r *Rendered) addReclaimer(kind string, data []byte) error {
 	if r.Reclaimer == nil {
 		r.Reclaimer = &Reclaimer{}
 	}
 	rc := r.Reclaimer
-	var target any
 	switch kind {
 	case "Deployment":
-		if rc.Deployment != nil {
-			return errors.New("second reclaimer Deployment")
-		}
-		rc.Deployment = &appsv1.Deployment{}
-		target = rc.Deployment
+		return decodeOne(data, &rc.Deployment, "reclaimer "+kind)
 	case "ServiceAccount":
-		rc.ServiceAccount = &corev1.ServiceAccount{}
-		target = rc.ServiceAccount
+		return decodeOne(data, &rc.ServiceAccount, "reclaimer "+kind)
 	case "ClusterRole":
-		rc.ClusterRole = &rbacv1.ClusterRole{}
-		target = rc.ClusterRole
+		return decodeOne(data, &rc.ClusterRole, "reclaimer "+kind)
 	case "ClusterRoleBinding":
-		rc.ClusterRoleBinding = &rbacv1.ClusterRoleBinding{}
-		target = rc.ClusterRoleBinding
+		return decodeOne(data, &rc.ClusterRoleBinding, "reclaimer "+kind)
 	case "Role":
-		var role rbacv1.Role
-		if err := DecodeStrict(data, &role); err != nil {
-			return err
-		}
-		rc.Roles = append(rc.Roles, role)
-		return nil
+		return appendDecoded(data, &rc.Roles)
 	case "RoleBinding":
-		var b rbacv1.RoleBinding
-		if err := DecodeStrict(data, &b); err != nil {
-			return err
-		}
-		rc.RoleBindings = append(rc.RoleBindings, b)
-		return nil
-	default:
-		return fmt.Errorf("unexpected kind %q for the reclaimer", kind)
+		return appendDecoded(data, &rc.RoleBindings)
 	}
-	return DecodeStrict(data, target)
+	return fmt.Errorf("unexpected kind %q for the reclaimer", kind)
 }

@@ -28,6 +28,7 @@ import (
 	"net/netip"
 	"sort"
 	"sync"
+	"sync/atomic"
 	"time"
 )
 
@@ -144,16 +145,20 @@ type Cloud struct {
 	ec2Listener, imdsListener net.Listener
 	ec2Server, imdsServer     *http.Server
 
-	mu       sync.Mutex
-	enis     map[string]*networkInterface
-	used     map[netip.Addr]bool // addresses taken in the subnet
-	nextID   uint64
-	faults   Faults
-	total    int            // EC2 calls answered, for ThrottleEvery
-	calls    map[string]int // EC2 calls per action, throttled ones included
-	throttle int            // calls answered with RequestLimitExceeded
-	inFlight int            // calls being answered
-	tokens   map[string]time.Time
+	mu     sync.Mutex
+	enis   map[string]*networkInterface
+	used   map[netip.Addr]bool // addresses taken in the subnet
+	nextID uint64
+	faults Faults
+	calls  map[string]int // EC2 calls per action, throttled ones included
+	tokens map[string]time.Time
+
+	// Counters a test reads while calls are answered (it waits for one in
+	// flight, say), so reading takes no lock; total and throttle still
+	// change under mu, with calls.
+	total    atomic.Int64 // EC2 calls answered, for ThrottleEvery
+	throttle atomic.Int64 // calls answered with RequestLimitExceeded
+	inFlight atomic.Int64 // calls being answered
 }
 
 // Start builds a Cloud with its instance and primary ENI and starts the EC2
@@ -251,33 +256,21 @@ func (c *Cloud) Calls() map[string]int {
 }
 
 // TotalCalls is the sum of Calls.
-func (c *Cloud) TotalCalls() int {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.total
-}
+func (c *Cloud) TotalCalls() int { return int(c.total.Load()) }
 
 // Throttled is how many calls were answered with RequestLimitExceeded.
-func (c *Cloud) Throttled() int {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.throttle
-}
+func (c *Cloud) Throttled() int { return int(c.throttle.Load()) }
 
 // InFlight is how many EC2 calls are being answered right now.
-func (c *Cloud) InFlight() int {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.inFlight
-}
+func (c *Cloud) InFlight() int { return int(c.inFlight.Load()) }
 
 // ResetCalls zeroes the call counters (Throttled included).
 func (c *Cloud) ResetCalls() {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.calls = map[string]int{}
-	c.total = 0
-	c.throttle = 0
+	c.total.Store(0)
+	c.throttle.Store(0)
 }
 
 // ENI is a snapshot of one network interface.

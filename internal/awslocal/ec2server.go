@@ -102,11 +102,7 @@ func (c *Cloud) handle(action, authorization string, form url.Values) (response,
 	return run(c, form)
 }
 
-func (c *Cloud) setInFlight(delta int) {
-	c.mu.Lock()
-	c.inFlight += delta
-	c.mu.Unlock()
-}
+func (c *Cloud) setInFlight(delta int) { c.inFlight.Add(int64(delta)) }
 
 func (c *Cloud) currentFaults() Faults {
 	c.mu.Lock()
@@ -118,11 +114,11 @@ func (c *Cloud) currentFaults() Faults {
 func (c *Cloud) count(action string) (time.Duration, *APIError) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	c.total++
+	total := c.total.Add(1)
 	c.calls[action]++
 	f := c.faults
-	if f.ThrottleEvery > 0 && c.total%f.ThrottleEvery == 0 {
-		c.throttle++
+	if f.ThrottleEvery > 0 && total%int64(f.ThrottleEvery) == 0 {
+		c.throttle.Add(1)
 		return f.Latency, &APIError{HTTPStatus: http.StatusServiceUnavailable, Code: "RequestLimitExceeded", Message: "Request limit exceeded."}
 	}
 	if e, ok := f.FailActions[action]; ok {

@@ -1,86 +1,31 @@
 // Package pooltest helps tests of the cluster pool (ipSource.type pool)
-// against a real kube-apiserver: it installs the project's own CRDs from
-// deploy/kubernetes/crds/pool.yaml, exactly as shipped, waits until the
-// API server serves them, and creates IPPools and Nodes.
+// against a real kube-apiserver: on internal/clusterfixture's API server
+// with the project's own CRDs installed, it hands out the counted clients
+// (ipamd/kubeclient) the pool source uses, one connection per simulated
+// node, and creates and lists IPPools, Nodes and IPBlocks with errors
+// returned, so concurrent nodes can call it off the test goroutine.
 package pooltest
 
 import (
-	"bytes"
 	"context"
 	"fmt"
 	"net"
 	"net/netip"
-	"os"
-	"path/filepath"
 	"testing"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/apimachinery/pkg/runtime/schema"
-	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 
+	"github.com/sandboxipam/sandboxipam/internal/clusterfixture"
 	"github.com/sandboxipam/sandboxipam/internal/kubeenv"
-	"github.com/sandboxipam/sandboxipam/internal/testsupport"
-	"github.com/sandboxipam/sandboxipam/ipamd/kubeclient"
-
 	"github.com/sandboxipam/sandboxipam/ipamd/api/pool/v1alpha1"
+	"github.com/sandboxipam/sandboxipam/ipamd/kubeclient"
 )
-
-// CRDFile is the CRDs' path from the module root.
-const CRDFile = "deploy/kubernetes/crds/pool.yaml"
-
-var crdResource = schema.GroupVersionResource{Group: "apiextensions.k8s.io", Version: "v1", Resource: "customresourcedefinitions"}
-
-// InstallCRDs creates every CRD of root/CRDFile and waits until each is
-// Established and its resource answers a list.
-func InstallCRDs(ctx context.Context, dyn dynamic.Interface, root string) error {
-	data, err := os.ReadFile(filepath.Join(root, CRDFile))
-	if err != nil {
-		return err
-	}
-	dec := utilyaml.NewYAMLOrJSONDecoder(bytes.NewReader(data), 4096)
-	for {
-		var u unstructured.Unstructured
-		if err := dec.Decode(&u.Object); err != nil {
-			if err.Error() == "EOF" {
-				break
-			}
-			return fmt.Errorf("%s: %w", CRDFile, err)
-		}
-		if len(u.Object) == 0 {
-			continue
-		}
-		if _, err := dyn.Resource(crdResource).Create(ctx, &u, metav1.CreateOptions{}); err != nil {
-			return fmt.Errorf("create CRD %s: %w", u.GetName(), err)
-		}
-	}
-	for _, gvr := range []schema.GroupVersionResource{v1alpha1.IPPoolResource, v1alpha1.IPBlockResource} {
-		if err := waitServed(ctx, dyn, gvr); err != nil {
-			return err
-		}
-	}
-	return nil
-}
-
-func waitServed(ctx context.Context, dyn dynamic.Interface, gvr schema.GroupVersionResource) error {
-	var err error
-	for range 300 {
-		if _, err = dyn.Resource(gvr).List(ctx, metav1.ListOptions{}); err == nil {
-			return nil
-		}
-		select {
-		case <-ctx.Done():
-			return ctx.Err()
-		case <-time.After(100 * time.Millisecond):
-		}
-	}
-	return fmt.Errorf("%s not served after 30s: %w", gvr.Resource, err)
-}
 
 // CreatePool creates an IPPool of the given CIDRs (IPv4 and IPv6 sorted by
 // family) with blocks of v4bits and v6bits.
@@ -137,40 +82,22 @@ func Blocks(ctx context.Context, dyn dynamic.Interface) (map[string]v1alpha1.IPB
 	return out, nil
 }
 
-// Start runs etcd and kube-apiserver for the test with the pool's CRDs
-// installed, or skips (fails under CI=true) when tools/kubernetes/build.sh
-// has not built them. The client counts its requests.
+// Start runs etcd and kube-apiserver for the test (clusterfixture) with
+// the pool's CRDs installed, or skips (fails under CI=true) when this
+// machine cannot. The client counts its requests; the API server stops
+// when the test ends.
 func Start(t testing.TB) (*kubeenv.APIServer, *kubeclient.Client) {
 	t.Helper()
-	if os.Geteuid() != 0 {
-		testsupport.SkipOrFail(t, "the API server test runs etcd and kube-apiserver as root")
-	}
-	bins := kubeenv.BinariesIn(kubeenv.CacheDir())
-	if err := bins.Missing(); err != nil {
-		testsupport.SkipOrFail(t, "%v: run tools/kubernetes/build.sh (make kubernetes-tools) first", err)
-	}
-	ctx := context.Background()
-	a, err := kubeenv.StartAPIServer(ctx, kubeenv.Options{Binaries: bins, Dir: t.TempDir(), Logf: t.Logf})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(a.Stop)
-	if err := a.Ready(ctx); err != nil {
-		t.Fatal(err)
-	}
-	rc, err := clientcmd.BuildConfigFromFlags("", a.Kubeconfig)
-	if err != nil {
-		t.Fatal(err)
-	}
+	e := clusterfixture.Start(t, t.TempDir())
+	t.Cleanup(e.API.Stop)
+	rc := rest.CopyConfig(e.Config)
 	rc.QPS, rc.Burst = 1000, 1000 // the test's own set-up (Nodes, IPPools) is not what is measured
 	kc, err := kubeclient.FromConfig(rc)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := InstallCRDs(ctx, kc.Dynamic, testsupport.Root(t)); err != nil {
-		t.Fatal(err)
-	}
-	return a, kc
+	e.InstallPoolCRDs(t)
+	return e.API, kc
 }
 
 // Client is a new counted client of a's, on a connection of its own (as

@@ -69,7 +69,6 @@ cooldown: %s
 reconcile:
   interval: %s
   grace: %s
-  listTimeout: 5s
 runtime:
   adapter: %s
   endpoint: %s
@@ -89,6 +88,8 @@ advanced:
     minBackoff: 100ms
     maxBackoff: 1s
     healthInterval: 10s
+  reconcile:
+    listTimeout: 5s
 `, d.Socket, filepath.Join(cfg.Dir, "state"), cfg.Cooldown, interval, cfg.Grace,
 		cfg.Adapter, cfg.Endpoint, filepath.Join(cfg.BinDir, "adapters"), cfg.CIDR, addr)
 	if err := os.MkdirAll(cfg.Dir, 0o700); err != nil {

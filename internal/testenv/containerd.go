@@ -13,8 +13,6 @@ import (
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/credentials/insecure"
 	"google.golang.org/protobuf/types/known/emptypb"
-
-	"github.com/sandboxipam/sandboxipam/conformance/fixture"
 )
 
 // ContainerdOptions configures StartContainerd.
@@ -66,21 +64,9 @@ type NodeNamespaces struct {
 // host's mount namespace, so they reach unix sockets by their host paths.
 // Pod network namespaces are bind-mounted under Dir's state directory.
 type Containerd struct {
-	Dir          string
-	Address      string // the gRPC socket path
-	Endpoint     string // "unix://" + Address, for CRI clients
-	Namespace    string // "k8s.io", where the CRI plugin keeps its containers
-	PauseImage   string // fixture.DefaultPauseImage, also the sandbox_image
-	CgroupParent string // give pods this cgroup parent, so Stop finds them
-	CNIConfDir   string
-	CNIBinDir    string
-	NetNSPath    string // the daemon's network namespace
-	PID          int    // containerd's
-	WithoutCRI   bool   // started with ContainerdOptions.DisableCRI
-
-	daemon *daemon
-	record instanceRecord
-	logger *slog.Logger
+	CRIDaemon         // Address is the gRPC socket; PauseImage also the sandbox_image
+	Namespace  string // "k8s.io", where the CRI plugin keeps its containers
+	WithoutCRI bool   // started with ContainerdOptions.DisableCRI
 }
 
 // containerdNamespace is where the CRI plugin keeps images and containers.
@@ -94,32 +80,16 @@ func StartContainerd(ctx context.Context, opts ContainerdOptions) (*Containerd, 
 	logger := loggerOrDiscard(opts.Logger)
 	sweepStale(ctx, logger)
 	c := newContainerd(opts.Dir, logger)
-	if err := prepareDir(ctx, c.record); err != nil {
-		return nil, fmt.Errorf("start containerd: %w", err)
-	}
-	if err := c.start(ctx, opts); err != nil {
-		_ = c.Stop(context.WithoutCancel(ctx))
-		return nil, fmt.Errorf("start containerd: %w", err)
+	start := func(ctx context.Context) error { return c.start(ctx, opts) }
+	if err := launch(ctx, "containerd", c.record, start, c.Stop); err != nil {
+		return nil, err
 	}
 	return c, nil
 }
 
 func newContainerd(dir string, logger *slog.Logger) *Containerd {
-	rec := newRecord("containerd", dir)
-	c := &Containerd{
-		Dir:          dir,
-		Address:      filepath.Join(dir, "containerd.sock"),
-		Namespace:    containerdNamespace,
-		PauseImage:   fixture.DefaultPauseImage,
-		CgroupParent: rec.CgroupParent,
-		CNIConfDir:   filepath.Join(dir, "cni", "conf"),
-		CNIBinDir:    filepath.Join(dir, "cni", "bin"),
-		NetNSPath:    filepath.Join(dir, "netns"),
-		logger:       logger,
-	}
-	c.Endpoint = "unix://" + c.Address
-	rec.ShimAddress, rec.ShimNamespace, rec.RuncRoot = c.Address, c.Namespace, c.runcRoot()
-	c.record = rec
+	c := &Containerd{CRIDaemon: newCRIDaemon("containerd", newRecord("containerd", dir), "containerd.sock", logger), Namespace: containerdNamespace}
+	c.record.ShimAddress, c.record.ShimNamespace, c.record.RuncRoot = c.Address, c.Namespace, c.runcRoot()
 	return c
 }
 
@@ -135,25 +105,27 @@ func (c *Containerd) start(ctx context.Context, opts ContainerdOptions) error {
 	if opts.InNode != nil {
 		return c.startInNode(ctx, *opts.InNode)
 	}
-	if err := createNetNS(ctx, c.NetNSPath); err != nil {
+	if err := c.prepareNetwork(ctx, opts.CNIConfList, opts.CNIBinDirs); err != nil {
 		return err
 	}
-	if err := c.writeCNI(opts); err != nil {
-		return err
-	}
-	configPath := filepath.Join(c.Dir, "config.toml")
-	if err := os.WriteFile(configPath, []byte(containerdConfig(c)), 0o600); err != nil {
-		return fmt.Errorf("write config: %w", err)
-	}
-	began := time.Now()
-	// nsenter execs containerd, so the PID is containerd's own.
-	daemon, err := startDaemon("containerd", filepath.Join(c.Dir, "containerd.log"), c.logger,
-		"nsenter", "--net="+c.NetNSPath, "containerd", "--config", configPath)
+	configPath, err := c.writeConfig(containerdConfig(c))
 	if err != nil {
 		return err
 	}
-	c.daemon, c.PID = daemon, daemon.pid()
-	return c.waitUsable(ctx, began, true)
+	began, err := c.run("containerd.log", "nsenter", "--net="+c.NetNSPath, "containerd", "--config", configPath)
+	if err != nil {
+		return err
+	}
+	return c.waitUsable(ctx, began, true, c.importPauseImage)
+}
+
+// writeConfig writes config as Dir's config.toml and returns its path.
+func (c *Containerd) writeConfig(config string) (string, error) {
+	configPath := filepath.Join(c.Dir, "config.toml")
+	if err := os.WriteFile(configPath, []byte(config), 0o600); err != nil {
+		return "", fmt.Errorf("write config: %w", err)
+	}
+	return configPath, nil
 }
 
 // startInNode starts containerd in a node's namespaces (ContainerdOptions.InNode).
@@ -168,18 +140,15 @@ func (c *Containerd) startInNode(ctx context.Context, node NodeNamespaces) error
 	if c.CNIBinDir == "" {
 		c.CNIBinDir = "/opt/cni/bin"
 	}
-	configPath := filepath.Join(c.Dir, "config.toml")
-	if err := os.WriteFile(configPath, []byte(containerdConfig(c)), 0o600); err != nil {
-		return fmt.Errorf("write config: %w", err)
-	}
-	began := time.Now()
-	daemon, err := startDaemon("containerd", filepath.Join(c.Dir, "containerd.log"), c.logger,
-		"nsenter", "--net="+node.NetNS, "--mount="+node.MountNS, "containerd", "--config", configPath)
+	configPath, err := c.writeConfig(containerdConfig(c))
 	if err != nil {
 		return err
 	}
-	c.daemon, c.PID = daemon, daemon.pid()
-	return c.waitUsable(ctx, began, false)
+	began, err := c.run("containerd.log", "nsenter", "--net="+node.NetNS, "--mount="+node.MountNS, "containerd", "--config", configPath)
+	if err != nil {
+		return err
+	}
+	return c.waitUsable(ctx, began, false, c.importPauseImage)
 }
 
 // startWithoutCRI starts containerd with the config Docker's own
@@ -187,17 +156,16 @@ func (c *Containerd) startInNode(ctx context.Context, node NodeNamespaces) error
 // service answers.
 func (c *Containerd) startWithoutCRI(ctx context.Context) error {
 	c.WithoutCRI = true
-	configPath := filepath.Join(c.Dir, "config.toml")
-	if err := os.WriteFile(configPath, []byte(dockerContainerdConfig(c.Dir, c.Address)), 0o600); err != nil {
-		return fmt.Errorf("write config: %w", err)
-	}
-	began := time.Now()
-	daemon, err := startDaemon("containerd without CRI", filepath.Join(c.Dir, "containerd.log"), c.logger,
-		"containerd", "--config", configPath)
+	configPath, err := c.writeConfig(dockerContainerdConfig(c.Dir, c.Address))
 	if err != nil {
 		return err
 	}
-	c.daemon, c.PID = daemon, daemon.pid()
+	c.name = "containerd without CRI"
+	began, err := c.run("containerd.log", "containerd", "--config", configPath)
+	if err != nil {
+		return err
+	}
+	daemon := c.daemon
 	if err := daemon.waitReady(ctx, func(ctx context.Context) error { return dialUnix(ctx, c.Address) }); err != nil {
 		return err
 	}
@@ -218,30 +186,10 @@ func (c *Containerd) startWithoutCRI(ctx context.Context) error {
 	return nil
 }
 
-// waitUsable waits for CRI to answer, imports the pause image, then waits
-// until CRI sees the image and reports the runtime ready, and the network
-// too when needNetwork.
-func (c *Containerd) waitUsable(ctx context.Context, began time.Time, needNetwork bool) error {
-	in := usableCRI{daemon: c.daemon, address: c.Address, endpoint: c.Endpoint, image: c.PauseImage, needNetwork: needNetwork, log: c.logger}
-	return in.wait(ctx, began, c.importPauseImage)
-}
-
 func (c *Containerd) importPauseImage(ctx context.Context) error {
-	began := time.Now()
-	tarPath, err := BuildPauseImage(ctx, c.Dir, c.PauseImage)
-	if err != nil {
-		return err
-	}
-	if err := runCommand(ctx, "ctr", "--address", c.Address, "--namespace", c.Namespace, "images", "import", tarPath); err != nil {
-		return fmt.Errorf("import pause image: %w", err)
-	}
-	c.logger.Info("pause image imported", "image", c.PauseImage, "took", time.Since(began))
-	return nil
-}
-
-// writeCNI writes the conflist and links the plugins into CNIBinDir.
-func (c *Containerd) writeCNI(opts ContainerdOptions) error {
-	return writeCNIFiles(c.Dir, c.CNIConfDir, c.CNIBinDir, opts.CNIConfList, opts.CNIBinDirs)
+	return putPauseImage(ctx, c.Dir, c.PauseImage, c.logger, func(ctx context.Context, tarPath string) error {
+		return runCommand(ctx, "ctr", "--address", c.Address, "--namespace", c.Namespace, "images", "import", tarPath)
+	})
 }
 
 // writeCNIFiles writes conf (default: defaultCNIConfList, leases under
@@ -293,15 +241,8 @@ func createNetNS(ctx context.Context, path string) error {
 // unmounts everything under Dir (pod netns, rootfs, its own netns) and
 // removes Dir. It is safe to call twice.
 func (c *Containerd) Stop(ctx context.Context) error {
-	return stopInstance(ctx, instance{name: "containerd", dir: c.Dir, daemon: c.daemon, record: c.record, logger: c.logger},
-		c.removeAllPods)
-}
-
-// removeAllPods stops and removes every sandbox by ID while containerd
-// runs, so the CNI DEL runs and containerd unmounts what it mounted.
-func (c *Containerd) removeAllPods(ctx context.Context) error {
 	if c.WithoutCRI {
-		return nil
+		return c.stop(ctx, func(context.Context) error { return nil })
 	}
-	return removeAllSandboxes(ctx, c.daemon, c.Endpoint)
+	return c.stop(ctx, nil)
 }

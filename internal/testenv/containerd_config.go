@@ -8,30 +8,38 @@ import (
 	"strconv"
 )
 
-// containerdConfigTemplate is a version 2 config that keeps every piece of
-// state under the instance's Dir. Each setting is here because a private
-// instance went wrong without it:
+// containerdBase is how every private containerd's config begins: a
+// version 2 config with root, state and the opt plugin's path (it would
+// create /opt/containerd) under dir, and its gRPC and ttrpc sockets.
+// top goes after state (disabled_plugins, say).
+func containerdBase(dir, address, top string) string {
+	q := strconv.Quote
+	return fmt.Sprintf(`version = 2
+root = %s
+state = %s
+%s
+[grpc]
+  address = %s
+
+[ttrpc]
+  address = %s
+
+[plugins."io.containerd.internal.v1.opt"]
+  path = %s
+`, q(filepath.Join(dir, "root")), q(filepath.Join(dir, "state")), top, q(address), q(address+".ttrpc"), q(filepath.Join(dir, "opt")))
+}
+
+// containerdCRITemplate is the CRI plugin's part of a private
+// containerd's config, every path under the instance's Dir. Each setting
+// is here because a private instance went wrong without it:
 //   - restrict_oom_score_adj: root without CAP_SYS_RESOURCE cannot lower
 //     oom_score_adj, and every sandbox failed with "can't get final
 //     child's PID from pipe: EOF";
 //   - runc options Root: runc state would land in /run/containerd/runc;
-//   - netns_mounts_under_state_dir: pod netns would land in /run/netns;
-//   - the opt plugin's path: it would create /opt/containerd.
-const containerdConfigTemplate = `version = 2
-root = %[1]s
-state = %[2]s
-
-[grpc]
-  address = %[3]s
-
-[ttrpc]
-  address = %[4]s
-
-[plugins."io.containerd.internal.v1.opt"]
-  path = %[5]s
-
+//   - netns_mounts_under_state_dir: pod netns would land in /run/netns.
+const containerdCRITemplate = `
 [plugins."io.containerd.grpc.v1.cri"]
-  sandbox_image = %[6]s
+  sandbox_image = %[1]s
   disable_apparmor = true
   restrict_oom_score_adj = true
   stream_server_address = "127.0.0.1"
@@ -47,11 +55,11 @@ state = %[2]s
 
       [plugins."io.containerd.grpc.v1.cri".containerd.runtimes.runc.options]
         SystemdCgroup = false
-        Root = %[7]s
+        Root = %[2]s
 
   [plugins."io.containerd.grpc.v1.cri".cni]
-    bin_dir = %[8]s
-    conf_dir = %[9]s
+    bin_dir = %[3]s
+    conf_dir = %[4]s
     max_conf_num = 1
 `
 
@@ -59,46 +67,15 @@ state = %[2]s
 // basic strings (strconv.Quote's escapes are a subset TOML accepts).
 func containerdConfig(c *Containerd) string {
 	q := strconv.Quote
-	return fmt.Sprintf(containerdConfigTemplate,
-		q(filepath.Join(c.Dir, "root")),
-		q(filepath.Join(c.Dir, "state")),
-		q(c.Address),
-		q(c.Address+".ttrpc"),
-		q(filepath.Join(c.Dir, "opt")),
-		q(c.PauseImage),
-		q(c.runcRoot()),
-		q(c.CNIBinDir),
-		q(c.CNIConfDir),
-	)
+	return containerdBase(c.Dir, c.Address, "") +
+		fmt.Sprintf(containerdCRITemplate, q(c.PauseImage), q(c.runcRoot()), q(c.CNIBinDir), q(c.CNIConfDir))
 }
 
-// dockerContainerdConfigTemplate is the containerd under a private dockerd,
-// and the one StartContainerd starts with DisableCRI: no CRI plugin, as
-// Docker starts its own containerd, all state under the instance's Dir.
-const dockerContainerdConfigTemplate = `version = 2
-root = %[1]s
-state = %[2]s
-disabled_plugins = ["io.containerd.grpc.v1.cri"]
-
-[grpc]
-  address = %[3]s
-
-[ttrpc]
-  address = %[4]s
-
-[plugins."io.containerd.internal.v1.opt"]
-  path = %[5]s
-`
-
+// dockerContainerdConfig is the config of the containerd under a private
+// dockerd, and the one StartContainerd starts with DisableCRI: no CRI
+// plugin, as Docker starts its own containerd, all state under dir.
 func dockerContainerdConfig(dir, address string) string {
-	q := strconv.Quote
-	return fmt.Sprintf(dockerContainerdConfigTemplate,
-		q(filepath.Join(dir, "containerd", "root")),
-		q(filepath.Join(dir, "containerd", "state")),
-		q(address),
-		q(address+".ttrpc"),
-		q(filepath.Join(dir, "containerd", "opt")),
-	)
+	return containerdBase(filepath.Join(dir, "containerd"), address, `disabled_plugins = ["io.containerd.grpc.v1.cri"]`+"\n")
 }
 
 const (

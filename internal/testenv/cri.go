@@ -136,13 +136,15 @@ type instance struct {
 	name   string
 	dir    string
 	daemon *daemon // nil when it never started
+	then   *daemon // stopped after daemon when set: dockerd's containerd
 	record instanceRecord
 	logger *slog.Logger
 }
 
 // stopInstance runs removePods and stops the daemon while there is one,
-// then tears down whatever the record names (processes, mounts, Dir) and
-// removes the record. It is safe to call twice.
+// and the daemon it runs on (then) after it, then tears down whatever the
+// record names (processes, mounts, Dir) and removes the record. It is
+// safe to call twice.
 func stopInstance(ctx context.Context, in instance, removePods func(context.Context) error) error {
 	began := time.Now()
 	var errs []error
@@ -151,6 +153,11 @@ func stopInstance(ctx context.Context, in instance, removePods func(context.Cont
 			errs = append(errs, err)
 		}
 		if err := in.daemon.stop(ctx); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	if in.then != nil {
+		if err := in.then.stop(ctx); err != nil {
 			errs = append(errs, err)
 		}
 	}

@@ -4,15 +4,7 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
-	"os"
 	"path/filepath"
-	"time"
-
-	"google.golang.org/grpc"
-	"google.golang.org/grpc/credentials/insecure"
-	criapi "k8s.io/cri-api/pkg/apis/runtime/v1"
-
-	"github.com/sandboxipam/sandboxipam/internal/testsupport"
 )
 
 // CRIDockerdOptions configures StartCRIDockerd.
@@ -45,19 +37,9 @@ type CRIDockerdOptions struct {
 // runs without CAP_SYS_RESOURCE (setpriv), so the kernel refuses every
 // such write: no process but its own is touched.
 type CRIDockerd struct {
-	Dir          string
-	Address      string // the CRI socket path
-	Endpoint     string // "unix://" + Address, for CRI clients
-	PauseImage   string // the Docker's pause image, --pod-infra-container-image
-	CgroupParent string // the Docker's: give pods this cgroup parent
-	CNIConfDir   string
-	CNIBinDir    string
-	NetNSPath    string // the daemon's network namespace
-	PID          int    // cri-dockerd's
-
-	daemon *daemon
-	record instanceRecord
-	logger *slog.Logger
+	// PauseImage and CgroupParent are the Docker's: its pause image
+	// (--pod-infra-container-image) and its pods' cgroup parent.
+	CRIDaemon
 }
 
 // StartCRIDockerd starts cri-dockerd for opts.Docker in a network
@@ -69,55 +51,30 @@ func StartCRIDockerd(ctx context.Context, opts CRIDockerdOptions) (*CRIDockerd, 
 	if opts.Docker == nil {
 		return nil, fmt.Errorf("start cri-dockerd: CRIDockerdOptions.Docker is required")
 	}
-	binary, err := testsupport.ToolPath("cri-dockerd")
-	if err == nil {
-		_, err = os.Stat(binary)
-	}
+	binary, err := builtTool("cri-dockerd")
 	if err != nil {
-		return nil, fmt.Errorf("start cri-dockerd: %w: cri-dockerd is not built (run make test-tools): %v", ErrUnavailable, err)
+		return nil, fmt.Errorf("start cri-dockerd: %w", err)
 	}
 	sweepStale(ctx, logger)
-	rec := newRecord("cri-dockerd", opts.Dir)
-	c := &CRIDockerd{
-		Dir:          opts.Dir,
-		Address:      filepath.Join(opts.Dir, "cri-dockerd.sock"),
-		PauseImage:   opts.Docker.PauseImage,
-		CgroupParent: opts.Docker.CgroupParent,
-		CNIConfDir:   filepath.Join(opts.Dir, "cni", "conf"),
-		CNIBinDir:    filepath.Join(opts.Dir, "cni", "bin"),
-		NetNSPath:    filepath.Join(opts.Dir, "netns"),
-		record:       rec,
-		logger:       logger,
-	}
-	c.Endpoint = "unix://" + c.Address
-	if err := prepareDir(ctx, rec); err != nil {
-		return nil, fmt.Errorf("start cri-dockerd: %w", err)
-	}
-	if err := c.start(ctx, opts, binary); err != nil {
-		_ = c.Stop(context.WithoutCancel(ctx))
-		return nil, fmt.Errorf("start cri-dockerd: %w", err)
+	c := &CRIDockerd{newCRIDaemon("cri-dockerd", newRecord("cri-dockerd", opts.Dir), "cri-dockerd.sock", logger)}
+	c.PauseImage, c.CgroupParent = opts.Docker.PauseImage, opts.Docker.CgroupParent
+	start := func(ctx context.Context) error { return c.start(ctx, opts, binary) }
+	if err := launch(ctx, "cri-dockerd", c.record, start, c.Stop); err != nil {
+		return nil, err
 	}
 	return c, nil
 }
 
 func (c *CRIDockerd) start(ctx context.Context, opts CRIDockerdOptions, binary string) error {
-	if err := writeRecord(c.record); err != nil {
+	if err := c.prepareNetwork(ctx, opts.CNIConfList, opts.CNIBinDirs); err != nil {
 		return err
 	}
-	if err := createNetNS(ctx, c.NetNSPath); err != nil {
-		return err
-	}
-	if err := writeCNIFiles(c.Dir, c.CNIConfDir, c.CNIBinDir, opts.CNIConfList, opts.CNIBinDirs); err != nil {
-		return err
-	}
-	began := time.Now()
-	// setpriv and nsenter exec, so the PID is cri-dockerd's own.
-	daemon, err := startDaemon("cri-dockerd", filepath.Join(c.Dir, "cri-dockerd.log"), c.logger, c.argv(binary, opts.Docker.Host)...)
+	began, err := c.run("cri-dockerd.log", c.argv(binary, opts.Docker.Host)...)
 	if err != nil {
 		return err
 	}
-	c.daemon, c.PID = daemon, daemon.pid()
-	return c.waitUsable(ctx, began)
+	// The pause image is the Docker's, already loaded.
+	return c.waitUsable(ctx, began, true, func(context.Context) error { return nil })
 }
 
 func (c *CRIDockerd) argv(binary, dockerHost string) []string {
@@ -138,47 +95,8 @@ func (c *CRIDockerd) argv(binary, dockerHost string) []string {
 	}
 }
 
-// waitUsable waits until CRI answers, sees the pause image and reports
-// runtime and network ready.
-func (c *CRIDockerd) waitUsable(ctx context.Context, began time.Time) error {
-	if err := c.daemon.waitReady(ctx, func(ctx context.Context) error { return dialUnix(ctx, c.Address) }); err != nil {
-		return err
-	}
-	conn, err := grpc.NewClient(c.Endpoint, grpc.WithTransportCredentials(insecure.NewCredentials()))
-	if err != nil {
-		return fmt.Errorf("CRI client: %w", err)
-	}
-	defer conn.Close()
-	runtimeService := criapi.NewRuntimeServiceClient(conn)
-	imageService := criapi.NewImageServiceClient(conn)
-	ready := func(ctx context.Context) error {
-		return criReady(ctx, runtimeService, imageService, c.PauseImage, true)
-	}
-	if err := c.daemon.waitReady(ctx, ready); err != nil {
-		return err
-	}
-	c.logger.Info("cri-dockerd ready", "after", time.Since(began), "endpoint", c.Endpoint)
-	return nil
-}
-
 // Stop stops and removes every pod through CRI (so the CNI DEL runs),
 // stops cri-dockerd, kills whatever names its Dir, unmounts everything
 // under Dir and removes Dir. The Docker's containers are the Docker's to
 // remove. It is safe to call twice.
-func (c *CRIDockerd) Stop(ctx context.Context) error {
-	removePods := func(ctx context.Context) error { return removeAllSandboxes(ctx, c.daemon, c.Endpoint) }
-	return stopInstance(ctx, instance{name: "cri-dockerd", dir: c.Dir, daemon: c.daemon, record: c.record, logger: c.logger}, removePods)
-}
-
-// StopDaemon stops cri-dockerd and nothing else: dockerd and the pods keep
-// running, so StartDaemon serves the same sandboxes under the same IDs.
-// Not safe to call concurrently with other methods.
-func (c *CRIDockerd) StopDaemon(ctx context.Context) error {
-	return stopDaemonOnly(ctx, "cri-dockerd", c.Dir, c.daemon)
-}
-
-// StartDaemon starts cri-dockerd again after StopDaemon, with the same
-// command line, and waits until its socket accepts connections.
-func (c *CRIDockerd) StartDaemon(ctx context.Context) error {
-	return restartInto(ctx, &c.daemon, &c.PID, c.Address)
-}
+func (c *CRIDockerd) Stop(ctx context.Context) error { return c.stop(ctx, nil) }

@@ -8,9 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"time"
 
-	"github.com/sandboxipam/sandboxipam/conformance/fixture"
 	"github.com/sandboxipam/sandboxipam/internal/testsupport"
 )
 
@@ -36,19 +34,7 @@ type CRIOOptions struct {
 // namespace of its own (NetNSPath), where the CNI plugins it runs put the
 // bridge's host side.
 type CRIO struct {
-	Dir          string
-	Address      string // the CRI socket path
-	Endpoint     string // "unix://" + Address, for CRI clients
-	PauseImage   string // fixture.DefaultPauseImage, also pause_image
-	CgroupParent string // give pods this cgroup parent, so Stop finds them
-	CNIConfDir   string
-	CNIBinDir    string
-	NetNSPath    string // the daemon's network namespace
-	PID          int    // crio's
-
-	daemon *daemon
-	record instanceRecord
-	logger *slog.Logger
+	CRIDaemon // PauseImage is also pause_image
 }
 
 // crioTools are the binaries make test-tools builds (tools/crio/build.sh).
@@ -67,12 +53,9 @@ func StartCRIO(ctx context.Context, opts CRIOOptions) (*CRIO, error) {
 	}
 	sweepStale(ctx, logger)
 	c := newCRIO(opts.Dir, logger)
-	if err := prepareDir(ctx, c.record); err != nil {
-		return nil, fmt.Errorf("start cri-o: %w", err)
-	}
-	if err := c.start(ctx, opts, bins); err != nil {
-		_ = c.Stop(context.WithoutCancel(ctx))
-		return nil, fmt.Errorf("start cri-o: %w", err)
+	start := func(ctx context.Context) error { return c.start(ctx, opts, bins) }
+	if err := launch(ctx, "cri-o", c.record, start, c.Stop); err != nil {
+		return nil, err
 	}
 	return c, nil
 }
@@ -82,12 +65,9 @@ func StartCRIO(ctx context.Context, opts CRIOOptions) (*CRIO, error) {
 func findCRIOBinaries() (map[string]string, error) {
 	bins := map[string]string{}
 	for _, name := range crioTools {
-		p, err := testsupport.ToolPath(name)
-		if err == nil {
-			_, err = os.Stat(p)
-		}
+		p, err := builtTool(name)
 		if err != nil {
-			return nil, fmt.Errorf("%w: %s is not built (run make test-tools): %v", ErrUnavailable, name, err)
+			return nil, err
 		}
 		bins[name] = p
 	}
@@ -99,6 +79,19 @@ func findCRIOBinaries() (map[string]string, error) {
 		bins[name] = p
 	}
 	return bins, nil
+}
+
+// builtTool is the path of a tool make test-tools built, or an error
+// wrapping ErrUnavailable when it is not there.
+func builtTool(name string) (string, error) {
+	p, err := testsupport.ToolPath(name)
+	if err == nil {
+		_, err = os.Stat(p)
+	}
+	if err != nil {
+		return "", fmt.Errorf("%w: %s is not built (run make test-tools): %v", ErrUnavailable, name, err)
+	}
+	return p, nil
 }
 
 // crioHostDirs are created by CRI-O at start whatever its config says;
@@ -117,20 +110,8 @@ func absentDirs(dirs []string) []string {
 }
 
 func newCRIO(dir string, logger *slog.Logger) *CRIO {
-	rec := newRecord("crio", dir)
-	c := &CRIO{
-		Dir:          dir,
-		Address:      filepath.Join(dir, "crio.sock"),
-		PauseImage:   fixture.DefaultPauseImage,
-		CgroupParent: rec.CgroupParent,
-		CNIConfDir:   filepath.Join(dir, "cni", "conf"),
-		CNIBinDir:    filepath.Join(dir, "cni", "bin"),
-		NetNSPath:    filepath.Join(dir, "netns"),
-		logger:       logger,
-	}
-	c.Endpoint = "unix://" + c.Address
-	rec.RuncRoot, rec.ShimNamespace = filepath.Dir(c.runtimeRoot()), crioRuncNamespace
-	c.record = rec
+	c := &CRIO{newCRIDaemon("cri-o", newRecord("crio", dir), "crio.sock", logger)}
+	c.record.RuncRoot, c.record.ShimNamespace = filepath.Dir(c.runtimeRoot()), crioRuncNamespace
 	return c
 }
 
@@ -146,26 +127,17 @@ func (c *CRIO) start(ctx context.Context, opts CRIOOptions, bins map[string]stri
 		}
 	}
 	c.record.HostDirs = absentDirs(crioHostDirs)
-	if err := writeRecord(c.record); err != nil {
-		return err
-	}
-	if err := createNetNS(ctx, c.NetNSPath); err != nil {
-		return err
-	}
-	if err := writeCNIFiles(c.Dir, c.CNIConfDir, c.CNIBinDir, conf, opts.CNIBinDirs); err != nil {
+	if err := c.prepareNetwork(ctx, conf, opts.CNIBinDirs); err != nil {
 		return err
 	}
 	if err := c.writeConfig(bins); err != nil {
 		return err
 	}
-	began := time.Now()
-	// nsenter execs crio, so the PID is crio's own.
-	daemon, err := startDaemon("crio", filepath.Join(c.Dir, "crio.log"), c.logger, c.argv(bins["crio"])...)
+	began, err := c.run("crio.log", c.argv(bins["crio"])...)
 	if err != nil {
 		return err
 	}
-	c.daemon, c.PID = daemon, daemon.pid()
-	return c.waitUsable(ctx, began, bins["skopeo"])
+	return c.waitUsable(ctx, began, true, func(ctx context.Context) error { return c.loadPauseImage(ctx, bins["skopeo"]) })
 }
 
 func (c *CRIO) argv(crio string) []string {
@@ -187,26 +159,12 @@ func (c *CRIO) writeConfig(bins map[string]string) error {
 	return nil
 }
 
-// waitUsable waits for CRI to answer, loads the pause image, then waits
-// until CRI sees the image and reports runtime and network ready.
-func (c *CRIO) waitUsable(ctx context.Context, began time.Time, skopeo string) error {
-	in := usableCRI{daemon: c.daemon, address: c.Address, endpoint: c.Endpoint, image: c.PauseImage, needNetwork: true, log: c.logger}
-	return in.wait(ctx, began, func(ctx context.Context) error { return c.loadPauseImage(ctx, skopeo) })
-}
-
 // loadPauseImage copies the pause image archive into CRI-O's storage. No
 // signature policy is consulted: the image is local and unsigned.
 func (c *CRIO) loadPauseImage(ctx context.Context, skopeo string) error {
-	began := time.Now()
-	tarPath, err := BuildPauseImage(ctx, c.Dir, c.PauseImage)
-	if err != nil {
-		return err
-	}
-	if err := c.copyImage(ctx, skopeo, tarPath, c.PauseImage); err != nil {
-		return fmt.Errorf("load pause image: %w", err)
-	}
-	c.logger.Info("pause image loaded", "image", c.PauseImage, "took", time.Since(began))
-	return nil
+	return putPauseImage(ctx, c.Dir, c.PauseImage, c.logger, func(ctx context.Context, tarPath string) error {
+		return c.copyImage(ctx, skopeo, tarPath, c.PauseImage)
+	})
 }
 
 // LoadImage copies the image in a docker-save archive into CRI-O's
@@ -234,21 +192,4 @@ func (c *CRIO) copyImage(ctx context.Context, skopeo, archive, ref string) error
 // whatever is left in its cgroup parent or names its Dir (conmon, pause
 // processes), removes libcni's cached results of its pods, unmounts
 // everything under Dir and removes Dir. It is safe to call twice.
-func (c *CRIO) Stop(ctx context.Context) error {
-	removePods := func(ctx context.Context) error { return removeAllSandboxes(ctx, c.daemon, c.Endpoint) }
-	return stopInstance(ctx, instance{name: "cri-o", dir: c.Dir, daemon: c.daemon, record: c.record, logger: c.logger}, removePods)
-}
-
-// StopDaemon stops CRI-O itself and nothing else: conmon and the pods keep
-// running and its state stays under Dir, so StartDaemon brings back the
-// same sandboxes under the same IDs (the conformance suite's
-// runtime-restart check). Not safe to call concurrently with other methods.
-func (c *CRIO) StopDaemon(ctx context.Context) error {
-	return stopDaemonOnly(ctx, "cri-o", c.Dir, c.daemon)
-}
-
-// StartDaemon starts CRI-O again after StopDaemon, with the same command
-// line, and waits until its socket accepts connections.
-func (c *CRIO) StartDaemon(ctx context.Context) error {
-	return restartInto(ctx, &c.daemon, &c.PID, c.Address)
-}
+func (c *CRIO) Stop(ctx context.Context) error { return c.stop(ctx, nil) }

@@ -88,12 +88,8 @@ func StartDocker(ctx context.Context, opts DockerOptions) (*Docker, error) {
 	rec.ShimNamespace = "moby"
 	rec.RuncRoot = filepath.Join(d.execRoot(), "runtime-runc")
 	d.record = rec
-	if err := prepareDir(ctx, rec); err != nil {
-		return nil, fmt.Errorf("start docker: %w", err)
-	}
-	if err := d.start(ctx); err != nil {
-		_ = d.Stop(context.WithoutCancel(ctx))
-		return nil, fmt.Errorf("start docker: %w", err)
+	if err := launch(ctx, "docker", rec, d.start, d.Stop); err != nil {
+		return nil, err
 	}
 	return d, nil
 }
@@ -148,12 +144,21 @@ func (d *Docker) start(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	if err := d.await(ctx, daemon, began, "dockerd answers"); err != nil {
+		return err
+	}
+	return d.loadPauseImage(ctx)
+}
+
+// await makes daemon d's dockerd, waits until the Engine API answers and
+// logs said with the time since began.
+func (d *Docker) await(ctx context.Context, daemon *daemon, began time.Time, said string) error {
 	d.daemon, d.PID = daemon, daemon.pid()
 	if err := daemon.waitReady(ctx, d.ping); err != nil {
 		return err
 	}
-	d.logger.Info("dockerd answers", "after", time.Since(began), "host", d.Host)
-	return d.loadPauseImage(ctx)
+	d.logger.Info(said, "after", time.Since(began), "host", d.Host)
+	return nil
 }
 
 func (d *Docker) argv(configPath string) []string {
@@ -199,52 +204,22 @@ func (d *Docker) ping(ctx context.Context) error {
 }
 
 func (d *Docker) loadPauseImage(ctx context.Context) error {
-	began := time.Now()
-	tarPath, err := BuildPauseImage(ctx, d.Dir, d.PauseImage)
-	if err != nil {
-		return err
-	}
-	f, err := os.Open(tarPath)
-	if err != nil {
-		return fmt.Errorf("load pause image: %w", err)
-	}
-	defer f.Close()
-	if err := fixture.LoadImageDocker(ctx, d.Host, f); err != nil {
-		return err
-	}
-	d.logger.Info("pause image loaded", "image", d.PauseImage, "took", time.Since(began))
-	return nil
+	return putPauseImage(ctx, d.Dir, d.PauseImage, d.logger, func(ctx context.Context, tarPath string) error {
+		f, err := os.Open(tarPath)
+		if err != nil {
+			return err
+		}
+		defer f.Close()
+		return fixture.LoadImageDocker(ctx, d.Host, f)
+	})
 }
 
 // Stop removes every container through the API, stops dockerd, then kills
 // whatever is left in its cgroup parent or names its Dir, unmounts
 // everything under Dir and removes Dir. It is safe to call twice.
 func (d *Docker) Stop(ctx context.Context) error {
-	began := time.Now()
-	var errs []error
-	if d.daemon != nil {
-		if err := d.removeAllContainers(ctx); err != nil {
-			errs = append(errs, err)
-		}
-		if err := d.daemon.stop(ctx); err != nil {
-			errs = append(errs, err)
-		}
-	}
-	if d.containerd != nil {
-		if err := d.containerd.stop(ctx); err != nil {
-			errs = append(errs, err)
-		}
-	}
-	d.logger.Info("daemon stopped", "dir", d.Dir, "took", time.Since(began))
-	if err := teardown(ctx, d.record); err != nil {
-		errs = append(errs, err)
-	}
-	if err := errors.Join(errs...); err != nil {
-		return fmt.Errorf("stop docker in %s: %w", d.Dir, err)
-	}
-	_ = os.Remove(recordPath(d.Dir))
-	d.logger.Info("instance removed", "dir", d.Dir, "took", time.Since(began))
-	return nil
+	return stopInstance(ctx, instance{name: "docker", dir: d.Dir, daemon: d.daemon, then: d.containerd, record: d.record, logger: d.logger},
+		d.removeAllContainers)
 }
 
 // removeAllContainers force-removes every container, by ID, while the

@@ -4,10 +4,12 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"log/slog"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"sync"
+	"time"
 
 	"github.com/sandboxipam/sandboxipam/internal/image"
 	"github.com/sandboxipam/sandboxipam/internal/testsupport"
@@ -58,6 +60,22 @@ func compilePause(ctx context.Context, dest string) error {
 	if out, err := cmd.CombinedOutput(); err != nil {
 		return fmt.Errorf("build pause: go build: %w: %s", err, out)
 	}
+	return nil
+}
+
+// putPauseImage builds the pause image archive under dir (BuildPauseImage)
+// and hands it to put, which imports or loads it into a runtime's store,
+// and logs how long that took.
+func putPauseImage(ctx context.Context, dir, ref string, logger *slog.Logger, put func(ctx context.Context, tarPath string) error) error {
+	began := time.Now()
+	tarPath, err := BuildPauseImage(ctx, dir, ref)
+	if err != nil {
+		return err
+	}
+	if err := put(ctx, tarPath); err != nil {
+		return fmt.Errorf("load pause image: %w", err)
+	}
+	logger.Info("pause image loaded", "image", ref, "took", time.Since(began))
 	return nil
 }
 

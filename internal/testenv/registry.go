@@ -200,6 +200,19 @@ func prepareDir(ctx context.Context, rec instanceRecord) error {
 	return nil
 }
 
+// launch prepares rec's Dir and runs start; when start fails, stop undoes
+// whatever it did. Its errors say "start what".
+func launch(ctx context.Context, what string, rec instanceRecord, start, stop func(context.Context) error) error {
+	if err := prepareDir(ctx, rec); err != nil {
+		return fmt.Errorf("start %s: %w", what, err)
+	}
+	if err := start(ctx); err != nil {
+		_ = stop(context.WithoutCancel(ctx))
+		return fmt.Errorf("start %s: %w", what, err)
+	}
+	return nil
+}
+
 // checkDirIsOurs refuses to wipe a non-empty dir this package did not make.
 func checkDirIsOurs(dir string) error {
 	entries, err := os.ReadDir(dir)

@@ -6,20 +6,6 @@ import (
 	"time"
 )
 
-// StopDaemon stops containerd itself and nothing else: shims and their
-// pods keep running and CRI state stays under Dir, so StartDaemon brings
-// back the same sandboxes under the same IDs (the conformance suite's
-// runtime-restart check). Not safe to call concurrently with other methods.
-func (c *Containerd) StopDaemon(ctx context.Context) error {
-	return stopDaemonOnly(ctx, "containerd", c.Dir, c.daemon)
-}
-
-// StartDaemon starts containerd again after StopDaemon, with the same
-// command line, and waits until its socket accepts connections.
-func (c *Containerd) StartDaemon(ctx context.Context) error {
-	return restartInto(ctx, &c.daemon, &c.PID, c.Address)
-}
-
 // StopDaemon stops dockerd, which stops its running containers (no
 // live-restore) but keeps them: StartDaemon brings back the same
 // containers, stopped, under the same IDs. Its containerd keeps running.
@@ -36,12 +22,7 @@ func (d *Docker) StartDaemon(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	d.daemon, d.PID = daemon, daemon.pid()
-	if err := daemon.waitReady(ctx, d.ping); err != nil {
-		return err
-	}
-	d.logger.Info("dockerd answers again", "after", time.Since(began), "host", d.Host)
-	return nil
+	return d.await(ctx, daemon, began, "dockerd answers again")
 }
 
 // restartDaemon starts a stopped daemon's command line again, appending to
@@ -61,16 +42,4 @@ func stopDaemonOnly(ctx context.Context, name, dir string, d *daemon) error {
 		return fmt.Errorf("stop %s in %s: %w", name, dir, err)
 	}
 	return nil
-}
-
-// restartInto starts *d's command again, puts the new daemon and its pid
-// in *d and *pid, and waits until its socket at address accepts
-// connections (StartDaemon of the CRI runtimes).
-func restartInto(ctx context.Context, d **daemon, pid *int, address string) error {
-	next, err := restartDaemon(*d)
-	if err != nil {
-		return err
-	}
-	*d, *pid = next, next.pid()
-	return next.waitReady(ctx, func(ctx context.Context) error { return dialUnix(ctx, address) })
 }

@@ -66,40 +66,39 @@ func (s *Shared[T]) startOnce() {
 	s.value, s.stop, s.err = s.start(ctx, dir, s.logger)
 }
 
+// sharedOf describes a daemon that start starts in dir, and whose Stop
+// Run calls: every Shared* constructor but the options it fills in.
+func sharedOf[T interface{ Stop(context.Context) error }](dir, dirPrefix string, start func(ctx context.Context, dir string, logger *slog.Logger) (T, error)) *Shared[T] {
+	return &Shared[T]{
+		dir:       dir,
+		dirPrefix: dirPrefix,
+		start: func(ctx context.Context, dir string, logger *slog.Logger) (T, func(context.Context) error, error) {
+			v, err := start(ctx, dir, logger)
+			if err != nil {
+				var zero T
+				return zero, nil, err
+			}
+			return v, v.Stop, nil
+		},
+	}
+}
+
 // SharedDocker describes a dockerd for the tests of a package. An empty
 // opts.Dir means a fresh temporary directory.
 func SharedDocker(opts DockerOptions) *Shared[*Docker] {
-	return &Shared[*Docker]{
-		dir:       opts.Dir,
-		dirPrefix: "sbxipam-dkr-",
-		start: func(ctx context.Context, dir string, logger *slog.Logger) (*Docker, func(context.Context) error, error) {
-			opts.Dir = dir
-			opts.Logger = cmpOrLogger(opts.Logger, logger)
-			d, err := StartDocker(ctx, opts)
-			if err != nil {
-				return nil, nil, err
-			}
-			return d, d.Stop, nil
-		},
-	}
+	return sharedOf(opts.Dir, "sbxipam-dkr-", func(ctx context.Context, dir string, logger *slog.Logger) (*Docker, error) {
+		opts.Dir, opts.Logger = dir, cmpOrLogger(opts.Logger, logger)
+		return StartDocker(ctx, opts)
+	})
 }
 
 // SharedContainerd describes a containerd for the tests of a package. An
 // empty opts.Dir means a fresh temporary directory.
 func SharedContainerd(opts ContainerdOptions) *Shared[*Containerd] {
-	return &Shared[*Containerd]{
-		dir:       opts.Dir,
-		dirPrefix: "sbxipam-ctd-",
-		start: func(ctx context.Context, dir string, logger *slog.Logger) (*Containerd, func(context.Context) error, error) {
-			opts.Dir = dir
-			opts.Logger = cmpOrLogger(opts.Logger, logger)
-			c, err := StartContainerd(ctx, opts)
-			if err != nil {
-				return nil, nil, err
-			}
-			return c, c.Stop, nil
-		},
-	}
+	return sharedOf(opts.Dir, "sbxipam-ctd-", func(ctx context.Context, dir string, logger *slog.Logger) (*Containerd, error) {
+		opts.Dir, opts.Logger = dir, cmpOrLogger(opts.Logger, logger)
+		return StartContainerd(ctx, opts)
+	})
 }
 
 // SharedDaemon is a *Shared[T] of any daemon kind, for Run.

@@ -9,19 +9,10 @@ import (
 // SharedCRIO describes a CRI-O for the tests of a package. An empty
 // opts.Dir means a fresh temporary directory.
 func SharedCRIO(opts CRIOOptions) *Shared[*CRIO] {
-	return &Shared[*CRIO]{
-		dir:       opts.Dir,
-		dirPrefix: "sbxipam-crio-",
-		start: func(ctx context.Context, dir string, logger *slog.Logger) (*CRIO, func(context.Context) error, error) {
-			opts.Dir = dir
-			opts.Logger = cmpOrLogger(opts.Logger, logger)
-			c, err := StartCRIO(ctx, opts)
-			if err != nil {
-				return nil, nil, err
-			}
-			return c, c.Stop, nil
-		},
-	}
+	return sharedOf(opts.Dir, "sbxipam-crio-", func(ctx context.Context, dir string, logger *slog.Logger) (*CRIO, error) {
+		opts.Dir, opts.Logger = dir, cmpOrLogger(opts.Logger, logger)
+		return StartCRIO(ctx, opts)
+	})
 }
 
 // SharedCRIDockerd describes a cri-dockerd for the tests of a package, in
@@ -30,24 +21,16 @@ func SharedCRIO(opts CRIOOptions) *Shared[*CRIO] {
 // opts.Docker is ignored; an empty opts.Dir means a fresh temporary
 // directory.
 func SharedCRIDockerd(docker *Shared[*Docker], opts CRIDockerdOptions) *Shared[*CRIDockerd] {
-	return &Shared[*CRIDockerd]{
-		dir:       opts.Dir,
-		dirPrefix: "sbxipam-crid-",
-		start: func(ctx context.Context, dir string, logger *slog.Logger) (*CRIDockerd, func(context.Context) error, error) {
-			if !docker.enabled {
-				return nil, nil, fmt.Errorf("testenv: the dockerd of a shared cri-dockerd is not handed to Run")
-			}
-			docker.once.Do(docker.startOnce)
-			if docker.err != nil {
-				return nil, nil, fmt.Errorf("dockerd for cri-dockerd: %w", docker.err)
-			}
-			opts.Dir, opts.Docker = dir, docker.value
-			opts.Logger = cmpOrLogger(opts.Logger, logger)
-			c, err := StartCRIDockerd(ctx, opts)
-			if err != nil {
-				return nil, nil, err
-			}
-			return c, c.Stop, nil
-		},
-	}
+	return sharedOf(opts.Dir, "sbxipam-crid-", func(ctx context.Context, dir string, logger *slog.Logger) (*CRIDockerd, error) {
+		if !docker.enabled {
+			return nil, fmt.Errorf("testenv: the dockerd of a shared cri-dockerd is not handed to Run")
+		}
+		docker.once.Do(docker.startOnce)
+		if docker.err != nil {
+			return nil, fmt.Errorf("dockerd for cri-dockerd: %w", docker.err)
+		}
+		opts.Dir, opts.Docker = dir, docker.value
+		opts.Logger = cmpOrLogger(opts.Logger, logger)
+		return StartCRIDockerd(ctx, opts)
+	})
 }

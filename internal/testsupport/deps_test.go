@@ -8,9 +8,10 @@ import (
 )
 
 // testSupport matches the project's packages that exist for tests: the
-// environments that start runtimes and control planes, the scenario, the
-// fake EC2, the test adapter, and every package named *test.
-var testSupport = regexp.MustCompile(`^github\.com/sandboxipam/sandboxipam/(internal/(testsupport|testenv|kubeenv|scenario|awslocal|testadapter)(/|$)|.*test$)`)
+// environments that start runtimes and control planes, the cluster
+// fixture, the scenario, the fake EC2, the test adapter, and every package
+// named *test (pooltest, adaptertest, ...).
+var testSupport = regexp.MustCompile(`^github\.com/sandboxipam/sandboxipam/(internal/(testsupport|testenv|kubeenv|clusterfixture|scenario|awslocal|testadapter)(/|$)|.*test$)`)
 
 // No command under cmd/ links a test-support package: a shipped binary
 // carries nothing that starts private runtimes or fakes a cloud.
@@ -34,7 +35,9 @@ func TestNoCommandLinksTestSupport(t *testing.T) {
 	if commands < 8 {
 		t.Fatalf("go list ./cmd/... named %d commands, want every one (>= 8):\n%s", commands, out)
 	}
-	if !testSupport.MatchString("github.com/sandboxipam/sandboxipam/adapters/internal/adaptertest") {
-		t.Fatal("the pattern misses adaptertest")
+	for _, pkg := range []string{"adapters/internal/adaptertest", "internal/clusterfixture", "internal/pooltest"} {
+		if !testSupport.MatchString("github.com/sandboxipam/sandboxipam/" + pkg) {
+			t.Fatalf("the pattern misses %s", pkg)
+		}
 	}
 }

@@ -4,6 +4,7 @@ import (
 	"time"
 
 	"github.com/sandboxipam/sandboxipam/ipamd/ipsource/aws"
+	"github.com/sandboxipam/sandboxipam/ipamd/reconcile"
 	"github.com/sandboxipam/sandboxipam/runtime/plugin"
 )
 
@@ -12,6 +13,10 @@ import (
 type Advanced struct {
 	// Adapter tunes the runtime adapter's launch and supervision.
 	Adapter AdapterTuning `yaml:"adapter"`
+	// Reconcile tunes the reconciler's listing deadline and, after a lost
+	// checkpoint, how long a pod may still be being wired; package
+	// reconcile owns it (reconcile.Tuning, defaults reconcile.DefaultTuning).
+	Reconcile reconcile.Tuning `yaml:"reconcile"`
 	// AWS tunes the aws source's intervals and EC2 retries; package
 	// ipsource/aws owns it (aws.Tuning, defaults aws.DefaultTuning).
 	AWS aws.Tuning `yaml:"aws"`
@@ -31,8 +36,9 @@ type AdapterTuning struct {
 
 func defaultAdvanced() Advanced {
 	return Advanced{
-		Adapter: AdapterTuning{StartTimeout: plugin.DefaultStartTimeout, Supervision: plugin.DefaultSupervision()},
-		AWS:     aws.DefaultTuning(),
+		Adapter:   AdapterTuning{StartTimeout: plugin.DefaultStartTimeout, Supervision: plugin.DefaultSupervision()},
+		Reconcile: reconcile.DefaultTuning(),
+		AWS:       aws.DefaultTuning(),
 	}
 }
 
@@ -41,6 +47,7 @@ func defaultAdvanced() Advanced {
 func (a Advanced) validate(v *validator, source string) {
 	v.positive("advanced.adapter.startTimeout", a.Adapter.StartTimeout)
 	v.nested("advanced.adapter.", a.Adapter.Supervision.Validate())
+	v.nested("advanced.reconcile.", a.Reconcile.Validate())
 	if source == SourceAWS {
 		v.nested("advanced.", a.AWS.Validate()) // its errors say aws.<field>
 	}

@@ -101,7 +101,7 @@ type Node struct {
 	//   - "plugin": the sandboxipam plugin is the main plugin of every
 	//     attachment on the network, so every pod has a pod link on the
 	//     node, and a pod without one (PodWiring's "no link, no address"
-	//     inference, see LinkGrace) holds nothing; an ADD from the plugin
+	//     inference, see advanced.reconcile.linkGrace) holds nothing; an ADD from the plugin
 	//     running as IPAM only is refused, naming this field.
 	//   - "ipamOnly": the plugin runs as the IPAM plugin of another main
 	//     plugin: pods have no link of its own, so ipamd never infers
@@ -120,12 +120,6 @@ type Node struct {
 	// Default empty: ipamd's own, which on a node is the host's (ipamd
 	// runs with hostNetwork).
 	NetNS string `yaml:"netNS" desc:"network namespace of the pod links, by path (empty: ipamd's own)"`
-	// LinkGrace: after a lost checkpoint, when PodWiring resolves to
-	// "plugin", a pod made before ipamd started that the runtime reports
-	// no IP for and that has no pod link yet is waited for this long after
-	// start (an ADD answered just before the restart may still be wiring
-	// it) before it counts as holding nothing. Default 10s.
-	LinkGrace time.Duration `yaml:"linkGrace" desc:"after a lost checkpoint, when the plugin wires every pod (node.podWiring), how long a pod without IP or pod link may still be being wired"`
 }
 
 // CNI is how ipamd announces itself to the runtime.
@@ -291,7 +285,7 @@ func DefaultConfig() Config {
 		Introspection: Listener{Address: "127.0.0.1:61679"},
 		Metrics:       Metrics{Address: "127.0.0.1:61678"},
 		Log:           Log{Level: "info", Format: "text"},
-		Node:          Node{HostVethPrefix: "sbx", PodWiring: PodWiringAuto, LinkGrace: 10 * time.Second},
+		Node:          Node{HostVethPrefix: "sbx", PodWiring: PodWiringAuto},
 		Advanced:      defaultAdvanced(),
 	}
 }

@@ -30,7 +30,7 @@ func TestLoadGoldenFullExample(t *testing.T) {
 		Network:    "podnet",
 		IfName:     "net1",
 		Cooldown:   5 * time.Second,
-		Reconcile:  reconcile.Settings{Interval: 2 * time.Minute, Grace: 45 * time.Second, ListTimeout: 3 * time.Second},
+		Reconcile:  reconcile.Settings{Interval: 2 * time.Minute, Grace: 45 * time.Second},
 		Runtime: Runtime{
 			Adapter:   "containerd",
 			Endpoint:  "unix:///run/k3s/containerd/containerd.sock",
@@ -53,12 +53,13 @@ func TestLoadGoldenFullExample(t *testing.T) {
 		Introspection: Listener{Address: "127.0.0.1:7001", AdminSocket: "/run/test-admin/admin.sock"},
 		Metrics:       Metrics{Address: ""},
 		Log:           Log{Level: "debug", Format: "json"},
-		Node:          Node{HostVethPrefix: "pod", PodWiring: PodWiringPlugin, LinkGrace: 10 * time.Second},
+		Node:          Node{HostVethPrefix: "pod", PodWiring: PodWiringPlugin},
 		CNI:           CNI{ConfListPath: "/etc/cni/net.d/10-podnet.conflist"},
 		Routes:        Routes{Nodes: true},
 		Advanced: Advanced{
 			Adapter: AdapterTuning{StartTimeout: 20 * time.Second,
 				Supervision: plugin.Supervision{MinBackoff: time.Second, MaxBackoff: time.Minute, HealthInterval: 10 * time.Second}},
+			Reconcile: reconcile.Tuning{ListTimeout: 3 * time.Second, LinkGrace: 20 * time.Second},
 			AWS: aws.Tuning{PoolCheckInterval: 2 * time.Second, ShrinkInterval: time.Minute, ResyncInterval: 5 * time.Minute,
 				LeakedENICleanupInterval: time.Hour, MaxAttempts: 4, MaxBackoff: 5 * time.Second},
 		},
@@ -129,7 +130,8 @@ func TestValidateNamesFieldAndValue(t *testing.T) {
 		{"cooldown", func(c *Config) { c.Cooldown = -time.Second }, "cooldown must not be negative, got -1s"},
 		{"interval", func(c *Config) { c.Reconcile.Interval = 0 }, "reconcile.interval must be positive, got 0s"},
 		{"grace", func(c *Config) { c.Reconcile.Grace = -time.Second }, "reconcile.grace must be positive, got -1s"},
-		{"listTimeout", func(c *Config) { c.Reconcile.ListTimeout = 0 }, "reconcile.listTimeout must be positive, got 0s"},
+		{"listTimeout", func(c *Config) { c.Advanced.Reconcile.ListTimeout = 0 }, "advanced.reconcile.listTimeout must be positive, got 0s"},
+		{"linkGrace", func(c *Config) { c.Advanced.Reconcile.LinkGrace = -time.Second }, "advanced.reconcile.linkGrace must be positive, got -1s"},
 		{"endpoint with auto", func(c *Config) { c.Runtime.Endpoint = "unix:///run/x.sock" },
 			`runtime.endpoint must be empty when runtime.adapter is auto (auto finds the socket), got "unix:///run/x.sock"`},
 		{"endpoint", func(c *Config) { c.Runtime.Adapter = "crio"; c.Runtime.Endpoint = "containerd.sock" },
@@ -453,6 +455,10 @@ func TestLoadNamesWhatReplacedARenamedField(t *testing.T) {
 		"runtime:\n  maxBackoff: 1m\n":   "runtime.maxBackoff: moved to advanced.adapter.maxBackoff",
 		"ipSource:\n  aws:\n    warmIPTarget: 3\n    resyncInterval: 2m\n": "ipSource.aws.resyncInterval: moved to advanced.aws.resyncInterval " +
 			"(env IPAMD_ADVANCED_AWS_RESYNCINTERVAL)",
+		"reconcile:\n  grace: 1m\n  listTimeout: 5s\n": "reconcile.listTimeout: moved to advanced.reconcile.listTimeout " +
+			"(env IPAMD_ADVANCED_RECONCILE_LISTTIMEOUT)",
+		"node:\n  podWiring: plugin\n  linkGrace: 20s\n": "node.linkGrace: moved to advanced.reconcile.linkGrace " +
+			"(env IPAMD_ADVANCED_RECONCILE_LINKGRACE)",
 	}
 	for yaml, want := range cases {
 		path := filepath.Join(t.TempDir(), "ipamd.yaml")
@@ -466,24 +472,31 @@ func TestLoadNamesWhatReplacedARenamedField(t *testing.T) {
 	}
 	// The same keys in the new place load.
 	path := filepath.Join(t.TempDir(), "ipamd.yaml")
-	if err := os.WriteFile(path, []byte("advanced:\n  adapter:\n    minBackoff: 1s\n"), 0o600); err != nil {
+	if err := os.WriteFile(path, []byte("advanced:\n  adapter:\n    minBackoff: 1s\n  reconcile:\n    linkGrace: 20s\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	if cfg, err := Load(path, nil); err != nil || cfg.Advanced.Adapter.MinBackoff != time.Second {
-		t.Errorf("advanced.adapter.minBackoff: %v, %v", cfg.Advanced.Adapter.MinBackoff, err)
+	if cfg, err := Load(path, nil); err != nil || cfg.Advanced.Adapter.MinBackoff != time.Second || cfg.Advanced.Reconcile.LinkGrace != 20*time.Second {
+		t.Errorf("advanced.adapter.minBackoff, advanced.reconcile.linkGrace: %v, %v, %v",
+			cfg.Advanced.Adapter.MinBackoff, cfg.Advanced.Reconcile.LinkGrace, err)
 	}
 }
 
 func TestOldEnvVariableNamesItsNewPlace(t *testing.T) {
-	_, err := Load("", []string{"IPAMD_RUNTIME_MINBACKOFF=1s"})
-	want := "environment variable IPAMD_RUNTIME_MINBACKOFF names no config field (runtime.minBackoff moved to " +
-		"advanced.adapter.minBackoff (env IPAMD_ADVANCED_ADAPTER_MINBACKOFF))"
-	if !errors.Is(err, ErrInvalid) || !strings.Contains(err.Error(), want) {
-		t.Fatalf("Load = %v; want ErrInvalid containing %q", err, want)
+	for _, tc := range []struct{ old, path, env string }{
+		{"IPAMD_RUNTIME_MINBACKOFF", "runtime.minBackoff", "advanced.adapter.minBackoff (env IPAMD_ADVANCED_ADAPTER_MINBACKOFF)"},
+		{"IPAMD_RECONCILE_LISTTIMEOUT", "reconcile.listTimeout", "advanced.reconcile.listTimeout (env IPAMD_ADVANCED_RECONCILE_LISTTIMEOUT)"},
+		{"IPAMD_NODE_LINKGRACE", "node.linkGrace", "advanced.reconcile.linkGrace (env IPAMD_ADVANCED_RECONCILE_LINKGRACE)"},
+	} {
+		_, err := Load("", []string{tc.old + "=1s"})
+		want := "environment variable " + tc.old + " names no config field (" + tc.path + " moved to " + tc.env + ")"
+		if !errors.Is(err, ErrInvalid) || !strings.Contains(err.Error(), want) {
+			t.Errorf("Load = %v; want ErrInvalid containing %q", err, want)
+		}
 	}
-	cfg, err := Load("", []string{"IPAMD_ADVANCED_ADAPTER_MINBACKOFF=1s"})
-	if err != nil || cfg.Advanced.Adapter.MinBackoff != time.Second {
-		t.Fatalf("IPAMD_ADVANCED_ADAPTER_MINBACKOFF: %v, %v", cfg.Advanced.Adapter.MinBackoff, err)
+	cfg, err := Load("", []string{"IPAMD_ADVANCED_ADAPTER_MINBACKOFF=1s", "IPAMD_ADVANCED_RECONCILE_LISTTIMEOUT=2s", "IPAMD_ADVANCED_RECONCILE_LINKGRACE=3s"})
+	if err != nil || cfg.Advanced.Adapter.MinBackoff != time.Second ||
+		cfg.Advanced.Reconcile != (reconcile.Tuning{ListTimeout: 2 * time.Second, LinkGrace: 3 * time.Second}) {
+		t.Fatalf("IPAMD_ADVANCED_*: %+v, %+v, %v", cfg.Advanced.Adapter, cfg.Advanced.Reconcile, err)
 	}
 }
 
@@ -493,6 +506,9 @@ func TestDefaultsAreTheComponentsOwn(t *testing.T) {
 	def := DefaultConfig()
 	if def.Reconcile != reconcile.DefaultSettings() {
 		t.Errorf("reconcile = %+v, want reconcile.DefaultSettings() %+v", def.Reconcile, reconcile.DefaultSettings())
+	}
+	if def.Advanced.Reconcile != reconcile.DefaultTuning() {
+		t.Errorf("advanced.reconcile = %+v, want reconcile.DefaultTuning() %+v", def.Advanced.Reconcile, reconcile.DefaultTuning())
 	}
 	if def.IPSource.AWS != aws.DefaultConfig() {
 		t.Errorf("ipSource.aws = %+v, want aws.DefaultConfig() %+v", def.IPSource.AWS, aws.DefaultConfig())

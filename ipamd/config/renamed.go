@@ -15,6 +15,9 @@ import (
 var renamed = map[string]string{
 	"node.ipamOnly": "node.ipamOnly was replaced by node.podWiring: " +
 		"write podWiring: ipamOnly for ipamOnly: true, or leave it out (auto) for false",
+	"reconcile.listTimeout": movedTo("advanced.reconcile.listTimeout"),
+	"node.linkGrace":        movedTo("advanced.reconcile.linkGrace"),
+
 	"runtime.startTimeout":   movedTo("advanced.adapter.startTimeout"),
 	"runtime.minBackoff":     movedTo("advanced.adapter.minBackoff"),
 	"runtime.maxBackoff":     movedTo("advanced.adapter.maxBackoff"),

@@ -52,7 +52,6 @@ func (c Config) Validate() error {
 	}
 	v.absPath("cni.confListPath", c.CNI.ConfListPath, false)
 	v.absPath("node.netNS", c.Node.NetNS, false)
-	v.positive("node.linkGrace", c.Node.LinkGrace)
 	v.oneOf("node.podWiring", c.Node.PodWiring, PodWiringAuto, PodWiringPlugin, PodWiringIPAMOnly)
 	if c.Node.PodWiring == PodWiringIPAMOnly && c.CNI.ConfListPath != "" {
 		v.addf("node.podWiring is ipamOnly, but cni.confListPath %q makes ipamd write a conflist with sandboxipam as the main plugin: set node.podWiring to auto or plugin, or empty cni.confListPath", c.CNI.ConfListPath)

@@ -143,7 +143,7 @@ func TestCrashRecoveryRealBinary(t *testing.T) {
 	n.cfg.Introspection.Address = freeLoopbackAddr(t)
 	n.cfg.Log.Level = "info" // one line per change: the history of a violation
 	n.cfg.Node.PodWiring = config.PodWiringAuto
-	n.cfg.Node.LinkGrace = time.Millisecond
+	n.cfg.Advanced.Reconcile.LinkGrace = time.Millisecond
 	n.cfg.Reconcile.Interval = 300 * time.Millisecond
 	cfgPath := n.writeConfig()
 	logPath := filepath.Join(n.dir, "ipamd.log")

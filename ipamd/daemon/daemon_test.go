@@ -163,12 +163,12 @@ func TestMetricsOnItsOwnListener(t *testing.T) {
 }
 
 // TestHungRuntimeReleasesNothing: a listing that hangs past
-// reconcile.listTimeout releases nothing, and ADD is answered meanwhile.
+// advanced.reconcile.listTimeout releases nothing, and ADD is answered meanwhile.
 func TestHungRuntimeReleasesNothing(t *testing.T) {
 	n := newNode(t, "198.18.0.0/28")
 	// Long enough that a listing of a runtime that answers never times out
 	// on a busy machine; the hung one below times out whatever it is.
-	n.cfg.Reconcile.ListTimeout = 2 * time.Second
+	n.cfg.Advanced.Reconcile.ListTimeout = 2 * time.Second
 	n.addSandbox("gone")
 	_, cni, intro := startInProcess(t, n)
 	ctx := t.Context()

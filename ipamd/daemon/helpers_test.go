@@ -53,7 +53,7 @@ func newNode(t testing.TB, cidr string) *node {
 	// start is over. Tests of the default (auto: nothing inferred from a
 	// missing link) set PodWiring back.
 	cfg.Node.PodWiring = config.PodWiringPlugin
-	cfg.Node.LinkGrace = time.Millisecond
+	cfg.Advanced.Reconcile.LinkGrace = time.Millisecond
 	cfg.Runtime.Adapter = testadapter.Build(t)
 	cfg.Runtime.Args = []string{"--state=" + n.state}
 	cfg.Runtime.AutoMTLS = false

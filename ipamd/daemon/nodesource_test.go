@@ -11,8 +11,8 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
-	"k8s.io/client-go/tools/clientcmd"
 
+	"github.com/sandboxipam/sandboxipam/internal/clusterfixture"
 	"github.com/sandboxipam/sandboxipam/internal/kubeenv"
 	"github.com/sandboxipam/sandboxipam/internal/testsupport"
 	"github.com/sandboxipam/sandboxipam/ipamd/config"
@@ -23,28 +23,9 @@ import (
 // (fails under CI=true) when tools/kubernetes/build.sh has not built them.
 func startAPIServer(t *testing.T) (*kubeenv.APIServer, kubernetes.Interface) {
 	t.Helper()
-	testsupport.RequireRoot(t) // etcd and kube-apiserver run as root
-	bins := kubeenv.BinariesIn(kubeenv.CacheDir())
-	if err := bins.Missing(); err != nil {
-		testsupport.SkipOrFail(t, "%v: run tools/kubernetes/build.sh (make kubernetes-tools) first", err)
-	}
-	a, err := kubeenv.StartAPIServer(t.Context(), kubeenv.Options{Binaries: bins, Dir: t.TempDir(), Logf: t.Logf})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(a.Stop)
-	if err := a.Ready(t.Context()); err != nil {
-		t.Fatal(err)
-	}
-	rc, err := clientcmd.BuildConfigFromFlags("", a.Kubeconfig)
-	if err != nil {
-		t.Fatal(err)
-	}
-	cs, err := kubernetes.NewForConfig(rc)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return a, cs
+	e := clusterfixture.Start(t, t.TempDir())
+	t.Cleanup(e.API.Stop)
+	return e.API, e.Client
 }
 
 func createNode(t *testing.T, cs kubernetes.Interface, name string, cidrs ...string) *corev1.Node {

@@ -15,6 +15,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/tools/clientcmd"
 
+	"github.com/sandboxipam/sandboxipam/internal/clusterfixture"
 	"github.com/sandboxipam/sandboxipam/internal/kubeenv"
 	"github.com/sandboxipam/sandboxipam/internal/pooltest"
 	"github.com/sandboxipam/sandboxipam/internal/testsupport"
@@ -65,7 +66,7 @@ func startPoolEnv(t *testing.T, nodeName string, cidrs ...string) *poolEnv {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := pooltest.InstallCRDs(t.Context(), kc.Dynamic, testsupport.Root(t)); err != nil {
+	if err := clusterfixture.InstallCRDs(t.Context(), kc.Dynamic, testsupport.Root(t)); err != nil {
 		t.Fatal(err)
 	}
 	if err := pooltest.CreatePool(t.Context(), kc.Dynamic, "default", 29, 125, cidrs...); err != nil {

@@ -65,7 +65,7 @@ func TestLostStateWithTheRuntimeDownHandsOutNothingUntilProven(t *testing.T) {
 // without IPs, and nothing on the node accounts for them.
 func TestLostStateWithPodsReportingNoIPRefusesNamingThem(t *testing.T) {
 	n := newNode(t, "198.18.0.0/28")
-	n.cfg.Node.LinkGrace = time.Hour // the pod may still be wired for as long as the test runs
+	n.cfg.Advanced.Reconcile.LinkGrace = time.Hour // the pod may still be wired for as long as the test runs
 	n.addSandbox("93e629d853d9f70464dd5b54987533ffe87930cb28a6414ddb48c94b69845e85")
 	_, cni, intro := startInProcess(t, n)
 	testsupport.Wait(t, "a pass to report the unaccounted pod", func() (bool, string) {

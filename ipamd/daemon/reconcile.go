@@ -22,7 +22,7 @@ const firstRetry = 250 * time.Millisecond
 func (d *Daemon) newReconciler(adapter runtime.RuntimeAdapter) *reconcile.Reconciler {
 	adapter = recordingAdapter{RuntimeAdapter: adapter, record: func(l listing) { d.lastListing.Store(&l) }}
 	return reconcile.New(d.store, adapter, reconcile.Config{
-		Interval: d.cfg.Reconcile.Interval, Grace: d.cfg.Reconcile.Grace, ListTimeout: d.cfg.Reconcile.ListTimeout,
+		Interval: d.cfg.Reconcile.Interval, Grace: d.cfg.Reconcile.Grace, ListTimeout: d.cfg.Advanced.Reconcile.ListTimeout,
 		Network: d.cfg.Network, IfName: d.cfg.IfName,
 		Logger:     d.log.With("component", "reconcile"),
 		OnResult:   d.onReconcile,
@@ -30,7 +30,7 @@ func (d *Daemon) newReconciler(adapter runtime.RuntimeAdapter) *reconcile.Reconc
 		NetNS:      nodestate.NetNSAddrs,
 		VethPrefix: d.cfg.Node.HostVethPrefix,
 		StartedAt:  d.startedAt,
-		LinkGrace:  d.cfg.Node.LinkGrace,
+		LinkGrace:  d.cfg.Advanced.Reconcile.LinkGrace,
 
 		PluginWiresEveryPod: d.cfg.PluginWiresEveryPod(),
 		// The namespace an ADD named, still on the node, keeps its address.

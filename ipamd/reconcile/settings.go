@@ -10,30 +10,60 @@ import (
 // reads under reconcile and embeds as it is (package config only
 // composes): this package owns the fields, their defaults (DefaultSettings,
 // from the Default* constants New also falls back to) and their validation.
-// The daemon hands them to New in Config.
+// The daemon hands them to New in Config. The knobs most operators never
+// touch are in Tuning, which ipamd reads under advanced.reconcile.
 type Settings struct {
 	// Interval between passes; one pass also runs at start. Default 60s.
 	Interval time.Duration `yaml:"interval" desc:"time between reconcile passes (one also runs at start)"`
 	// Grace: an assignment younger than this is never released, so a pod
 	// whose ADD raced the listing keeps its IP. Default 30s.
 	Grace time.Duration `yaml:"grace" desc:"minimum age of an assignment before the reconciler may release it"`
-	// ListTimeout bounds one ListSandboxes call. Default 10s.
-	ListTimeout time.Duration `yaml:"listTimeout" desc:"deadline of one sandbox listing through the adapter"`
 }
 
 // DefaultSettings returns the defaults stated on Settings' fields.
 func DefaultSettings() Settings {
-	return Settings{Interval: DefaultInterval, Grace: DefaultGrace, ListTimeout: DefaultListTimeout}
+	return Settings{Interval: DefaultInterval, Grace: DefaultGrace}
 }
 
 // Validate reports every invalid field, each named by its YAML name; ipamd
 // prefixes "reconcile.".
 func (s Settings) Validate() error {
+	return positive(namedDuration{"interval", s.Interval}, namedDuration{"grace", s.Grace})
+}
+
+// Tuning is the reconciler's share of ipamd's advanced block: deadlines
+// whose defaults suit a node, owned here like Settings.
+type Tuning struct {
+	// ListTimeout bounds one ListSandboxes call. Default 10s.
+	ListTimeout time.Duration `yaml:"listTimeout" desc:"deadline of one sandbox listing through the adapter"`
+	// LinkGrace: after a lost checkpoint, when node.podWiring resolves to
+	// "plugin", a pod made before ipamd started that the runtime reports
+	// no IP for and that has no pod link yet is waited for this long after
+	// start (an ADD answered just before the restart may still be wiring
+	// it) before it counts as holding nothing. Default 10s.
+	LinkGrace time.Duration `yaml:"linkGrace" desc:"after a lost checkpoint, when the plugin wires every pod (node.podWiring), how long a pod without IP or pod link may still be being wired"`
+}
+
+// Validate reports every invalid field, each named by its YAML name; ipamd
+// prefixes "advanced.reconcile.".
+func (t Tuning) Validate() error {
+	return positive(namedDuration{"listTimeout", t.ListTimeout}, namedDuration{"linkGrace", t.LinkGrace})
+}
+
+// DefaultTuning returns the defaults stated on Tuning's fields.
+func DefaultTuning() Tuning {
+	return Tuning{ListTimeout: DefaultListTimeout, LinkGrace: DefaultLinkGrace}
+}
+
+type namedDuration struct {
+	name string
+	d    time.Duration
+}
+
+// positive reports every field that is not above zero.
+func positive(fields ...namedDuration) error {
 	var errs []error
-	for _, f := range []struct {
-		name string
-		d    time.Duration
-	}{{"interval", s.Interval}, {"grace", s.Grace}, {"listTimeout", s.ListTimeout}} {
+	for _, f := range fields {
 		if f.d <= 0 {
 			errs = append(errs, fmt.Errorf("%s must be positive, got %s", f.name, f.d))
 		}

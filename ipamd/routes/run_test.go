@@ -12,7 +12,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 
-	"github.com/sandboxipam/sandboxipam/internal/kubeenv"
+	"github.com/sandboxipam/sandboxipam/internal/clusterfixture"
 	"github.com/sandboxipam/sandboxipam/internal/testsupport"
 	"github.com/sandboxipam/sandboxipam/ipamd/kubeclient"
 	"github.com/sandboxipam/sandboxipam/ipamd/routes"
@@ -20,19 +20,9 @@ import (
 
 func startAPIServer(t *testing.T) *kubeclient.Client {
 	t.Helper()
-	bins := kubeenv.BinariesIn(kubeenv.CacheDir())
-	if err := bins.Missing(); err != nil {
-		testsupport.SkipOrFail(t, "%v: run tools/kubernetes/build.sh (make kubernetes-tools) first", err)
-	}
-	a, err := kubeenv.StartAPIServer(t.Context(), kubeenv.Options{Binaries: bins, Dir: t.TempDir(), Logf: t.Logf})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(a.Stop)
-	if err := a.Ready(t.Context()); err != nil {
-		t.Fatal(err)
-	}
-	c, err := kubeclient.New(a.Kubeconfig)
+	e := clusterfixture.Start(t, t.TempDir())
+	t.Cleanup(e.API.Stop)
+	c, err := kubeclient.FromConfig(e.Config)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -29,26 +29,33 @@ func fromProtoInfo(info *adapterpb.InfoResponse) runtime.Info {
 	}
 }
 
+// states pairs each sandbox state with its wire value: the one table both
+// directions read, so they cannot disagree. Any other value is unspecified
+// on the wire and unknown in the runtime.
+var states = [...]struct {
+	native runtime.SandboxState
+	wire   adapterpb.SandboxState
+}{
+	{runtime.StateReady, adapterpb.SandboxState_SANDBOX_STATE_READY},
+	{runtime.StateNotReady, adapterpb.SandboxState_SANDBOX_STATE_NOT_READY},
+}
+
 func toProtoState(state runtime.SandboxState) adapterpb.SandboxState {
-	switch state {
-	case runtime.StateReady:
-		return adapterpb.SandboxState_SANDBOX_STATE_READY
-	case runtime.StateNotReady:
-		return adapterpb.SandboxState_SANDBOX_STATE_NOT_READY
-	default:
-		return adapterpb.SandboxState_SANDBOX_STATE_UNSPECIFIED
+	for _, s := range states {
+		if s.native == state {
+			return s.wire
+		}
 	}
+	return adapterpb.SandboxState_SANDBOX_STATE_UNSPECIFIED
 }
 
 func fromProtoState(state adapterpb.SandboxState) runtime.SandboxState {
-	switch state {
-	case adapterpb.SandboxState_SANDBOX_STATE_READY:
-		return runtime.StateReady
-	case adapterpb.SandboxState_SANDBOX_STATE_NOT_READY:
-		return runtime.StateNotReady
-	default:
-		return runtime.StateUnknown
+	for _, s := range states {
+		if s.wire == state {
+			return s.native
+		}
 	}
+	return runtime.StateUnknown
 }
 
 // toProtoSandboxes allocates the messages in one block: a 10,000-sandbox

@@ -48,3 +48,28 @@ func TestSandboxConversionRefusesMalformed(t *testing.T) {
 		t.Errorf("listing with a malformed sandbox = %v, %v; want no listing and an error", sandboxes, err)
 	}
 }
+
+// Each state maps to its own wire value and back; a value either side
+// does not know is unspecified on the wire and unknown in the runtime.
+func TestStateConversion(t *testing.T) {
+	for _, tc := range []struct {
+		native runtime.SandboxState
+		wire   adapterpb.SandboxState
+		back   runtime.SandboxState
+	}{
+		{runtime.StateUnknown, adapterpb.SandboxState_SANDBOX_STATE_UNSPECIFIED, runtime.StateUnknown},
+		{runtime.StateReady, adapterpb.SandboxState_SANDBOX_STATE_READY, runtime.StateReady},
+		{runtime.StateNotReady, adapterpb.SandboxState_SANDBOX_STATE_NOT_READY, runtime.StateNotReady},
+		{runtime.SandboxState(99), adapterpb.SandboxState_SANDBOX_STATE_UNSPECIFIED, runtime.StateUnknown},
+	} {
+		if got := toProtoState(tc.native); got != tc.wire {
+			t.Errorf("toProtoState(%v) = %v, want %v", tc.native, got, tc.wire)
+		}
+		if got := fromProtoState(tc.wire); got != tc.back {
+			t.Errorf("fromProtoState(%v) = %v, want %v", tc.wire, got, tc.back)
+		}
+	}
+	if got := fromProtoState(adapterpb.SandboxState(99)); got != runtime.StateUnknown {
+		t.Errorf("fromProtoState(99) = %v, want %v", got, runtime.StateUnknown)
+	}
+}
