@@ -14,6 +14,8 @@ import (
 
 	k8stypes "k8s.io/apimachinery/pkg/types"
 
+	deploy "github.com/sandboxipam/sandboxipam/deploy/kubernetes"
+
 	"github.com/sandboxipam/sandboxipam/internal/testsupport"
 	introspect "github.com/sandboxipam/sandboxipam/ipamd/introspect/api"
 )
@@ -316,9 +318,10 @@ func (c *cluster) scaleToZero(t *testing.T) {
 }
 
 // removeWorkloads deletes the Deployment, then the DaemonSet (its preStop
-// hook removes each node's conflist), and waits until no node has a ready
-// sandbox, so that every ipamd has seen its DELs before it goes. It runs
-// again at cleanup, where what is already gone is no error.
+// hook removes each node's conflist) and the reclaimer's Deployment, if
+// any, and waits until no node has a ready sandbox, so that every ipamd
+// has seen its DELs before it goes. It runs again at cleanup, where what
+// is already gone is no error.
 func (c *cluster) removeWorkloads(t *testing.T) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
@@ -326,13 +329,16 @@ func (c *cluster) removeWorkloads(t *testing.T) {
 	if err := c.api.delete(ctx, "/apis/apps/v1/namespaces/default/deployments/"+webName); err != nil && !errors.Is(err, errNotFound) {
 		t.Logf("remove workloads: %v", err)
 	}
-	for _, n := range c.nodes {
+	// A down node's sandboxes outlive its pods (its kubelet is stopped).
+	for _, n := range c.live() {
 		waitNoReadySandboxes(ctx, t, n.cri, "default")
 	}
-	if err := c.api.delete(ctx, dsPath); err != nil && !errors.Is(err, errNotFound) {
-		t.Logf("remove workloads: %v", err)
+	for _, path := range []string{dsPath, "/apis/apps/v1/namespaces/kube-system/deployments/" + deploy.ReclaimerName} {
+		if err := c.api.delete(ctx, path); err != nil && !errors.Is(err, errNotFound) {
+			t.Logf("remove workloads: %v", err)
+		}
 	}
-	for _, n := range c.nodes {
+	for _, n := range c.live() {
 		waitNoReadySandboxes(ctx, t, n.cri, "")
 	}
 }
