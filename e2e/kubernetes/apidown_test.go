@@ -37,10 +37,10 @@ func (c *cluster) apiServerDown(t *testing.T, check rangeCheck) {
 	t.Cleanup(func() { _ = c.cp.RestartAPIServer(context.Background()) })
 	c.logf(t, "kube-apiserver stopped; %s's blocks %v", n.name, blocks)
 	first := c.runStaticPods(t, n, blocks, taken, "offline-a", "offline-b", "offline-c")
-	c.stopStaticPods(t, n, first, "offline-a", "offline-b")
+	c.stopStaticPods(t, n, first, taken, "offline-a", "offline-b")
 	second := c.runStaticPods(t, n, blocks, taken, "offline-d", "offline-e")
-	c.stopStaticPods(t, n, first, "offline-c")
-	c.stopStaticPods(t, n, second, "offline-d", "offline-e")
+	c.stopStaticPods(t, n, first, taken, "offline-c")
+	c.stopStaticPods(t, n, second, taken, "offline-d", "offline-e")
 	c.logf(t, "with the API server down, 5 pods started and stopped on %s: every ADD inside its blocks, none twice, every DEL freed", n.name)
 	if err := c.cp.RestartAPIServer(ctx); err != nil {
 		t.Fatal(err)
@@ -92,8 +92,9 @@ func (c *cluster) nodeHoldings(t *testing.T, n *clusterNode) ([]netip.Prefix, ma
 
 // runStaticPods writes a static pod manifest for each name on node n and
 // waits until each runs, with one address per family inside blocks, held
-// by ipamd under the pod's sandbox ID, and none already taken; it adds
-// them to taken and returns the sandboxes by name.
+// by ipamd under the pod's sandbox ID, and none held by another (taken:
+// address -> sandbox); it adds them to taken and returns the sandboxes by
+// name.
 func (c *cluster) runStaticPods(t *testing.T, n *clusterNode, blocks []netip.Prefix, taken map[string]string, names ...string) map[string]criPod {
 	t.Helper()
 	for _, name := range names {
@@ -163,8 +164,8 @@ func ipamdHoldsExactly(ctx context.Context, n *clusterNode, sandboxes map[string
 
 // stopStaticPods removes the manifests of names on node n and waits until
 // their sandboxes are no longer ready and ipamd holds nothing for them
-// (their DEL came); their addresses stay taken: they cool before reuse.
-func (c *cluster) stopStaticPods(t *testing.T, n *clusterNode, running map[string]criPod, names ...string) {
+// (their DEL came); their addresses leave taken.
+func (c *cluster) stopStaticPods(t *testing.T, n *clusterNode, running map[string]criPod, taken map[string]string, names ...string) {
 	t.Helper()
 	for _, name := range names {
 		if err := os.Remove(filepath.Join(n.staticPods(), name+".json")); err != nil {
@@ -198,4 +199,9 @@ func (c *cluster) stopStaticPods(t *testing.T, n *clusterNode, running map[strin
 		}
 		return nil
 	})
+	for _, name := range names {
+		for _, ip := range running[name].IPs {
+			delete(taken, ip)
+		}
+	}
 }
