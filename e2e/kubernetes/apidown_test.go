@@ -73,11 +73,7 @@ func (c *cluster) nodeHoldings(t *testing.T, n *clusterNode) ([]netip.Prefix, ma
 			blocks = append(blocks, netip.MustParsePrefix(r.Prefix))
 		}
 	}
-	id, _, err := n.cri.runningContainer(ctx, "ipamd")
-	if err != nil {
-		t.Fatal(err)
-	}
-	held, err := ipamctlPods(ctx, n.cri, id)
+	held, err := n.ipamdPods(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -142,11 +138,7 @@ func (c *cluster) runStaticPods(t *testing.T, n *clusterNode, blocks []netip.Pre
 // ipamdHoldsExactly checks that node n's ipamd holds each sandbox under
 // its ID with exactly the runtime's addresses.
 func ipamdHoldsExactly(ctx context.Context, n *clusterNode, sandboxes map[string]criPod) error {
-	id, _, err := n.cri.runningContainer(ctx, "ipamd")
-	if err != nil {
-		return err
-	}
-	held, err := ipamctlPods(ctx, n.cri, id)
+	held, err := n.ipamdPods(ctx)
 	if err != nil {
 		return err
 	}
@@ -184,11 +176,7 @@ func (c *cluster) stopStaticPods(t *testing.T, n *clusterNode, running map[strin
 				}
 			}
 		}
-		id, _, err := n.cri.runningContainer(ctx, "ipamd")
-		if err != nil {
-			return err
-		}
-		held, err := ipamctlPods(ctx, n.cri, id)
+		held, err := n.ipamdPods(ctx)
 		if err != nil {
 			return err
 		}

@@ -184,11 +184,7 @@ func (n *clusterNode) agree(ctx context.Context, apiPods map[string]corev1.Pod) 
 
 // ipamdHolds compares ipamctl pods on node n with pods, exactly.
 func (n *clusterNode) ipamdHolds(ctx context.Context, pods []clusterPod) error {
-	id, _, err := n.cri.runningContainer(ctx, "ipamd")
-	if err != nil {
-		return err
-	}
-	held, err := ipamctlPods(ctx, n.cri, id)
+	held, err := n.ipamdPods(ctx)
 	if err != nil {
 		return err
 	}
@@ -205,6 +201,15 @@ func (n *clusterNode) ipamdHolds(ctx context.Context, pods []clusterPod) error {
 		return fmt.Errorf("%w: ipamctl pods:\n  %s\nAPI server and runtime:\n  %s", errDisagree, strings.Join(got, "\n  "), strings.Join(want, "\n  "))
 	}
 	return nil
+}
+
+// ipamdPods runs "ipamctl pods" in node n's running ipamd.
+func (n *clusterNode) ipamdPods(ctx context.Context) ([]ipamPod, error) {
+	id, _, err := n.cri.runningContainer(ctx, "ipamd")
+	if err != nil {
+		return nil, err
+	}
+	return ipamctlPods(ctx, n.cri, id)
 }
 
 // addrs are every address of the assignment (IPs, else IP).

@@ -14,7 +14,6 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	k8stypes "k8s.io/apimachinery/pkg/types"
 
 	"github.com/sandboxipam/sandboxipam/internal/testsupport"
 	"github.com/sandboxipam/sandboxipam/ipamd/reclaim"
@@ -218,14 +217,7 @@ func (c *cluster) freedBlocksReused(t *testing.T, d deadNode) {
 func (c *cluster) setWatermarks(t *testing.T, low, high string) {
 	t.Helper()
 	ctx := context.Background()
-	pods, err := c.ipamdPods(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var old []k8stypes.UID
-	for _, p := range pods {
-		old = append(old, p.UID)
-	}
+	old := c.ipamdPodUIDs(t)
 	var ds appsv1.DaemonSet
 	if err := c.api.get(ctx, dsPath, &ds); err != nil {
 		t.Fatal(err)

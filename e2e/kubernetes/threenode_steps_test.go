@@ -285,14 +285,7 @@ func (c *cluster) scaleWeb(t *testing.T, n int) {
 func (c *cluster) rollDaemonSet(t *testing.T, state clusterState) {
 	t.Helper()
 	ctx := context.Background()
-	pods, err := c.ipamdPods(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var old []k8stypes.UID
-	for _, p := range pods {
-		old = append(old, p.UID)
-	}
+	old := c.ipamdPodUIDs(t)
 	patch := map[string]any{"spec": map[string]any{"template": map[string]any{"metadata": map[string]any{
 		"annotations": map[string]string{"sandboxipam.e2e/restartedAt": time.Now().UTC().Format(time.RFC3339Nano)},
 	}}}}
@@ -305,6 +298,20 @@ func (c *cluster) rollDaemonSet(t *testing.T, state clusterState) {
 		t.Fatalf("the roll changed assignments:\nbefore %v\nafter %v", state.pods, after.pods)
 	}
 	c.logf(t, "DaemonSet rolled across %d nodes, every assignment kept", clusterNodes)
+}
+
+// ipamdPodUIDs are the UIDs of the DaemonSet's pods now.
+func (c *cluster) ipamdPodUIDs(t *testing.T) []k8stypes.UID {
+	t.Helper()
+	pods, err := c.ipamdPods(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	var old []k8stypes.UID
+	for _, p := range pods {
+		old = append(old, p.UID)
+	}
+	return old
 }
 
 // scaleToZero scales the Deployment to zero and checks every address is
