@@ -124,17 +124,34 @@ func decisionOn(p *reclaim.Pass, block string) *reclaim.Decision {
 // deadNodeReclaimed force-deletes the dead node's pods (grace 0: their
 // kubelet is stopped), and waits until each of its blocks is gone from
 // the API with exactly one Event naming the evidence. The ReplicaSet
-// starts their replacements on the live nodes.
+// starts their replacements on the live nodes. Its ipamd pod goes too,
+// as the pod garbage collector (off in this cluster) would delete it:
+// the DaemonSet controller has asked to, no kubelet can finish it, and
+// while it lingers the DaemonSet's rolling update counts it unavailable
+// and rolls no further.
 func (c *cluster) deadNodeReclaimed(t *testing.T, d deadNode) {
 	t.Helper()
 	ctx := context.Background()
-	now := metav1.DeleteOptions{GracePeriodSeconds: new(int64)}
+	ipamds, err := c.ipamdPods(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	paths := []string{}
 	for _, name := range d.names {
-		if err := c.api.do(ctx, "DELETE", "/api/v1/namespaces/default/pods/"+name, "application/json", now, nil); err != nil {
+		paths = append(paths, "/api/v1/namespaces/default/pods/"+name)
+	}
+	for _, p := range ipamds {
+		if p.Spec.NodeName == d.n.name {
+			paths = append(paths, "/api/v1/namespaces/"+p.Namespace+"/pods/"+p.Name)
+		}
+	}
+	now := metav1.DeleteOptions{GracePeriodSeconds: new(int64)}
+	for _, path := range paths {
+		if err := c.api.do(ctx, "DELETE", path, "application/json", now, nil); err != nil && !errors.Is(err, errNotFound) {
 			t.Fatal(err)
 		}
 	}
-	c.logf(t, "%d pods of %s force-deleted", len(d.names), d.n.name)
+	c.logf(t, "%d pods of %s force-deleted, %d of them its web pods", len(paths), d.n.name, len(d.names))
 	testsupport.WaitFor(t, 2*time.Minute, d.n.name+"'s blocks reclaimed, each with its Event", func(ctx context.Context) error {
 		for name, p := range d.blocks {
 			if err := c.api.get(ctx, ipblocksPath+"/"+name, nil); !errors.Is(err, errNotFound) {
