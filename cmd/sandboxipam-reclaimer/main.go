@@ -65,7 +65,7 @@ func parse(args []string, stderr io.Writer) (flags, error) {
 	fs.DurationVar(&le.RetryPeriod, "leader-election-retry-period", le.RetryPeriod, "time between attempts to take or renew the leader Lease")
 	fs.StringVar(&f.kubeconfig, "kubeconfig", "", "kubeconfig `path`; the pod's service account when empty")
 	fs.StringVar(&f.identity, "identity", os.Getenv("POD_NAME"), "this replica's name in the leader Lease and the Events (default $POD_NAME, else the host name)")
-	fs.StringVar(&f.metricsAddr, "metrics-address", DefaultMetricsAddress, "`host:port` serving /metrics and /healthz; empty turns it off")
+	fs.StringVar(&f.metricsAddr, "metrics-address", DefaultMetricsAddress, "`host:port` serving /metrics, /healthz and "+reclaim.PathDecisions+"; empty turns it off")
 	fs.StringVar(&f.logFormat, "log-format", "json", "log format: json or text")
 	if err := fs.Parse(args); err != nil {
 		return f, err
@@ -137,11 +137,12 @@ func connect(kubeconfig string) (reclaim.Clients, error) {
 	return reclaim.Clients{Kube: kube, Dynamic: dyn}, nil
 }
 
-// serveMetrics serves /metrics and /healthz: reads only, nothing there
-// changes state.
+// serveMetrics serves /metrics, /healthz and the last pass's decisions
+// (reclaim.PathDecisions): reads only, nothing there changes state.
 func serveMetrics(addr string, r *reclaim.Reclaimer, log *slog.Logger) *http.Server {
 	mux := http.NewServeMux()
 	mux.Handle("GET /metrics", promhttp.HandlerFor(r.Metrics().Registry(), promhttp.HandlerOpts{}))
+	mux.Handle("GET "+reclaim.PathDecisions, r.DecisionsHandler())
 	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) { _, _ = io.WriteString(w, "ok\n") })
 	srv := &http.Server{Addr: addr, Handler: mux, ReadHeaderTimeout: 10 * time.Second}
 	go func() {

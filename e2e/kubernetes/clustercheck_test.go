@@ -34,6 +34,18 @@ func (c *cluster) clusterEnv(t *testing.T) *clusterfixture.Env {
 	return &clusterfixture.Env{API: a, Config: cfg, Client: cs, Dynamic: dyn}
 }
 
+// clusterCheck runs the comparison of `ipamctl check --cluster` on the
+// cluster.
+func (c *cluster) clusterCheck(t *testing.T) kubesnap.Result {
+	t.Helper()
+	e := c.clusterEnv(t)
+	res, err := kubesnap.Check(context.Background(), e.Client, e.Dynamic)
+	if err != nil {
+		t.Fatalf("ipamctl check --cluster: %v", err)
+	}
+	return res
+}
+
 // checkClusterShowsADuplicate runs the cluster-wide check on the live
 // cluster: it must find nothing. Then a pod made by hand, bound to a node
 // that does not exist (so no kubelet touches its status), claims the
@@ -42,15 +54,8 @@ func (c *cluster) clusterEnv(t *testing.T) *clusterfixture.Env {
 // ranges, and nothing else. With the pod gone, it finds nothing again.
 func (c *cluster) checkClusterShowsADuplicate(t *testing.T, state clusterState) {
 	t.Helper()
-	ctx := context.Background()
 	e := c.clusterEnv(t)
-	check := func() kubesnap.Result {
-		res, err := kubesnap.Check(ctx, e.Client, e.Dynamic)
-		if err != nil {
-			t.Fatalf("ipamctl check --cluster: %v", err)
-		}
-		return res
-	}
+	check := func() kubesnap.Result { return c.clusterCheck(t) }
 	if res := check(); len(res.Findings) != 0 || res.Pods < len(state.pods) {
 		t.Fatalf("ipamctl check --cluster on the live cluster: %d pods compared, findings %+v; want every pod, none", res.Pods, res.Findings)
 	}

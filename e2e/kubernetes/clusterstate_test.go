@@ -90,7 +90,7 @@ func (c *cluster) agree(ctx context.Context, t *testing.T, want int, check range
 		return state, fmt.Errorf("%d %s pods running, want %d", len(apiPods), webName, want)
 	}
 	holder := map[string]string{} // address -> node/sandbox
-	for _, n := range c.nodes {
+	for _, n := range c.live() {
 		info, err := c.getNode(ctx, n.name)
 		if err != nil {
 			return state, err
@@ -184,21 +184,13 @@ func (n *clusterNode) agree(ctx context.Context, apiPods map[string]corev1.Pod) 
 
 // ipamdHolds compares ipamctl pods on node n with pods, exactly.
 func (n *clusterNode) ipamdHolds(ctx context.Context, pods []clusterPod) error {
-	id, _, err := n.cri.runningContainer(ctx, "ipamd")
-	if err != nil {
-		return err
-	}
-	held, err := ipamctlPods(ctx, n.cri, id)
+	held, err := n.ipamdPods(ctx)
 	if err != nil {
 		return err
 	}
 	var got, want []string
 	for _, h := range held {
-		ips := h.IPs
-		if len(ips) == 0 {
-			ips = []string{h.IP}
-		}
-		got = append(got, h.SandboxID+" "+h.Namespace+"/"+h.Name+" "+strings.Join(sorted(ips), ","))
+		got = append(got, h.SandboxID+" "+h.Namespace+"/"+h.Name+" "+strings.Join(sorted(h.addrs()), ","))
 	}
 	for _, p := range pods {
 		want = append(want, p.SandboxID+" default/"+p.Name+" "+strings.Join(p.IPs, ","))
@@ -209,6 +201,23 @@ func (n *clusterNode) ipamdHolds(ctx context.Context, pods []clusterPod) error {
 		return fmt.Errorf("%w: ipamctl pods:\n  %s\nAPI server and runtime:\n  %s", errDisagree, strings.Join(got, "\n  "), strings.Join(want, "\n  "))
 	}
 	return nil
+}
+
+// ipamdPods runs "ipamctl pods" in node n's running ipamd.
+func (n *clusterNode) ipamdPods(ctx context.Context) ([]ipamPod, error) {
+	id, _, err := n.cri.runningContainer(ctx, "ipamd")
+	if err != nil {
+		return nil, err
+	}
+	return ipamctlPods(ctx, n.cri, id)
+}
+
+// addrs are every address of the assignment (IPs, else IP).
+func (p ipamPod) addrs() []string {
+	if len(p.IPs) == 0 {
+		return []string{p.IP}
+	}
+	return p.IPs
 }
 
 // errDisagree: ipamd answered, and holds other than the runtime runs.

@@ -26,7 +26,12 @@
 // DaemonSet's host paths are the node's own and three ipamds share no
 // file. The test then checks, with exact addresses, the API server against
 // every node's runtime and ipamctl, and leaves the host's links, routes,
-// sysctls, mounts and cgroups as it found them. TestClusterScaleBenchmark
+// sysctls, mounts and cgroups as it found them. TestThreeNodePool runs
+// the same cluster in pool mode with the reclaimer, and walks issue 23's
+// scenarios: a claim interrupted by SIGKILL (a proxy in the test holds the
+// API server's answer), a dead node's blocks kept for its pods, then
+// reclaimed and reused, and pods started and stopped with the API server
+// down. TestClusterScaleBenchmark
 // (SANDBOXIPAM_E2E_BENCH=1, make bench-kubernetes) times 110 pods on one
 // of its nodes, sandboxipam against bridge + host-local.
 //

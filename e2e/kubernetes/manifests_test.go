@@ -39,6 +39,34 @@ func manifestObjects(r deploy.Rendered) []apiObject {
 	}
 }
 
+// reclaimerObjects are components/reclaimer's objects in the order
+// "kubectl apply" creates them, with their API paths; none without it.
+func reclaimerObjects(r deploy.Rendered) []apiObject {
+	rc := r.Reclaimer
+	if rc == nil {
+		return nil
+	}
+	rbac := metav1.TypeMeta{APIVersion: "rbac.authorization.k8s.io/v1"}
+	rc.ServiceAccount.TypeMeta = metav1.TypeMeta{APIVersion: "v1", Kind: "ServiceAccount"}
+	rc.ClusterRole.TypeMeta, rc.ClusterRole.Kind = rbac, "ClusterRole"
+	rc.ClusterRoleBinding.TypeMeta, rc.ClusterRoleBinding.Kind = rbac, "ClusterRoleBinding"
+	rc.Deployment.TypeMeta = metav1.TypeMeta{APIVersion: "apps/v1", Kind: "Deployment"}
+	out := []apiObject{
+		{"/api/v1/namespaces/" + rc.ServiceAccount.Namespace + "/serviceaccounts", rc.ServiceAccount},
+		{"/apis/rbac.authorization.k8s.io/v1/clusterroles", rc.ClusterRole},
+		{"/apis/rbac.authorization.k8s.io/v1/clusterrolebindings", rc.ClusterRoleBinding},
+	}
+	for i := range rc.Roles {
+		rc.Roles[i].TypeMeta, rc.Roles[i].Kind = rbac, "Role"
+		out = append(out, apiObject{"/apis/rbac.authorization.k8s.io/v1/namespaces/" + rc.Roles[i].Namespace + "/roles", &rc.Roles[i]})
+	}
+	for i := range rc.RoleBindings {
+		rc.RoleBindings[i].TypeMeta, rc.RoleBindings[i].Kind = rbac, "RoleBinding"
+		out = append(out, apiObject{"/apis/rbac.authorization.k8s.io/v1/namespaces/" + rc.RoleBindings[i].Namespace + "/rolebindings", &rc.RoleBindings[i]})
+	}
+	return append(out, apiObject{"/apis/apps/v1/namespaces/" + rc.Deployment.Namespace + "/deployments", rc.Deployment})
+}
+
 // renderClusterManifests renders the containerd overlay with the routes
 // component, as "kubectl apply -k" of a kustomization naming both would,
 // with the image set to the one the nodes imported ("kustomize edit set

@@ -54,6 +54,9 @@ func (n *clusterNode) private(nodePath string) string {
 	panic("no private directory for " + nodePath)
 }
 
+// staticPods is the node kubelet's static pod directory, on the host.
+func (n *clusterNode) staticPods() string { return filepath.Join(n.dir, "static-pods") }
+
 func (n *clusterNode) mountNS() string { return fmt.Sprintf("/proc/%d/ns/mnt", n.shell.Process.Pid) }
 
 // nodeShellScript sets up the node's mount namespace and then holds it:
@@ -188,9 +191,14 @@ func startNode(t *testing.T, dir, hubNS string, i int, bins nodeBinaries) *clust
 		}
 	}
 	run(t, "ctr", "--address", ctrd.Address, "--namespace", ctrd.Namespace, "images", "import", bins.imageArchive)
+	// An empty static pod directory: the pool test runs static pods while
+	// the API server is down.
+	if err := os.MkdirAll(n.staticPods(), 0o755); err != nil {
+		t.Fatal(err)
+	}
 	n.kopts = kubeletOptions{
 		binary: bins.kubelet, dir: filepath.Join(n.dir, "kubelet"), criEndpoint: ctrd.Endpoint,
-		netnsPath: n.netns, nodeName: n.name, kubeconfig: bins.kubeconfig,
+		netnsPath: n.netns, nodeName: n.name, kubeconfig: bins.kubeconfig, staticPodDir: n.staticPods(),
 		node: &kubeletNode{mountNS: n.mountNS(), nodeIPs: n.v4.String() + "," + n.v6.String(), address: n.v4.String(), cgroupRoot: cgroupRoot},
 	}
 	n.kube = startKubelet(t, n.kopts)

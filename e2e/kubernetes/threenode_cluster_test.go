@@ -125,9 +125,9 @@ func (c *cluster) installDaemonSet(t *testing.T) {
 	c.logf(t, "DaemonSet ready on %d nodes, every node Ready", clusterNodes)
 }
 
-// waitDaemonSet waits until the DaemonSet has rolled out to every node:
-// one ready pod per node, none of them one of old (by UID). It returns
-// the pods by node and follows each ipamd container's log.
+// waitDaemonSet waits until the DaemonSet has rolled out to every live
+// node: one ready pod per node, none of them one of old (by UID). It
+// returns the pods by node and follows each ipamd container's log.
 func (c *cluster) waitDaemonSet(t *testing.T, old []k8stypes.UID) map[string]corev1.Pod {
 	t.Helper()
 	byNode := map[string]corev1.Pod{}
@@ -136,7 +136,8 @@ func (c *cluster) waitDaemonSet(t *testing.T, old []k8stypes.UID) map[string]cor
 		if err := c.api.get(ctx, dsPath, &ds); err != nil {
 			return err
 		}
-		st, n := ds.Status, int32(clusterNodes)
+		live := c.live()
+		st, n := ds.Status, int32(len(live))
 		if st.ObservedGeneration < ds.Generation || st.DesiredNumberScheduled != n || st.UpdatedNumberScheduled != n ||
 			st.NumberReady != n || st.NumberAvailable != n {
 			return fmt.Errorf("status %+v", st)
@@ -145,6 +146,9 @@ func (c *cluster) waitDaemonSet(t *testing.T, old []k8stypes.UID) map[string]cor
 		if err != nil {
 			return err
 		}
+		// A down node's pod stays in the API (its kubelet is stopped and
+		// the pod garbage collector off).
+		pods = slices.DeleteFunc(pods, func(p corev1.Pod) bool { return c.down[p.Spec.NodeName] })
 		clear(byNode)
 		for _, p := range pods {
 			if slices.Contains(old, p.UID) || p.DeletionTimestamp != nil || !podReady(&p) {
@@ -152,12 +156,12 @@ func (c *cluster) waitDaemonSet(t *testing.T, old []k8stypes.UID) map[string]cor
 			}
 			byNode[p.Spec.NodeName] = p
 		}
-		if len(byNode) != clusterNodes || len(pods) != clusterNodes {
+		if len(byNode) != len(live) || len(pods) != len(live) {
 			return fmt.Errorf("%d ipamd pods on %d nodes", len(pods), len(byNode))
 		}
 		return nil
 	})
-	for _, n := range c.nodes {
+	for _, n := range c.live() {
 		c.followIPAMD(t, n)
 	}
 	return byNode

@@ -19,9 +19,11 @@ import (
 
 // The pool test's IPPool: 16 blocks per family, /28 (14 usable) and /124
 // (16), outside the controller's podCIDRs (clusterCIDRv4/v6), so every
-// address a pod gets is provably the pool's, not its node's.
+// address a pod gets is provably the pool's, not its node's, and outside
+// the service CIDR: a pod given the kubernetes Service's address would
+// take its node's route to the API server.
 const (
-	poolCIDRv4, poolCIDRv6   = "198.19.200.0/24", "fd00:19:200::/120"
+	poolCIDRv4, poolCIDRv6   = "198.19.16.0/24", "fd00:19:16::/120"
 	poolBlockV4, poolBlockV6 = 28, 124
 	poolReplicas             = 90
 )
@@ -29,22 +31,41 @@ const (
 const ipblocksPath = "/apis/sandboxipam.io/v1alpha1/ipblocks"
 
 // TestThreeNodePool runs the three-node cluster in pool mode: the
-// containerd overlay with components/pool, the CRDs installed from the
-// rendered manifests, a small IPPool, watermarks low 4 and high 20 and a
-// 5 s return grace. 90 pods spread over three nodes take blocks on demand
-// (30 a node: at least three IPv4 and two IPv6 blocks each); every pod's
-// addresses lie in a block the API server records for its own node, no
-// two blocks overlap, and no address is held by two pods (the API server,
-// the runtimes and the ipamds agree). Scaled to zero, the empty blocks
-// go back past the grace down to the high watermark: one block per
-// family per node. In between, `ipamctl check --cluster`'s comparison
-// finds nothing on the live cluster and exactly the duplicate the test
-// makes by hand.
+// containerd overlay with components/pool and components/reclaimer, the
+// CRDs installed from the rendered manifests, a small IPPool, watermarks
+// low 4 and high 20 and a 5 s return grace, the reclaimer's grace 1m.
+// It reads as the list of issue 23's scenarios:
+//
+//   - node 2's ipamd is SIGKILLed during its first claim, after the API
+//     server created the IPBlock and before ipamd heard so; restarted, it
+//     adopts the block and hands out its addresses;
+//   - 90 pods spread over three nodes take blocks on demand (30 a node:
+//     at least three IPv4 and two IPv6 blocks each); every pod's addresses
+//     lie in a block the API server records for its own node, no two
+//     blocks overlap, no address is held by two pods (the API server, the
+//     runtimes and the ipamds agree), and `ipamctl check --cluster`'s
+//     comparison finds nothing on the live cluster and exactly the
+//     duplicate the test makes by hand;
+//   - node 3 dies (kubelet stopped, Node deleted) with its pods in the
+//     API: the reclaimer keeps its blocks past the grace for exactly those
+//     pods; force-deleted, they go, the blocks are reclaimed (one Event
+//     each), and claimed again by the live nodes once they need the whole
+//     pool; node 3 registers again;
+//   - the API server stopped, pods start and stop on node 1 inside its
+//     blocks;
+//   - scaled to zero, the empty blocks go back past the grace down to the
+//     high watermark: one block per family per node.
 func TestThreeNodePool(t *testing.T) {
 	c := startCluster(t)
 	ctx := context.Background()
 	t.Cleanup(func() { c.removeWorkloads(t) })
-	c.installPool(t)
+	c.installPoolCRDs(t)
+	hold := c.holdFirstClaim(t, c.nodes[1])
+	c.applyPool(t)
+	adopted := c.killDuringClaim(t, hold)
+	c.waitDaemonSet(t, nil)
+	c.waitReclaimerLeader(t)
+	c.checkBlocksHeld(t)
 
 	if err := c.api.create(ctx, "/apis/apps/v1/namespaces/default/deployments", spreadDeployment(poolReplicas, "")); err != nil {
 		t.Fatal(err)
@@ -62,7 +83,17 @@ func TestThreeNodePool(t *testing.T) {
 	// block more.
 	blocks := c.waitBlocks(t, "at least 3 IPv4 and 2 IPv6 blocks", func(v4, v6 int) bool { return v4 >= 3 && v6 >= 2 })
 	c.logf(t, "%d pods on %d nodes, every address in its node's IPBlocks, none twice; blocks %v", poolReplicas, clusterNodes, blocks)
+	c.handedOut(t, state, c.nodes[1], adopted)
 	c.checkClusterShowsADuplicate(t, state)
+
+	dead := c.nodeDies(t, state)
+	c.deadNodeKept(t, dead)
+	c.deadNodeReclaimed(t, dead)
+	c.waitAgree(t, poolReplicas, check.check)
+	c.freedBlocksReused(t, dead)
+	c.nodeReturns(t, dead, check.check)
+
+	c.apiServerDown(t, check.check)
 
 	c.scaleWeb(t, 0)
 	c.waitAgree(t, 0, check.check)
@@ -70,15 +101,12 @@ func TestThreeNodePool(t *testing.T) {
 	c.logf(t, "scaled to zero: blocks returned down to the high watermark, one per family per node: %v", blocks)
 }
 
-// installPool applies the CRDs, waits until the API server serves them,
-// creates the IPPool, then the rest of the rendered manifests.
-func (c *cluster) installPool(t *testing.T) {
+// installPoolCRDs applies the CRDs, waits until the API server serves
+// them, and creates the IPPool.
+func (c *cluster) installPoolCRDs(t *testing.T) {
 	t.Helper()
 	ctx := context.Background()
-	r, err := deploy.RenderWith("containerd", "pool")
-	if err != nil {
-		t.Fatal(err)
-	}
+	r := renderPool(t)
 	for name, data := range r.CRDs {
 		if err := c.api.create(ctx, "/apis/apiextensions.k8s.io/v1/customresourcedefinitions", json.RawMessage(data)); err != nil {
 			t.Fatalf("CRD %s: %v", name, err)
@@ -102,6 +130,26 @@ func (c *cluster) installPool(t *testing.T) {
 	if err := c.api.create(ctx, "/apis/sandboxipam.io/v1alpha1/ippools", p); err != nil {
 		t.Fatal(err)
 	}
+}
+
+// renderPool renders the containerd overlay with the pool and the
+// reclaimer, as "kubectl apply -k" of a kustomization naming both would.
+func renderPool(t *testing.T) deploy.Rendered {
+	t.Helper()
+	r, err := deploy.RenderWith("containerd", "pool", "reclaimer")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return r
+}
+
+// applyPool creates the rendered DaemonSet and reclaimer, with the image
+// the nodes imported and the test's watermarks and timings; it does not
+// wait for them.
+func (c *cluster) applyPool(t *testing.T) {
+	t.Helper()
+	ctx := context.Background()
+	r := renderPool(t)
 	spec := &r.DaemonSet.Spec.Template.Spec
 	for i := range spec.InitContainers {
 		spec.InitContainers[i].Image = e2eImageRef
@@ -115,13 +163,31 @@ func (c *cluster) installPool(t *testing.T) {
 				corev1.EnvVar{Name: "IPAMD_IPSOURCE_POOL_RETURNGRACE", Value: "5s"})
 		}
 	}
-	for _, o := range manifestObjects(r) {
+	configureReclaimer(r)
+	for _, o := range append(manifestObjects(r), reclaimerObjects(r)...) {
 		if err := c.api.create(ctx, o.path, o.obj); err != nil {
 			t.Fatal(err)
 		}
 	}
-	c.waitDaemonSet(t, nil)
-	c.logf(t, "pool mode installed: CRDs, IPPool default, DaemonSet ready on %d nodes", clusterNodes)
+	c.logf(t, "pool mode applied: IPPool default, the DaemonSet and the reclaimer created")
+}
+
+// handedOut checks that pods on node n got addresses of block p, and
+// names them.
+func (c *cluster) handedOut(t *testing.T, state clusterState, n *clusterNode, p netip.Prefix) {
+	t.Helper()
+	var in []string
+	for _, name := range state.onNode(n.name) {
+		for _, ip := range state.pods[name].IPs {
+			if p.Contains(netip.MustParseAddr(ip)) {
+				in = append(in, name+" "+ip)
+			}
+		}
+	}
+	if len(in) == 0 {
+		t.Fatalf("no pod on %s has an address of the adopted block %s", n.name, p)
+	}
+	c.logf(t, "%d pods on %s hold addresses of the adopted block %s: %v", len(in), n.name, p, in)
 }
 
 // ipBlocks reads every IPBlock from the API server.
@@ -160,7 +226,7 @@ func (c *cluster) waitBlocks(t *testing.T, what string, want func(v4, v6 int) bo
 		}
 		slices.Sort(out)
 		total := 0
-		for _, n := range c.nodes {
+		for _, n := range c.live() {
 			k := count[n.name]
 			if !want(k[0], k[1]) {
 				return fmt.Errorf("%s holds %v blocks (IPv4, IPv6): %v", n.name, k, out)
@@ -187,7 +253,7 @@ func btoi(b bool) int {
 // overlap.
 func (c *cluster) checkBlocks(ctx context.Context, bs []v1alpha1.IPBlock) error {
 	uids := map[string]string{}
-	for _, n := range c.nodes {
+	for _, n := range c.live() {
 		info, err := c.getNode(ctx, n.name)
 		if err != nil {
 			return err

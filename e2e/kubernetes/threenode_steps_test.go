@@ -14,6 +14,8 @@ import (
 
 	k8stypes "k8s.io/apimachinery/pkg/types"
 
+	deploy "github.com/sandboxipam/sandboxipam/deploy/kubernetes"
+
 	"github.com/sandboxipam/sandboxipam/internal/testsupport"
 	introspect "github.com/sandboxipam/sandboxipam/ipamd/introspect/api"
 )
@@ -283,14 +285,7 @@ func (c *cluster) scaleWeb(t *testing.T, n int) {
 func (c *cluster) rollDaemonSet(t *testing.T, state clusterState) {
 	t.Helper()
 	ctx := context.Background()
-	pods, err := c.ipamdPods(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var old []k8stypes.UID
-	for _, p := range pods {
-		old = append(old, p.UID)
-	}
+	old := c.ipamdPodUIDs(t)
 	patch := map[string]any{"spec": map[string]any{"template": map[string]any{"metadata": map[string]any{
 		"annotations": map[string]string{"sandboxipam.e2e/restartedAt": time.Now().UTC().Format(time.RFC3339Nano)},
 	}}}}
@@ -305,6 +300,20 @@ func (c *cluster) rollDaemonSet(t *testing.T, state clusterState) {
 	c.logf(t, "DaemonSet rolled across %d nodes, every assignment kept", clusterNodes)
 }
 
+// ipamdPodUIDs are the UIDs of the DaemonSet's pods now.
+func (c *cluster) ipamdPodUIDs(t *testing.T) []k8stypes.UID {
+	t.Helper()
+	pods, err := c.ipamdPods(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	var old []k8stypes.UID
+	for _, p := range pods {
+		old = append(old, p.UID)
+	}
+	return old
+}
+
 // scaleToZero scales the Deployment to zero and checks every address is
 // free on every node.
 func (c *cluster) scaleToZero(t *testing.T) {
@@ -316,9 +325,10 @@ func (c *cluster) scaleToZero(t *testing.T) {
 }
 
 // removeWorkloads deletes the Deployment, then the DaemonSet (its preStop
-// hook removes each node's conflist), and waits until no node has a ready
-// sandbox, so that every ipamd has seen its DELs before it goes. It runs
-// again at cleanup, where what is already gone is no error.
+// hook removes each node's conflist) and the reclaimer's Deployment, if
+// any, and waits until no node has a ready sandbox, so that every ipamd
+// has seen its DELs before it goes. It runs again at cleanup, where what
+// is already gone is no error.
 func (c *cluster) removeWorkloads(t *testing.T) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
@@ -326,13 +336,16 @@ func (c *cluster) removeWorkloads(t *testing.T) {
 	if err := c.api.delete(ctx, "/apis/apps/v1/namespaces/default/deployments/"+webName); err != nil && !errors.Is(err, errNotFound) {
 		t.Logf("remove workloads: %v", err)
 	}
-	for _, n := range c.nodes {
+	// A down node's sandboxes outlive its pods (its kubelet is stopped).
+	for _, n := range c.live() {
 		waitNoReadySandboxes(ctx, t, n.cri, "default")
 	}
-	if err := c.api.delete(ctx, dsPath); err != nil && !errors.Is(err, errNotFound) {
-		t.Logf("remove workloads: %v", err)
+	for _, path := range []string{dsPath, "/apis/apps/v1/namespaces/kube-system/deployments/" + deploy.ReclaimerName} {
+		if err := c.api.delete(ctx, path); err != nil && !errors.Is(err, errNotFound) {
+			t.Logf("remove workloads: %v", err)
+		}
 	}
-	for _, n := range c.nodes {
+	for _, n := range c.live() {
 		waitNoReadySandboxes(ctx, t, n.cri, "")
 	}
 }

@@ -39,6 +39,20 @@ type cluster struct {
 	// plugin is the CNI plugin binary the image holds.
 	plugin []byte
 	began  time.Time
+	// down names the nodes whose kubelet is stopped and whose Node is
+	// deleted: the checks of every node leave them out.
+	down map[string]bool
+}
+
+// live are the nodes not down.
+func (c *cluster) live() []*clusterNode {
+	var out []*clusterNode
+	for _, n := range c.nodes {
+		if !c.down[n.name] {
+			out = append(out, n)
+		}
+	}
+	return out
 }
 
 func (c *cluster) logf(t *testing.T, format string, args ...any) {
@@ -72,7 +86,7 @@ func startCluster(t *testing.T) *cluster {
 	}
 	guardHost(t, append(slices.Clone(hardCodedDirs), "/var/run/kubernetes", "/etc/kubernetes"))
 	guardHostNetwork(t)
-	c := &cluster{began: time.Now()}
+	c := &cluster{began: time.Now(), down: map[string]bool{}}
 	dir, err := os.MkdirTemp("/tmp", "sbxk8m-")
 	if err != nil {
 		t.Fatal(err)

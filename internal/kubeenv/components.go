@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/tls"
 	"crypto/x509"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -32,7 +33,7 @@ func (a *APIServer) startAPIServer(ctx context.Context) error {
 		"--service-cluster-ip-range=" + o.ServiceCIDR,
 		"--enable-priority-and-fairness=false", "--profiling=false",
 	}
-	p, err := a.start("kube-apiserver", append([]string{o.Binaries.APIServer}, append(args, o.APIServerArgs...)...)...)
+	p, err := a.start(apiServerName, append([]string{o.Binaries.APIServer}, append(args, o.APIServerArgs...)...)...)
 	if err != nil {
 		return err
 	}
@@ -107,6 +108,41 @@ leaderElection:
 	return a.start("kube-scheduler", append([]string{o.Binaries.Scheduler,
 		"--config=" + config, "--bind-address=127.0.0.1",
 		"--cert-dir=" + filepath.Join(o.Dir, "scheduler"), "--profiling=false"}, a.ownNetNSArgs()...)...)
+}
+
+// apiServerName names kube-apiserver's Process.
+const apiServerName = "kube-apiserver"
+
+// StopAPIServer stops kube-apiserver alone and waits until it has exited:
+// etcd and the components started against it run on, as on a control
+// plane whose API server is down. RestartAPIServer starts it again.
+func (a *APIServer) StopAPIServer() error {
+	p := a.runningAPIServer()
+	if p == nil {
+		return errors.New("kubeenv: kube-apiserver is not running")
+	}
+	p.Stop()
+	return nil
+}
+
+// RestartAPIServer starts kube-apiserver again after StopAPIServer, with
+// the same flags, certificates and etcd (so with every object), its log
+// appended to its predecessor's, and waits, bounded by ctx, until it is
+// ready.
+func (a *APIServer) RestartAPIServer(ctx context.Context) error {
+	if a.runningAPIServer() != nil {
+		return errors.New("kubeenv: kube-apiserver runs already")
+	}
+	return a.startAPIServer(ctx)
+}
+
+func (a *APIServer) runningAPIServer() *Process {
+	for _, p := range a.Processes() {
+		if p.Name == apiServerName && p.Alive() == nil {
+			return p
+		}
+	}
+	return nil
 }
 
 // Processes are the components started, in the order they started.

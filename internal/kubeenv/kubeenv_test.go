@@ -37,7 +37,8 @@ func TestDefaultsInANamespaceAreTheWellKnownPorts(t *testing.T) {
 }
 
 // TestAPIServerServesNodes starts etcd and kube-apiserver in the test's
-// own network namespace, on free ports, creates a Node and reads it back.
+// own network namespace, on free ports, creates a Node and reads it back,
+// and again after the API server alone was stopped and started again.
 func TestAPIServerServesNodes(t *testing.T) {
 	bins := BinariesIn(CacheDir())
 	if err := bins.Missing(); err != nil {
@@ -80,6 +81,20 @@ func TestAPIServerServesNodes(t *testing.T) {
 	code, got, err := get(ctx, a.HTTPClient(), a.URL+"/api/v1/nodes/n1", a.Token)
 	if err != nil || code != http.StatusOK || !strings.Contains(got, `"198.18.4.0/24"`) {
 		t.Fatalf("get node: %d %v: %s", code, err, got)
+	}
+	// The API server alone stops and starts again; etcd kept the Node.
+	if err := a.StopAPIServer(); err != nil {
+		t.Fatal(err)
+	}
+	if err := a.Ready(ctx); err == nil {
+		t.Fatal("the API server answers /readyz after StopAPIServer")
+	}
+	if err := a.RestartAPIServer(ctx); err != nil {
+		t.Fatal(err)
+	}
+	code, got, err = get(ctx, a.HTTPClient(), a.URL+"/api/v1/nodes/n1", a.Token)
+	if err != nil || code != http.StatusOK || !strings.Contains(got, `"198.18.4.0/24"`) {
+		t.Fatalf("get node after the restart: %d %v: %s", code, err, got)
 	}
 	a.Stop()
 	for _, p := range a.Processes() {

@@ -26,10 +26,11 @@ type Process struct {
 }
 
 // startProcess starts argv, inside the network namespace at netns unless
-// it is "", with its output in dir/<name>.log.
+// it is "", with its output appended to dir/<name>.log (a component
+// started again writes after its predecessor).
 func startProcess(dir, netns, name string, argv ...string) (*Process, error) {
 	p := &Process{Name: name, LogPath: filepath.Join(dir, name+".log"), exited: make(chan struct{})}
-	log, err := os.Create(p.LogPath)
+	log, err := os.OpenFile(p.LogPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
 	if err != nil {
 		return nil, err
 	}

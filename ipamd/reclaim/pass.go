@@ -17,13 +17,13 @@ import (
 
 // Pass is what one reclaim pass decided and did.
 type Pass struct {
-	At time.Time
+	At time.Time `json:"at"`
 	// Decisions are the verdicts on every block, in name order.
-	Decisions []Decision
+	Decisions []Decision `json:"decisions"`
 	// Reclaimed are the blocks deleted, in name order.
-	Reclaimed []string
+	Reclaimed []string `json:"reclaimed"`
 	// Errors are what went wrong; a block is never reclaimed on an error.
-	Errors []string
+	Errors []string `json:"errors"`
 }
 
 // Decision is the verdict on one block.
@@ -33,6 +33,11 @@ type Decision struct {
 	Node  string `json:"node"`
 	// NodeGone: condition (a) holds, whatever the verdict.
 	NodeGone bool `json:"nodeGone"`
+	// LeaseExpired: condition (b) holds, whatever the verdict.
+	LeaseExpired bool `json:"leaseExpired"`
+	// Pods are the pods ("namespace/name address") with an address in
+	// the block: while there is one, condition (c) fails.
+	Pods []string `json:"pods,omitempty"`
 	Verdict
 }
 
@@ -82,8 +87,10 @@ func (r *Reclaimer) RunOnce(ctx context.Context) Pass {
 		cidr, _ := b.Spec.Prefix() // BlockFrom checked it
 		in := r.cachedInput(b, cidr, addrs, p.At)
 		v := Decide(in)
-		gone := !in.NodeExists || in.NodeUID != in.BlockNodeUID
-		p.Decisions = append(p.Decisions, Decision{Block: b.Name, CIDR: b.Spec.CIDR, Node: b.Spec.NodeName, NodeGone: gone, Verdict: v})
+		_, gone := nodeGone(in)
+		_, expired := leaseExpired(in)
+		p.Decisions = append(p.Decisions, Decision{Block: b.Name, CIDR: b.Spec.CIDR, Node: b.Spec.NodeName,
+			NodeGone: gone, LeaseExpired: expired, Pods: in.Pods, Verdict: v})
 		if v.Reclaim {
 			candidates = append(candidates, candidate{block: b, cidr: cidr})
 		}
@@ -105,6 +112,7 @@ func (r *Reclaimer) finish(p Pass) Pass {
 		}
 	}
 	r.metrics.observePass(p, waiting)
+	r.last.Store(&p)
 	return p
 }
 

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"sync/atomic"
 	"time"
 
 	coordinationv1 "k8s.io/api/coordination/v1"
@@ -54,6 +55,8 @@ type Reclaimer struct {
 	log     *slog.Logger
 	leases  *leaseWatch
 	metrics *Metrics
+	// last is the last pass, for Decisions.
+	last atomic.Pointer[Pass]
 
 	factory      informers.SharedInformerFactory
 	leaseFactory informers.SharedInformerFactory
