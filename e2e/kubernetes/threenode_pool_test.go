@@ -31,7 +31,8 @@ const (
 const ipblocksPath = "/apis/sandboxipam.io/v1alpha1/ipblocks"
 
 // TestThreeNodePool runs the three-node cluster in pool mode: the
-// containerd overlay with components/pool and components/reclaimer, the
+// containerd overlay with components/pool, components/reclaimer and
+// components/routes, the
 // CRDs installed from the rendered manifests, a small IPPool, watermarks
 // low 4 and high 20 and a 5 s return grace, the reclaimer's grace 1m.
 // It reads as the list of issue 23's scenarios:
@@ -45,7 +46,8 @@ const ipblocksPath = "/apis/sandboxipam.io/v1alpha1/ipblocks"
 //     blocks overlap, no address is held by two pods (the API server, the
 //     runtimes and the ipamds agree), and `ipamctl check --cluster`'s
 //     comparison finds nothing on the live cluster and exactly the
-//     duplicate the test makes by hand;
+//     duplicate the test makes by hand; every node routes the others'
+//     blocks, and TCP runs between pods on node 1 and node 3;
 //   - node 3 dies (kubelet stopped, Node deleted) with its pods in the
 //     API: the reclaimer keeps its blocks past the grace for exactly those
 //     pods; force-deleted, they go, the blocks are reclaimed (one Event
@@ -83,6 +85,7 @@ func TestThreeNodePool(t *testing.T) {
 	// block more.
 	blocks := c.waitBlocks(t, "at least 3 IPv4 and 2 IPv6 blocks", func(v4, v6 int) bool { return v4 >= 3 && v6 >= 2 })
 	c.logf(t, "%d pods on %d nodes, every address in its node's IPBlocks, none twice; blocks %v", poolReplicas, clusterNodes, blocks)
+	c.checkBlockRoutes(t, state)
 	c.handedOut(t, state, c.nodes[1], adopted)
 	c.checkClusterShowsADuplicate(t, state)
 
@@ -136,7 +139,7 @@ func (c *cluster) installPoolCRDs(t *testing.T) {
 // reclaimer, as "kubectl apply -k" of a kustomization naming both would.
 func renderPool(t *testing.T) deploy.Rendered {
 	t.Helper()
-	r, err := deploy.RenderWith("containerd", "pool", "reclaimer")
+	r, err := deploy.RenderWith("containerd", "pool", "reclaimer", "routes")
 	if err != nil {
 		t.Fatal(err)
 	}
