@@ -48,6 +48,39 @@ type want struct {
 // IPBlocks (nil unless Config.Blocks).
 func (k *Keeper) Sync(nodes []*corev1.Node, blocks []v1alpha1.IPBlock) Status {
 	st := Status{Node: k.cfg.NodeName, Protocol: int(Protocol), Routes: []Route{}, Skipped: []Skipped{}}
+	wants := k.wants(nodes, blocks, &st)
+	have, err := k.nl.RouteListFiltered(netlink.FAMILY_ALL, &netlink.Route{Table: unix.RT_TABLE_MAIN, Protocol: Protocol},
+		netlink.RT_FILTER_TABLE|netlink.RT_FILTER_PROTOCOL)
+	if err != nil {
+		st.Error = fmt.Sprintf("list routes of protocol %d: %v", Protocol, err)
+		k.log.Error("could not list ipamd's routes", slog.Any("error", err))
+		return st
+	}
+	errs := k.deleteUnwanted(have, wants)
+	for _, p := range sortedKeys(wants) {
+		w := wants[p]
+		if reason := k.foreign(w.dst); reason != "" {
+			st.Skipped = append(st.Skipped, Skipped{Node: w.node, Dst: p.String(), Reason: reason})
+			k.log.Error("not routing a node's range: "+reason, slog.String("node", w.node), slog.String("dst", p.String()))
+			continue
+		}
+		if err := k.nl.RouteReplace(w.route()); err != nil {
+			errs = append(errs, fmt.Errorf("route %s via %s (node %s): %w", p, w.via, w.node, err))
+			continue
+		}
+		st.Routes = append(st.Routes, Route{Node: w.node, Dst: p.String(), Via: w.via.String(), Dev: k.linkName(w.link)})
+	}
+	if err := errors.Join(errs...); err != nil {
+		st.Error = err.Error()
+		k.log.Error("routes to other nodes not all in place", slog.Any("error", err))
+	}
+	return st
+}
+
+// wants is every route this node should have: each other node's podCIDRs
+// and, in pool mode, its IPBlocks; a podCIDR wins over a block with the
+// same destination. What cannot be routed is added to st.Skipped.
+func (k *Keeper) wants(nodes []*corev1.Node, blocks []v1alpha1.IPBlock, st *Status) map[netip.Prefix]want {
 	wants := map[netip.Prefix]want{}
 	slices.SortFunc(nodes, func(a, b *corev1.Node) int { return strings.Compare(a.Name, b.Name) })
 	for _, n := range nodes {
@@ -67,13 +100,12 @@ func (k *Keeper) Sync(nodes []*corev1.Node, blocks []v1alpha1.IPBlock) Status {
 			wants[w.dst] = w
 		}
 	}
-	have, err := k.nl.RouteListFiltered(netlink.FAMILY_ALL, &netlink.Route{Table: unix.RT_TABLE_MAIN, Protocol: Protocol},
-		netlink.RT_FILTER_TABLE|netlink.RT_FILTER_PROTOCOL)
-	if err != nil {
-		st.Error = fmt.Sprintf("list routes of protocol %d: %v", Protocol, err)
-		k.log.Error("could not list ipamd's routes", slog.Any("error", err))
-		return st
-	}
+	return wants
+}
+
+// deleteUnwanted deletes ipamd's routes (have) to destinations no node
+// has any more; those still wanted are replaced by Sync when they differ.
+func (k *Keeper) deleteUnwanted(have []netlink.Route, wants map[netip.Prefix]want) []error {
 	var errs []error
 	for _, r := range have {
 		if r.Dst == nil {
@@ -83,7 +115,7 @@ func (k *Keeper) Sync(nodes []*corev1.Node, blocks []v1alpha1.IPBlock) Status {
 		ones, _ := r.Dst.Mask.Size()
 		p := netip.PrefixFrom(dst.Unmap(), ones)
 		if _, ok := wants[p]; ok {
-			continue // replaced below when it differs
+			continue
 		}
 		if err := k.nl.RouteDel(&r); err != nil && !errors.Is(err, unix.ESRCH) {
 			errs = append(errs, fmt.Errorf("delete route to %s: %w", p, err))
@@ -91,24 +123,7 @@ func (k *Keeper) Sync(nodes []*corev1.Node, blocks []v1alpha1.IPBlock) Status {
 		}
 		k.log.Info("route to a range no node has any more deleted", slog.String("dst", p.String()))
 	}
-	for _, p := range sortedKeys(wants) {
-		w := wants[p]
-		if reason := k.foreign(w.dst); reason != "" {
-			st.Skipped = append(st.Skipped, Skipped{Node: w.node, Dst: p.String(), Reason: reason})
-			k.log.Error("not routing a node's range: "+reason, slog.String("node", w.node), slog.String("dst", p.String()))
-			continue
-		}
-		if err := k.nl.RouteReplace(w.route()); err != nil {
-			errs = append(errs, fmt.Errorf("route %s via %s (node %s): %w", p, w.via, w.node, err))
-			continue
-		}
-		st.Routes = append(st.Routes, Route{Node: w.node, Dst: p.String(), Via: w.via.String(), Dev: k.linkName(w.link)})
-	}
-	if err := errors.Join(errs...); err != nil {
-		st.Error = err.Error()
-		k.log.Error("routes to other nodes not all in place", slog.Any("error", err))
-	}
-	return st
+	return errs
 }
 
 // wantsOf is the routes node n asks for, and the ranges it cannot have
