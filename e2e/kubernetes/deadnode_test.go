@@ -59,17 +59,8 @@ func (c *cluster) nodeDies(t *testing.T, state clusterState) deadNode {
 	for b := range d.pods {
 		slices.Sort(d.pods[b])
 	}
-	n.kube.stop()
 	c.down[n.name] = true
-	if err := c.api.delete(ctx, "/api/v1/nodes/"+n.name); err != nil {
-		t.Fatal(err)
-	}
-	testsupport.WaitFor(t, time.Minute, n.name+"'s Node is gone", func(ctx context.Context) error {
-		if _, err := c.getNode(ctx, n.name); !errors.Is(err, errNotFound) {
-			return fmt.Errorf("still there: %v", err)
-		}
-		return nil
-	})
+	c.stopAndDeleteNode(t, n)
 	c.logf(t, "%s died: kubelet stopped, Node (UID %s) deleted; its %d pods stay in the API; its blocks %v", n.name, d.uid, len(d.names), keys(d.blocks))
 	return d
 }

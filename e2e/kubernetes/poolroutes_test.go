@@ -2,8 +2,6 @@ package kubernetes
 
 import (
 	"context"
-	"fmt"
-	"slices"
 	"testing"
 	"time"
 
@@ -46,15 +44,7 @@ func (c *cluster) checkBlockRoutes(t *testing.T, state clusterState) {
 					want = append(want, p.String()+" via "+via.String())
 				}
 			}
-			slices.Sort(want)
-			got, err := n.ipamdRoutes(ctx)
-			if err != nil {
-				return err
-			}
-			if !slices.Equal(got, want) {
-				return fmt.Errorf("routes %v, want %v", got, want)
-			}
-			return nil
+			return n.routesEqual(ctx, want)
 		})
 	}
 	first, third := state.pods[state.onNode(c.nodes[0].name)[0]], state.pods[state.onNode(c.nodes[2].name)[0]]

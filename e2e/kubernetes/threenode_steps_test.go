@@ -35,19 +35,25 @@ func (c *cluster) checkRoutes(t *testing.T, state clusterState) {
 				want = append(want, cidrs[0].String()+" via "+m.v4.String(), cidrs[1].String()+" via "+m.v6.String())
 			}
 		}
-		slices.Sort(want)
 		testsupport.WaitFor(t, 2*time.Minute, n.name+"'s routes to the other nodes' podCIDRs", func(ctx context.Context) error {
-			got, err := n.ipamdRoutes(ctx)
-			if err != nil {
-				return err
-			}
-			if !slices.Equal(got, want) {
-				return fmt.Errorf("routes %v, want %v", got, want)
-			}
-			return nil
+			return n.routesEqual(ctx, want)
 		})
 	}
 	c.logf(t, "every node routes to the others' podCIDRs")
+}
+
+// routesEqual fails unless node n's routes of ipamd's protocol are exactly
+// want ("dst via gateway" lines, in any order).
+func (n *clusterNode) routesEqual(ctx context.Context, want []string) error {
+	slices.Sort(want)
+	got, err := n.ipamdRoutes(ctx)
+	if err != nil {
+		return err
+	}
+	if !slices.Equal(got, want) {
+		return fmt.Errorf("routes %v, want %v", got, want)
+	}
+	return nil
 }
 
 // ipamdRoutes lists node n's main-table routes of ipamd's protocol as
@@ -220,16 +226,7 @@ func (c *cluster) reregisterNode(t *testing.T, state clusterState) clusterState 
 	n2 := c.nodes[1]
 	before := state.nodes[n2.name]
 	oldPods := state.onNode(n2.name)
-	n2.kube.stop()
-	if err := c.api.delete(ctx, "/api/v1/nodes/"+n2.name); err != nil {
-		t.Fatal(err)
-	}
-	testsupport.WaitFor(t, time.Minute, n2.name+"'s Node is gone", func(ctx context.Context) error {
-		if _, err := c.getNode(ctx, n2.name); !errors.Is(err, errNotFound) {
-			return fmt.Errorf("still there: %v", err)
-		}
-		return nil
-	})
+	c.stopAndDeleteNode(t, n2)
 	n2.restartKubelet(t)
 	after := c.waitNodeCIDRs(t, n2.name, before.UID)
 	c.logf(t, "%s registered again: UID %s -> %s, podCIDRs %v -> %v", n2.name, before.UID, after.UID, before.CIDRs, after.CIDRs)
@@ -348,4 +345,21 @@ func (c *cluster) removeWorkloads(t *testing.T) {
 	for _, n := range c.live() {
 		waitNoReadySandboxes(ctx, t, n.cri, "")
 	}
+}
+
+// stopAndDeleteNode stops n's kubelet, so it cannot register again, and
+// deletes its Node, as an operator removing a dead machine would; its pods
+// stay in the API.
+func (c *cluster) stopAndDeleteNode(t *testing.T, n *clusterNode) {
+	t.Helper()
+	n.kube.stop()
+	if err := c.api.delete(context.Background(), "/api/v1/nodes/"+n.name); err != nil {
+		t.Fatal(err)
+	}
+	testsupport.WaitFor(t, time.Minute, n.name+"'s Node is gone", func(ctx context.Context) error {
+		if _, err := c.getNode(ctx, n.name); !errors.Is(err, errNotFound) {
+			return fmt.Errorf("still there: %v", err)
+		}
+		return nil
+	})
 }

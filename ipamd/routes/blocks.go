@@ -2,7 +2,6 @@ package routes
 
 import (
 	"fmt"
-	"log/slog"
 	"slices"
 	"strings"
 
@@ -43,13 +42,12 @@ func (k *Keeper) blockWants(nodes []*corev1.Node, blocks []v1alpha1.IPBlock) ([]
 			skipped = append(skipped, Skipped{Node: b.Spec.NodeName, Dst: p.String(), Reason: reason})
 			continue
 		}
-		via, link, reason := k.nextHop(n, "IPBlock", p)
-		if reason != "" {
-			skipped = append(skipped, Skipped{Node: n.Name, Dst: p.String(), Reason: reason})
-			k.log.Error("block skipped: no route to it", slog.String("node", n.Name), slog.String("dst", p.String()), slog.String("reason", reason))
+		w, skip := k.wantVia(n, "IPBlock", p)
+		if skip != nil {
+			skipped = append(skipped, *skip)
 			continue
 		}
-		ws = append(ws, want{node: n.Name, dst: p, via: via, link: link})
+		ws = append(ws, w)
 	}
 	return ws, skipped
 }

@@ -1,8 +1,6 @@
 package routes_test
 
 import (
-	"context"
-	"log/slog"
 	"net/netip"
 	"slices"
 	"strings"
@@ -79,20 +77,7 @@ func TestKeeperFollowsBlocks(t *testing.T) {
 	e.InstallPoolCRDs(t)
 	createNode(t, e.Client, k8sNode("node-a", nil, "198.18.10.1"))
 	createNode(t, e.Client, k8sNode("node-b", nil, "198.18.10.2"))
-	k, err := routes.New(routes.Config{NodeName: "node-a", Blocks: true}, e.Client,
-		routes.Options{Netlink: h, Logger: slog.New(slog.DiscardHandler), Dynamic: e.Dynamic})
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(t.Context())
-	done := make(chan error, 1)
-	go func() { done <- k.Run(ctx) }()
-	t.Cleanup(func() {
-		cancel()
-		if err := <-done; err != nil {
-			t.Errorf("Run: %v", err)
-		}
-	})
+	runKeeper(t, routes.Config{NodeName: "node-a", Blocks: true}, e.Client, routes.Options{Netlink: h, Dynamic: e.Dynamic})
 	b := e.Block(t, "default", "198.19.200.16/28", "node-b", "uid-b")
 	e.Block(t, "default", "198.19.200.0/28", "node-a", "uid-a")
 	want := []string{"198.19.200.16/28 via 198.18.10.2 proto 201"}

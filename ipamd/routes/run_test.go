@@ -54,19 +54,7 @@ func TestKeeperFollowsNodes(t *testing.T) {
 	createNode(t, c, k8sNode("node-a", []string{"198.18.100.0/24"}, "198.18.10.1"))
 	createNode(t, c, k8sNode("node-b", []string{"198.18.101.0/24", "fd00:101::/64"}, "198.18.10.2", "fd00:10::2"))
 	createNode(t, c, k8sNode("node-c", []string{"198.18.102.0/24"}, "198.19.5.5"))
-	k, err := routes.New(routes.Config{NodeName: "node-a"}, c, routes.Options{Netlink: h, Logger: slog.New(slog.DiscardHandler)})
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(t.Context())
-	done := make(chan error, 1)
-	go func() { done <- k.Run(ctx) }()
-	t.Cleanup(func() {
-		cancel()
-		if err := <-done; err != nil {
-			t.Errorf("Run: %v", err)
-		}
-	})
+	k := runKeeper(t, routes.Config{NodeName: "node-a"}, c, routes.Options{Netlink: h})
 	if err := k.WaitSyncs(t.Context(), 1); err != nil {
 		t.Fatal(err)
 	}
@@ -96,4 +84,25 @@ func TestKeeperFollowsNodes(t *testing.T) {
 	if kc := c.Requests(); kc == 0 {
 		t.Errorf("the client counted no requests")
 	}
+}
+
+// runKeeper starts a keeper that runs until the test ends; its Run must
+// then return no error.
+func runKeeper(t *testing.T, cfg routes.Config, c kubernetes.Interface, opts routes.Options) *routes.Keeper {
+	t.Helper()
+	opts.Logger = slog.New(slog.DiscardHandler)
+	k, err := routes.New(cfg, c, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(t.Context())
+	done := make(chan error, 1)
+	go func() { done <- k.Run(ctx) }()
+	t.Cleanup(func() {
+		cancel()
+		if err := <-done; err != nil {
+			t.Errorf("Run: %v", err)
+		}
+	})
+	return k
 }

@@ -136,15 +136,25 @@ func (k *Keeper) wantsOf(n *corev1.Node) ([]want, []Skipped) {
 	var ws []want
 	var skipped []Skipped
 	for _, p := range cidrs {
-		via, link, reason := k.nextHop(n, "podCIDR", p)
-		if reason != "" {
-			skipped = append(skipped, Skipped{Node: n.Name, Dst: p.String(), Reason: reason})
-			k.log.Error("node skipped: no route to its podCIDR", slog.String("node", n.Name), slog.String("dst", p.String()), slog.String("reason", reason))
+		w, skip := k.wantVia(n, "podCIDR", p)
+		if skip != nil {
+			skipped = append(skipped, *skip)
 			continue
 		}
-		ws = append(ws, want{node: n.Name, dst: p, via: via, link: link})
+		ws = append(ws, w)
 	}
 	return ws, skipped
+}
+
+// wantVia is the route to n's range p (what: "podCIDR" or "IPBlock") via
+// n's next hop, or why there is none, logged.
+func (k *Keeper) wantVia(n *corev1.Node, what string, p netip.Prefix) (want, *Skipped) {
+	via, link, reason := k.nextHop(n, what, p)
+	if reason != "" {
+		k.log.Error("no route to a node's "+what, slog.String("node", n.Name), slog.String("dst", p.String()), slog.String("reason", reason))
+		return want{}, &Skipped{Node: n.Name, Dst: p.String(), Reason: reason}
+	}
+	return want{node: n.Name, dst: p, via: via, link: link}, nil
 }
 
 // nextHop is the node's InternalIP of p's family when it is on a directly
