@@ -47,10 +47,13 @@ test: test-tools
 
 # Tools the tests run, built once from pinned modules under tools/ into
 # bin/tools, where internal/testsupport finds them: no test go installs.
+# The Kubernetes control plane too: the reclaimer, the routes keeper, the
+# pool source and the CRDs are tested against a real kube-apiserver and
+# etcd (internal/clusterfixture), which a cold machine does not have.
 TOOLS_BIN      := $(BIN)/tools
 CRICTL_VERSION  = $(shell awk '$$1 == "require" && $$2 == "sigs.k8s.io/cri-tools" { print $$3 }' tools/crictl/go.mod)
 
-test-tools: $(TOOLS_BIN)/crictl runtime-tools
+test-tools: $(TOOLS_BIN)/crictl runtime-tools kubernetes-tools
 
 # CRI-O (crio, pinns) and cri-dockerd, built from the modules pinned in
 # tools/crio and tools/cri-dockerd and cached by version under
