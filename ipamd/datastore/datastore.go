@@ -83,15 +83,14 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"net/netip"
 	"os"
 	"path/filepath"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/sandboxipam/sandboxipam/ipamd/api/apierr"
-	"github.com/sandboxipam/sandboxipam/ipamd/checkpoint"
+	"github.com/sandboxipam/sandboxipam/ipamd/datastore/persist"
+	"github.com/sandboxipam/sandboxipam/ipamd/datastore/state"
 	"github.com/sandboxipam/sandboxipam/ipamd/ipsource"
 )
 
@@ -192,19 +191,14 @@ type Store struct {
 	adoptedEvents []Event
 
 	mu sync.Mutex
-	// addrs holds the taken addresses (held, cooling, quarantined) and
-	// those outside the pool an assignment holds; a pool address with no
-	// entry is free.
-	addrs map[netip.Addr]*entry
+	// st is the assignment state (package state): the taken addresses,
+	// the assignments, the cursors and the unproven flag. It changes only
+	// by apply, which notes what each change touched in touched: what
+	// changed since the last journal record was taken.
+	st      *state.State
+	touched state.Touched
 	// ranges is the pool, sorted by first address.
 	ranges []*poolRange
-	// marked holds the addresses that are cooling or quarantined, so a
-	// checkpoint write visits assignments and these, never all entries.
-	marked      map[netip.Addr]struct{}
-	assignments map[Key]*Assignment
-	// cursors are the addresses handed out last, IPv4 then IPv6.
-	cursors  [2]netip.Addr
-	unproven bool
 	// node is the node IP source's record (see retire.go); nil for
 	// other sources.
 	node *NodeRecord
@@ -223,24 +217,10 @@ type Store struct {
 	delsWhileUnproven map[Key]time.Time
 	recovery          Recovery
 	closed            bool
-	commit            commitState
-	// dirtyIPs and dirtyKeys are the addresses and assignments changed
-	// since the last journal record was taken; needFull makes the next
-	// write a compaction instead (see the package doc).
-	dirtyIPs  map[netip.Addr]struct{}
-	dirtyKeys map[Key]struct{}
-	needFull  bool
-	// journal is the open journal, nil until the first compaction. Only
-	// the writer goroutine touches it once Open has returned.
-	journal *checkpoint.JournalWriter
-	// compactAt is the journal size past which a commit compacts:
-	// compactBytes, lowered by tests (export_test.go) to see compaction
-	// often.
-	compactAt atomic.Int64
-
-	wake    chan struct{}
-	stop    chan struct{}
-	stopped chan struct{}
+	// commit writes the changes (package persist): group commit, the
+	// journal and compaction, reading the state through the Source
+	// methods in commit.go under mu.
+	commit *persist.Committer
 
 	// deleted holds the sandboxes whose CNI DEL this store answered, while
 	// a listing still shows them (see noteDeletedLocked).
@@ -265,11 +245,11 @@ func Open(ctx context.Context, opts Options) (*Store, error) {
 	s := newStore(opts)
 	s.lock = lock
 	if err := s.load(ctx); err != nil {
-		s.closeJournal()
+		_ = s.commit.Close()
 		s.unlock()
 		return nil, err
 	}
-	go s.writer()
+	s.commit.Start()
 	return s, nil
 }
 
@@ -281,17 +261,8 @@ func newStore(opts Options) *Store {
 		log:               opts.Logger,
 		now:               opts.Now,
 		onEvent:           opts.OnEvent,
-		addrs:             make(map[netip.Addr]*entry),
-		marked:            make(map[netip.Addr]struct{}),
-		assignments:       make(map[Key]*Assignment),
-		dirtyIPs:          make(map[netip.Addr]struct{}),
-		dirtyKeys:         make(map[Key]struct{}),
 		delsWhileUnproven: make(map[Key]time.Time),
-		wake:              make(chan struct{}, 1),
-		stop:              make(chan struct{}),
-		stopped:           make(chan struct{}),
 	}
-	s.compactAt.Store(compactBytes)
 	if s.cooldown <= 0 {
 		s.cooldown = DefaultCooldown
 	}
@@ -301,6 +272,8 @@ func newStore(opts Options) *Store {
 	if s.now == nil {
 		s.now = time.Now
 	}
+	s.st = state.New(s.cooldown)
+	s.commit = persist.New(persist.Config{Path: s.path, Lock: &s.mu, Source: s, Log: s.log})
 	return s
 }
 
@@ -309,14 +282,6 @@ func (s *Store) unlock() {
 	if s.lock != nil {
 		_ = s.lock.Close()
 		s.lock = nil
-	}
-}
-
-// closeJournal closes the journal file once nothing appends to it.
-func (s *Store) closeJournal() {
-	if s.journal != nil {
-		_ = s.journal.Close()
-		s.journal = nil
 	}
 }
 
@@ -333,7 +298,7 @@ func (s *Store) Recovery() Recovery {
 func (s *Store) Unproven() bool {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return s.unproven
+	return s.st.Unproven()
 }
 
 // Close writes any pending change, stops the writer and fails later calls
@@ -345,16 +310,8 @@ func (s *Store) Close() error {
 		return nil
 	}
 	s.closed = true
-	pending := s.syncLocked()
 	s.mu.Unlock()
-	var err error
-	if pending != nil {
-		<-pending.done
-		err = pending.err
-	}
-	close(s.stop)
-	<-s.stopped
-	s.closeJournal()
+	err := s.commit.Close()
 	s.unlock()
 	if err != nil {
 		return fmt.Errorf("close datastore: last write: %w", err)

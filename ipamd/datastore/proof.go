@@ -23,12 +23,12 @@ type ProofState struct {
 func (s *Store) Proof() ProofState {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return ProofState{Unproven: s.unproven, Quarantined: s.statsLocked().Unproven, Waiting: s.waitingLocked()}
+	return ProofState{Unproven: s.st.Unproven(), Quarantined: s.statsLocked().Unproven, Waiting: s.waitingLocked()}
 }
 
 // waitingLocked names what an unproven store waits for.
 func (s *Store) waitingLocked() []string {
-	if !s.unproven {
+	if !s.st.Unproven() {
 		return nil
 	}
 	if len(s.unaccounted) == 0 {
@@ -43,7 +43,7 @@ func (s *Store) waitingLocked() []string {
 func (s *Store) NoteWaiting(why string) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if s.unproven {
+	if s.st.Unproven() {
 		s.unaccounted = []string{why}
 	}
 }
@@ -56,5 +56,5 @@ func (s *Store) ReleasedWhileUnproven(key Key) bool {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	_, ok := s.delsWhileUnproven[key]
-	return s.unproven && ok
+	return s.st.Unproven() && ok
 }
