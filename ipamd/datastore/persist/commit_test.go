@@ -21,7 +21,9 @@ type fakeSource struct {
 	snapshots, records int
 }
 
-func (f *fakeSource) cursor() []netip.Addr { return []netip.Addr{netip.AddrFrom4([4]byte{10, 0, 0, f.n})} }
+func (f *fakeSource) cursor() []netip.Addr {
+	return []netip.Addr{netip.AddrFrom4([4]byte{10, 0, 0, f.n})}
+}
 
 func (f *fakeSource) SnapshotLocked() checkpoint.File {
 	f.snapshots++
