@@ -23,12 +23,7 @@ func (s *Store) adoptLocked(ev Evidence, view nodeview.View) int {
 		}
 	}
 	// A DEL that came after this listing started: the sandbox is going.
-	going := map[string]struct{}{}
-	for k, at := range s.delsWhileUnproven {
-		if k.Network == ev.Network && k.IfName == ev.IfName && !at.Before(ev.At) {
-			going[k.SandboxID] = struct{}{}
-		}
-	}
+	going := s.proof.Going(ev.Network, ev.IfName, ev.At)
 	adoptions := proof.Adoptions(view, ev.Network, ev.IfName, going)
 	for _, ad := range adoptions {
 		a := &Assignment{Key: Key{Network: ev.Network, SandboxID: ad.SandboxID, IfName: ev.IfName}, Pod: pods[ad.SandboxID],

@@ -90,6 +90,7 @@ import (
 
 	"github.com/sandboxipam/sandboxipam/ipamd/api/apierr"
 	"github.com/sandboxipam/sandboxipam/ipamd/datastore/persist"
+	"github.com/sandboxipam/sandboxipam/ipamd/datastore/proof"
 	"github.com/sandboxipam/sandboxipam/ipamd/datastore/state"
 	"github.com/sandboxipam/sandboxipam/ipamd/ipsource"
 )
@@ -208,15 +209,11 @@ type Store struct {
 	// growthWaiting, while set, is what an exhausted pool waits for to
 	// grow (SetGrowthWaiting); see growth.go.
 	growthWaiting string
-	// unaccounted is what the last listing could not account for while
-	// the store stays unproven; ErrUnproven names it.
-	unaccounted []string
-	// delsWhileUnproven holds when each DEL arrived while the store was
-	// unproven, so a listing that started earlier never adopts back a
-	// sandbox its DEL already released; cleared once proven.
-	delsWhileUnproven map[Key]time.Time
-	recovery          Recovery
-	closed            bool
+	// proof is what an unproven store remembers between listings: the
+	// DELs that came meanwhile and what ErrUnproven names (package proof).
+	proof    proof.Tracker
+	recovery Recovery
+	closed   bool
 	// commit writes the changes (package persist): group commit, the
 	// journal and compaction, reading the state through the Source
 	// methods in commit.go under mu.
@@ -255,13 +252,12 @@ func Open(ctx context.Context, opts Options) (*Store, error) {
 
 func newStore(opts Options) *Store {
 	s := &Store{
-		path:              opts.Path,
-		cooldown:          opts.Cooldown,
-		proveWhenMissing:  opts.ProveWhenMissing,
-		log:               opts.Logger,
-		now:               opts.Now,
-		onEvent:           opts.OnEvent,
-		delsWhileUnproven: make(map[Key]time.Time),
+		path:             opts.Path,
+		cooldown:         opts.Cooldown,
+		proveWhenMissing: opts.ProveWhenMissing,
+		log:              opts.Logger,
+		now:              opts.Now,
+		onEvent:          opts.OnEvent,
 	}
 	if s.cooldown <= 0 {
 		s.cooldown = DefaultCooldown

@@ -132,14 +132,12 @@ func (s *Store) observeLocked(ev Evidence) (ObserveReport, *persist.Batch) {
 	}
 	foreign := s.foreignLocked(view)
 	quarantinedBefore := s.quarantinedLocked()
-	if wasUnproven && len(ev.Unaccounted) == 0 {
-		s.apply(state.SetUnproven(false))
-		clear(s.delsWhileUnproven)
-	}
-	s.unaccounted = nil
-	if s.st.Unproven() {
-		s.unaccounted = slices.Clone(ev.Unaccounted)
-		rep.Unaccounted = s.unaccounted
+	if wasUnproven {
+		if s.proof.Listed(ev.Unaccounted) {
+			s.apply(state.SetUnproven(false))
+		} else {
+			rep.Unaccounted = slices.Clone(ev.Unaccounted)
+		}
 	}
 	rep.Conflicts = s.settleQuarantineLocked(foreign, wasUnproven)
 	rep.Quarantined = s.quarantinedLocked()

@@ -142,7 +142,7 @@ func (s *Store) releaseOne(ctx context.Context, key Key, reason string, hold []n
 	if s.st.Unproven() {
 		// A listing that started before this DEL may still show the
 		// sandbox: it must not adopt it back (see adoptLocked).
-		s.delsWhileUnproven[key] = now
+		s.proof.NoteDel(key, now)
 	}
 	var b *persist.Batch
 	if found {

@@ -1,11 +1,7 @@
 package datastore
 
 // Proof: whether the store hands out addresses, and what an unproven
-// one waits for.
-
-import (
-	"slices"
-)
+// one waits for (kept by package proof's Tracker).
 
 // ProofState says whether the store hands out addresses and, when not,
 // what it waits for.
@@ -31,10 +27,7 @@ func (s *Store) waitingLocked() []string {
 	if !s.st.Unproven() {
 		return nil
 	}
-	if len(s.unaccounted) == 0 {
-		return []string{"a successful runtime listing (the adapter has not listed this node's sandboxes yet)"}
-	}
-	return slices.Clone(s.unaccounted)
+	return s.proof.Waiting()
 }
 
 // NoteWaiting records why an unproven store cannot be proven yet when no
@@ -44,7 +37,7 @@ func (s *Store) NoteWaiting(why string) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.st.Unproven() {
-		s.unaccounted = []string{why}
+		s.proof.NoteWaiting(why)
 	}
 }
 
@@ -55,6 +48,5 @@ func (s *Store) NoteWaiting(why string) {
 func (s *Store) ReleasedWhileUnproven(key Key) bool {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	_, ok := s.delsWhileUnproven[key]
-	return s.st.Unproven() && ok
+	return s.st.Unproven() && s.proof.Released(key)
 }
