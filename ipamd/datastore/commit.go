@@ -10,7 +10,17 @@ import (
 	"github.com/sandboxipam/sandboxipam/ipamd/datastore/state"
 )
 
-var _ persist.Source = (*Store)(nil)
+// source is the Store as the Committer reads it, under s.mu: a type of
+// its own so that the Source methods are no part of the Store's API.
+type source Store
+
+var _ persist.Source = (*source)(nil)
+
+// SnapshotLocked implements persist.Source.
+func (src *source) SnapshotLocked() checkpoint.File { return (*Store)(src).snapshotLocked() }
+
+// RecordLocked implements persist.Source.
+func (src *source) RecordLocked() checkpoint.Record { return (*Store)(src).recordLocked() }
 
 // apply makes one change to the state, noting what it touched for the
 // next journal record.
@@ -27,10 +37,9 @@ func (s *Store) changedLocked() *persist.Batch {
 	return s.commit.ChangedLocked()
 }
 
-// SnapshotLocked is the whole state in the checkpoint form, the node
-// source's record with it (persist.Source). Encoding and writing happen
-// outside the lock.
-func (s *Store) SnapshotLocked() checkpoint.File {
+// snapshotLocked is the whole state in the checkpoint form, the node
+// source's record with it. Encoding and writing happen outside the lock.
+func (s *Store) snapshotLocked() checkpoint.File {
 	now := s.now()
 	s.apply(state.Prune(now))
 	f := s.st.Snapshot(now)
@@ -42,8 +51,8 @@ func (s *Store) SnapshotLocked() checkpoint.File {
 	return f
 }
 
-// RecordLocked is what changed since the last record or snapshot, as a
-// journal record (persist.Source).
-func (s *Store) RecordLocked() checkpoint.Record {
+// recordLocked is what changed since the last record or snapshot, as a
+// journal record.
+func (s *Store) recordLocked() checkpoint.Record {
 	return s.st.Record(&s.touched, s.now())
 }

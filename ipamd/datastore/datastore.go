@@ -6,27 +6,10 @@
 // namespace and UID are kept as metadata for operators and are never
 // matched on, because StatefulSets reuse pod names with new sandboxes.
 //
-// Every change is on disk before the call that made it returns.
-// Concurrent callers share one write and one fdatasync (group commit): a
-// single writer goroutine collects what the batch changed (the addresses
-// and keys it touched, recorded as they are now) and appends it as one
-// record to the checkpoint's journal (see package checkpoint), then wakes
-// every caller whose change the record holds. Rewriting the whole state
-// with two fsyncs per commit cost the CNI path more than host-local takes;
-// an append costs one small write and one fdatasync whatever the size of
-// the state.
-//
-// Compaction writes the whole state as a new snapshot (checkpoint.
-// WriteAtomic) and starts a fresh journal. It happens in the commit path,
-// in place of an append, for the commit that finds the journal past
-// compactBytes, after a failed append (the journal's tail is then in
-// doubt), for the first commit of a new store (there is no snapshot for a
-// journal to follow yet), and for changes that touch much of the state at
-// once (Adopt, the unproven state at Open): that one commit costs what every commit cost
-// before the journal, and callers arriving meanwhile join the next batch
-// as behind any write. Doing it in the background would need a second
-// copy of the state and a journal switch under concurrent appends, for a
-// cost paid once per thousands of commits.
+// Every change is on disk before the call that made it returns:
+// concurrent callers share one journal append and one fdatasync (group
+// commit), and the journal is compacted into a new snapshot now and then;
+// package persist owns both, and its doc says when and why.
 //
 // A failed write fails every caller of that batch. Their changes are
 // not rolled back in memory (a later change may already build on them);
@@ -66,13 +49,28 @@
 // rebuilds the assignments from the container runtime's listing and the
 // node, and proves the rest of the pool free.
 //
-// The concerns, by file: the assignment (assignment.go) and each taken
-// address's entry (state.go); allocation (ranges.go, over package
-// allocator's pure walk); the operations (ops.go); Observe, adoption,
-// quarantine and proof (observe.go, adopt.go, quarantine.go, proof.go),
-// which apply what package proof decides from one nodeview.Join
-// (nodeview.go), the join the reconciler and ipamctl check read too; group commit and persistence (commit.go, persist.go,
-// over package checkpoint); the one read model (view.go, Store.View).
+// The concerns, by package and file. The assignment state (the taken
+// addresses, the assignments, the cursors, the unproven flag) is package
+// state's value, changed only by applying its change records (Hold,
+// Release, Quarantine, Clear, Cursor, SetUnproven, Prune, Drop, Repool,
+// Confirm), each noting the addresses and keys it touched: what the next
+// journal record holds. The Store never sets an entry itself; its
+// operations build changes and apply them (commit.go apply). Group commit,
+// the journal and compaction are package persist's Committer, which reads
+// the state only through the Source methods in commit.go, under the
+// Store's lock. Allocation is ranges.go over package allocator's pure
+// walk; the pool's blocks, and so whether an address is in the pool, stay
+// here. The operations are ops.go; Observe, adoption, quarantine and
+// proof (observe.go, adopt.go, quarantine.go, proof.go) apply what package
+// proof decides from one nodeview.Join (nodeview.go), the join the
+// reconciler and ipamctl check read too, and its Tracker keeps what an
+// unproven store remembers between listings. Load and the unproven start
+// are load.go; the one read model is view.go (Store.View). The node
+// source's record (NodeRecord, retire.go) stays a Store field: it is not
+// assignment state, and every change to it is written as a snapshot.
+// Dependencies run one way: datastore imports state, persist, allocator
+// and proof; persist and state import package checkpoint, never the
+// datastore.
 //
 // See docs/architecture.md for where this package sits and the life of an
 // ADD, a DEL, a reconcile pass and a restart through it.
@@ -269,7 +267,7 @@ func newStore(opts Options) *Store {
 		s.now = time.Now
 	}
 	s.st = state.New(s.cooldown)
-	s.commit = persist.New(persist.Config{Path: s.path, Lock: &s.mu, Source: s, Log: s.log})
+	s.commit = persist.New(persist.Config{Path: s.path, Lock: &s.mu, Source: (*source)(s), Log: s.log})
 	return s
 }
 

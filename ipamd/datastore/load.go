@@ -108,7 +108,7 @@ func (s *Store) persistNow(ctx context.Context) error {
 	if err := ctx.Err(); err != nil {
 		return fmt.Errorf("open datastore: %w", err)
 	}
-	if err := s.commit.Compact(s.SnapshotLocked()); err != nil {
+	if err := s.commit.Compact(s.snapshotLocked()); err != nil {
 		return fmt.Errorf("open datastore: persist unproven state: %w", err)
 	}
 	return nil

@@ -20,9 +20,19 @@
 // commit cost the CNI path more than host-local takes; an append costs one
 // small write and one fdatasync whatever the size of the state.
 //
-// The datastore's package doc says when compaction happens and why it is
-// in the commit path; see docs/architecture.md for the life of an ADD
-// through both.
+// Compaction writes the whole state as a new snapshot (checkpoint.
+// WriteAtomic) and starts a fresh journal. It happens in the commit path,
+// in place of an append, for the commit that finds the journal past
+// compactBytes, after a failed append (the journal's tail is then in
+// doubt), for the first commit of a new store (there is no snapshot for a
+// journal to follow yet), and for changes that touch much of the state at
+// once (Adopt, the unproven state at Open): that one commit costs what
+// every commit cost before the journal, and callers arriving meanwhile
+// join the next batch as behind any write. Doing it in the background would need a second
+// copy of the state and a journal switch under concurrent appends, for a
+// cost paid once per thousands of commits.
+//
+// See docs/architecture.md for the life of an ADD through both.
 package persist
 
 import (
