@@ -50,14 +50,14 @@ func (st *State) Snapshot(now time.Time) checkpoint.File {
 // Whole needs a snapshot instead: the caller decides by t.Whole first.
 func (st *State) Record(t *Touched, now time.Time) checkpoint.Record {
 	r := checkpoint.Record{Unproven: st.unproven, Cursors: st.cursorList()}
-	for _, ip := range t.sortedIPs() {
+	for ip := range t.IPs {
 		if c, ok := st.addressRecord(ip, now); ok {
 			r.Addresses = append(r.Addresses, c)
 		} else {
 			r.DropAddresses = append(r.DropAddresses, ip)
 		}
 	}
-	for _, k := range t.sortedKeys() {
+	for k := range t.Keys {
 		if a, ok := st.assignments[k]; ok {
 			r.Assignments = append(r.Assignments, assignmentRecord(a))
 		} else {
@@ -65,7 +65,23 @@ func (st *State) Record(t *Touched, now time.Time) checkpoint.Record {
 		}
 	}
 	t.Reset()
+	sortRecord(r)
 	return r
+}
+
+// sortRecord puts a record's lists in address and key order, in place (a
+// record is built on the commit path: no copy), so that the same changes
+// always make the same record.
+func sortRecord(r checkpoint.Record) {
+	slices.SortFunc(r.Addresses, func(a, b checkpoint.Address) int { return a.IP.Compare(b.IP) })
+	slices.SortFunc(r.DropAddresses, netip.Addr.Compare)
+	key := func(a checkpoint.Assignment) Key {
+		return Key{Network: a.Network, SandboxID: a.SandboxID, IfName: a.IfName}
+	}
+	slices.SortFunc(r.Assignments, func(a, b checkpoint.Assignment) int { return CompareKeys(key(a), key(b)) })
+	slices.SortFunc(r.DropAssignments, func(a, b checkpoint.AssignmentKey) int {
+		return CompareKeys(Key(a), Key(b))
+	})
 }
 
 // addressRecord is what a snapshot taken now would record for ip, as

@@ -26,7 +26,6 @@ package state
 
 import (
 	"iter"
-	"maps"
 	"net/netip"
 	"slices"
 	"time"
@@ -217,12 +216,3 @@ func (t *Touched) Reset() {
 
 // Empty reports whether nothing was touched.
 func (t *Touched) Empty() bool { return len(t.IPs) == 0 && len(t.Keys) == 0 && !t.Whole }
-
-// sortedIPs and sortedKeys list a Touched set in a deterministic order.
-func (t *Touched) sortedIPs() []netip.Addr {
-	return slices.SortedFunc(maps.Keys(t.IPs), netip.Addr.Compare)
-}
-
-func (t *Touched) sortedKeys() []Key {
-	return slices.SortedFunc(maps.Keys(t.Keys), CompareKeys)
-}

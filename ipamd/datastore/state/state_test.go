@@ -1,6 +1,7 @@
 package state
 
 import (
+	"maps"
 	"net/netip"
 	"reflect"
 	"slices"
@@ -77,10 +78,10 @@ type touched struct {
 func touchedOf(t *Touched) touched {
 	out := touched{Whole: t.Whole}
 	if len(t.IPs) > 0 {
-		out.IPs = t.sortedIPs()
+		out.IPs = slices.SortedFunc(maps.Keys(t.IPs), netip.Addr.Compare)
 	}
 	if len(t.Keys) > 0 {
-		out.Keys = t.sortedKeys()
+		out.Keys = slices.SortedFunc(maps.Keys(t.Keys), CompareKeys)
 	}
 	return out
 }
