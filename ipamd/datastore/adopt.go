@@ -6,10 +6,9 @@ package datastore
 
 import (
 	"log/slog"
-	"net/netip"
 
 	"github.com/sandboxipam/sandboxipam/ipamd/datastore/proof"
-	"github.com/sandboxipam/sandboxipam/ipamd/ipsource"
+	"github.com/sandboxipam/sandboxipam/ipamd/datastore/state"
 	"github.com/sandboxipam/sandboxipam/ipamd/nodeview"
 )
 
@@ -24,12 +23,7 @@ func (s *Store) adoptLocked(ev Evidence, view nodeview.View) int {
 		}
 	}
 	// A DEL that came after this listing started: the sandbox is going.
-	going := map[string]struct{}{}
-	for k, at := range s.delsWhileUnproven {
-		if k.Network == ev.Network && k.IfName == ev.IfName && !at.Before(ev.At) {
-			going[k.SandboxID] = struct{}{}
-		}
-	}
+	going := s.proof.Going(ev.Network, ev.IfName, ev.At)
 	adoptions := proof.Adoptions(view, ev.Network, ev.IfName, going)
 	for _, ad := range adoptions {
 		a := &Assignment{Key: Key{Network: ev.Network, SandboxID: ad.SandboxID, IfName: ev.IfName}, Pod: pods[ad.SandboxID],
@@ -37,21 +31,11 @@ func (s *Store) adoptLocked(ev Evidence, view nodeview.View) int {
 		for _, ip := range ad.IPs[1:] {
 			a.Extra = append(a.Extra, s.addressFor(ip))
 		}
-		s.holdLocked(a)
+		s.apply(state.Hold(a))
 		s.adoptedEvents = append(s.adoptedEvents, Event{At: ev.At, Kind: EventAdopted, Reason: ad.Source, Assignment: *a})
 		s.log.Warn("adopted an address from the runtime listing", slog.Any("key", a.Key),
 			slog.String("pod", a.Pod.Namespace+"/"+a.Pod.Name), slog.String("ip", a.Address.IP.String()),
 			slog.Any("extra_ips", a.IPs()[1:]), slog.String("source", ad.Source))
 	}
 	return len(adoptions)
-}
-
-func (s *Store) addressFor(ip netip.Addr) ipsource.Address {
-	if e, ok := s.addrs[ip]; ok {
-		return e.addr
-	}
-	if p := s.rangeForLocked(ip); p != nil {
-		return p.address(ip)
-	}
-	return ipsource.Address{IP: ip}
 }

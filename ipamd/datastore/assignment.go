@@ -1,108 +1,40 @@
 package datastore
 
-// The assignment: one pod interface's key, its addresses and how it was
-// made. The store keeps them in its table (s.assignments) and records
-// every change to one in the journal.
+// The assignment types are package state's, which owns the assignment
+// table; they are named here too so that every caller keeps naming them
+// datastore.Key, datastore.Assignment and so on.
 
-import (
-	"net/netip"
-	"time"
+import "github.com/sandboxipam/sandboxipam/ipamd/datastore/state"
 
-	"github.com/sandboxipam/sandboxipam/ipamd/ipsource"
+type (
+	// Key identifies one pod interface, as the CNI plugin names it.
+	Key = state.Key
+	// Pod is the pod's identity: metadata only, never matched on.
+	Pod = state.Pod
+	// Assignment is one pod interface's addresses: one per family of
+	// the pool.
+	Assignment = state.Assignment
+	// NetNS is a pod's network namespace as its ADD named it.
+	NetNS = state.NetNS
+	// Wiring is how the CNI plugin ran for an ADD.
+	Wiring = state.Wiring
 )
 
-// Key identifies one pod interface, as the CNI plugin names it.
-type Key struct{ Network, SandboxID, IfName string }
-
-// Pod is the pod's identity: metadata only, never matched on.
-type Pod struct{ Name, Namespace, UID string }
-
-// Assignment is one pod interface's addresses: one per family of the
-// pool.
-type Assignment struct {
-	Key
-	Pod Pod
-	// Address is the first family's address: IPv4 when the pool has
-	// IPv4.
-	Address ipsource.Address
-	// Extra holds the further families' addresses: the IPv6 address of
-	// a dual-stack pod. They are held and released with Address.
-	Extra      []ipsource.Address
-	AssignedAt time.Time
-	// ListedAt is when a successful runtime listing first showed the
-	// sandbox; zero until one has.
-	ListedAt time.Time
-	// Wiring is how the CNI plugin ran for the ADD that made it.
-	Wiring Wiring
-	// NetNS is the pod's network namespace as that ADD named it; zero
-	// for an adopted assignment or one recorded before the field.
-	NetNS NetNS
-}
-
-// NetNS is a pod's network namespace: the path the CNI ADD named (a
-// /run/netns file, or /proc/PID/ns/net), and, when ipamd could open it at
-// ADD, the namespace's identity (the device and inode of its nsfs file),
-// so that another namespace at the same path later (a reused PID) is not
-// taken for the pod's. A namespace still on the node only ever keeps an
-// address: its absence proves nothing (ipamd may not see the host's
-// namespaces at all).
-type NetNS struct {
-	Path string
-	// Dev and Ino identify the namespace; both zero when it could not be
-	// opened at ADD.
-	Dev, Ino uint64
-}
-
-// Identified reports whether the namespace's identity was recorded.
-func (n NetNS) Identified() bool { return n.Dev != 0 || n.Ino != 0 }
+// Values of Wiring, as the checkpoint records them.
+const (
+	// WiringUnknown: an older plugin that does not say, or an assignment
+	// adopted from the runtime.
+	WiringUnknown = state.WiringUnknown
+	// WiringMainPlugin: the plugin wired the pod itself.
+	WiringMainPlugin = state.WiringMainPlugin
+	// WiringIPAMOnly: another main plugin wired the pod; its missing pod
+	// link proves nothing.
+	WiringIPAMOnly = state.WiringIPAMOnly
+)
 
 // Origin is what the ADD that makes an assignment says of the pod beside
 // its key: how the plugin ran, and the pod's network namespace.
 type Origin struct {
 	Wiring Wiring
 	NetNS  NetNS
-}
-
-// Wiring is how the CNI plugin ran for an ADD: as the main plugin, which
-// wires the pod (a pod link on the node), or as IPAM only under another
-// main plugin (no pod link of ours).
-type Wiring string
-
-// Values of Wiring, as the checkpoint records them.
-const (
-	// WiringUnknown: an older plugin that does not say, or an assignment
-	// adopted from the runtime.
-	WiringUnknown Wiring = ""
-	// WiringMainPlugin: the plugin wired the pod itself.
-	WiringMainPlugin Wiring = "plugin"
-	// WiringIPAMOnly: another main plugin wired the pod; its missing pod
-	// link proves nothing.
-	WiringIPAMOnly Wiring = "ipamOnly"
-)
-
-// All returns the assignment's addresses, Address first.
-func (a Assignment) All() []ipsource.Address {
-	return append([]ipsource.Address{a.Address}, a.Extra...)
-}
-
-// IPs returns the assignment's IP addresses, Address first.
-func (a Assignment) IPs() []netip.Addr {
-	out := make([]netip.Addr, 0, 1+len(a.Extra))
-	for _, x := range a.All() {
-		out = append(out, x.IP)
-	}
-	return out
-}
-
-// setAddress replaces the address of the same IP.
-func (a *Assignment) setAddress(addr ipsource.Address) {
-	if a.Address.IP == addr.IP {
-		a.Address = addr
-		return
-	}
-	for i := range a.Extra {
-		if a.Extra[i].IP == addr.IP {
-			a.Extra[i] = addr
-		}
-	}
 }

@@ -6,27 +6,10 @@
 // namespace and UID are kept as metadata for operators and are never
 // matched on, because StatefulSets reuse pod names with new sandboxes.
 //
-// Every change is on disk before the call that made it returns.
-// Concurrent callers share one write and one fdatasync (group commit): a
-// single writer goroutine collects what the batch changed (the addresses
-// and keys it touched, recorded as they are now) and appends it as one
-// record to the checkpoint's journal (see package checkpoint), then wakes
-// every caller whose change the record holds. Rewriting the whole state
-// with two fsyncs per commit cost the CNI path more than host-local takes;
-// an append costs one small write and one fdatasync whatever the size of
-// the state.
-//
-// Compaction writes the whole state as a new snapshot (checkpoint.
-// WriteAtomic) and starts a fresh journal. It happens in the commit path,
-// in place of an append, for the commit that finds the journal past
-// compactBytes, after a failed append (the journal's tail is then in
-// doubt), for the first commit of a new store (there is no snapshot for a
-// journal to follow yet), and for changes that touch much of the state at
-// once (Adopt, the unproven state at Open): that one commit costs what every commit cost
-// before the journal, and callers arriving meanwhile join the next batch
-// as behind any write. Doing it in the background would need a second
-// copy of the state and a journal switch under concurrent appends, for a
-// cost paid once per thousands of commits.
+// Every change is on disk before the call that made it returns:
+// concurrent callers share one journal append and one fdatasync (group
+// commit), and the journal is compacted into a new snapshot now and then;
+// package persist owns both, and its doc says when and why.
 //
 // A failed write fails every caller of that batch. Their changes are
 // not rolled back in memory (a later change may already build on them);
@@ -66,13 +49,28 @@
 // rebuilds the assignments from the container runtime's listing and the
 // node, and proves the rest of the pool free.
 //
-// The concerns, by file: the assignment (assignment.go) and each taken
-// address's entry (state.go); allocation (ranges.go, over package
-// allocator's pure walk); the operations (ops.go); Observe, adoption,
-// quarantine and proof (observe.go, adopt.go, quarantine.go, proof.go),
-// which apply what package proof decides from one nodeview.Join
-// (nodeview.go), the join the reconciler and ipamctl check read too; group commit and persistence (commit.go, persist.go,
-// over package checkpoint); the one read model (view.go, Store.View).
+// The concerns, by package and file. The assignment state (the taken
+// addresses, the assignments, the cursors, the unproven flag) is package
+// state's value, changed only by applying its change records (Hold,
+// Release, Quarantine, Clear, Cursor, SetUnproven, Prune, Drop, Repool,
+// Confirm), each noting the addresses and keys it touched: what the next
+// journal record holds. The Store never sets an entry itself; its
+// operations build changes and apply them (commit.go apply). Group commit,
+// the journal and compaction are package persist's Committer, which reads
+// the state only through the Source methods in commit.go, under the
+// Store's lock. Allocation is ranges.go over package allocator's pure
+// walk; the pool's blocks, and so whether an address is in the pool, stay
+// here. The operations are ops.go; Observe, adoption, quarantine and
+// proof (observe.go, adopt.go, quarantine.go, proof.go) apply what package
+// proof decides from one nodeview.Join (nodeview.go), the join the
+// reconciler and ipamctl check read too, and its Tracker keeps what an
+// unproven store remembers between listings. Load and the unproven start
+// are load.go; the one read model is view.go (Store.View). The node
+// source's record (NodeRecord, retire.go) stays a Store field: it is not
+// assignment state, and every change to it is written as a snapshot.
+// Dependencies run one way: datastore imports state, persist, allocator
+// and proof; persist and state import package checkpoint, never the
+// datastore.
 //
 // See docs/architecture.md for where this package sits and the life of an
 // ADD, a DEL, a reconcile pass and a restart through it.
@@ -83,15 +81,15 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"net/netip"
 	"os"
 	"path/filepath"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/sandboxipam/sandboxipam/ipamd/api/apierr"
-	"github.com/sandboxipam/sandboxipam/ipamd/checkpoint"
+	"github.com/sandboxipam/sandboxipam/ipamd/datastore/persist"
+	"github.com/sandboxipam/sandboxipam/ipamd/datastore/proof"
+	"github.com/sandboxipam/sandboxipam/ipamd/datastore/state"
 	"github.com/sandboxipam/sandboxipam/ipamd/ipsource"
 )
 
@@ -192,19 +190,14 @@ type Store struct {
 	adoptedEvents []Event
 
 	mu sync.Mutex
-	// addrs holds the taken addresses (held, cooling, quarantined) and
-	// those outside the pool an assignment holds; a pool address with no
-	// entry is free.
-	addrs map[netip.Addr]*entry
+	// st is the assignment state (package state): the taken addresses,
+	// the assignments, the cursors and the unproven flag. It changes only
+	// by apply, which notes what each change touched in touched: what
+	// changed since the last journal record was taken.
+	st      *state.State
+	touched state.Touched
 	// ranges is the pool, sorted by first address.
 	ranges []*poolRange
-	// marked holds the addresses that are cooling or quarantined, so a
-	// checkpoint write visits assignments and these, never all entries.
-	marked      map[netip.Addr]struct{}
-	assignments map[Key]*Assignment
-	// cursors are the addresses handed out last, IPv4 then IPv6.
-	cursors  [2]netip.Addr
-	unproven bool
 	// node is the node IP source's record (see retire.go); nil for
 	// other sources.
 	node *NodeRecord
@@ -214,33 +207,15 @@ type Store struct {
 	// growthWaiting, while set, is what an exhausted pool waits for to
 	// grow (SetGrowthWaiting); see growth.go.
 	growthWaiting string
-	// unaccounted is what the last listing could not account for while
-	// the store stays unproven; ErrUnproven names it.
-	unaccounted []string
-	// delsWhileUnproven holds when each DEL arrived while the store was
-	// unproven, so a listing that started earlier never adopts back a
-	// sandbox its DEL already released; cleared once proven.
-	delsWhileUnproven map[Key]time.Time
-	recovery          Recovery
-	closed            bool
-	commit            commitState
-	// dirtyIPs and dirtyKeys are the addresses and assignments changed
-	// since the last journal record was taken; needFull makes the next
-	// write a compaction instead (see the package doc).
-	dirtyIPs  map[netip.Addr]struct{}
-	dirtyKeys map[Key]struct{}
-	needFull  bool
-	// journal is the open journal, nil until the first compaction. Only
-	// the writer goroutine touches it once Open has returned.
-	journal *checkpoint.JournalWriter
-	// compactAt is the journal size past which a commit compacts:
-	// compactBytes, lowered by tests (export_test.go) to see compaction
-	// often.
-	compactAt atomic.Int64
-
-	wake    chan struct{}
-	stop    chan struct{}
-	stopped chan struct{}
+	// proof is what an unproven store remembers between listings: the
+	// DELs that came meanwhile and what ErrUnproven names (package proof).
+	proof    proof.Tracker
+	recovery Recovery
+	closed   bool
+	// commit writes the changes (package persist): group commit, the
+	// journal and compaction, reading the state through the Source
+	// methods in commit.go under mu.
+	commit *persist.Committer
 
 	// deleted holds the sandboxes whose CNI DEL this store answered, while
 	// a listing still shows them (see noteDeletedLocked).
@@ -265,33 +240,23 @@ func Open(ctx context.Context, opts Options) (*Store, error) {
 	s := newStore(opts)
 	s.lock = lock
 	if err := s.load(ctx); err != nil {
-		s.closeJournal()
+		_ = s.commit.Close()
 		s.unlock()
 		return nil, err
 	}
-	go s.writer()
+	s.commit.Start()
 	return s, nil
 }
 
 func newStore(opts Options) *Store {
 	s := &Store{
-		path:              opts.Path,
-		cooldown:          opts.Cooldown,
-		proveWhenMissing:  opts.ProveWhenMissing,
-		log:               opts.Logger,
-		now:               opts.Now,
-		onEvent:           opts.OnEvent,
-		addrs:             make(map[netip.Addr]*entry),
-		marked:            make(map[netip.Addr]struct{}),
-		assignments:       make(map[Key]*Assignment),
-		dirtyIPs:          make(map[netip.Addr]struct{}),
-		dirtyKeys:         make(map[Key]struct{}),
-		delsWhileUnproven: make(map[Key]time.Time),
-		wake:              make(chan struct{}, 1),
-		stop:              make(chan struct{}),
-		stopped:           make(chan struct{}),
+		path:             opts.Path,
+		cooldown:         opts.Cooldown,
+		proveWhenMissing: opts.ProveWhenMissing,
+		log:              opts.Logger,
+		now:              opts.Now,
+		onEvent:          opts.OnEvent,
 	}
-	s.compactAt.Store(compactBytes)
 	if s.cooldown <= 0 {
 		s.cooldown = DefaultCooldown
 	}
@@ -301,6 +266,8 @@ func newStore(opts Options) *Store {
 	if s.now == nil {
 		s.now = time.Now
 	}
+	s.st = state.New(s.cooldown)
+	s.commit = persist.New(persist.Config{Path: s.path, Lock: &s.mu, Source: (*source)(s), Log: s.log})
 	return s
 }
 
@@ -309,14 +276,6 @@ func (s *Store) unlock() {
 	if s.lock != nil {
 		_ = s.lock.Close()
 		s.lock = nil
-	}
-}
-
-// closeJournal closes the journal file once nothing appends to it.
-func (s *Store) closeJournal() {
-	if s.journal != nil {
-		_ = s.journal.Close()
-		s.journal = nil
 	}
 }
 
@@ -333,7 +292,7 @@ func (s *Store) Recovery() Recovery {
 func (s *Store) Unproven() bool {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return s.unproven
+	return s.st.Unproven()
 }
 
 // Close writes any pending change, stops the writer and fails later calls
@@ -345,16 +304,8 @@ func (s *Store) Close() error {
 		return nil
 	}
 	s.closed = true
-	pending := s.syncLocked()
 	s.mu.Unlock()
-	var err error
-	if pending != nil {
-		<-pending.done
-		err = pending.err
-	}
-	close(s.stop)
-	<-s.stopped
-	s.closeJournal()
+	err := s.commit.Close()
 	s.unlock()
 	if err != nil {
 		return fmt.Errorf("close datastore: last write: %w", err)

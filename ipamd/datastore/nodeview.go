@@ -8,12 +8,12 @@ import (
 func NodeView(as []Assignment) []nodeview.Assignment {
 	out := make([]nodeview.Assignment, len(as))
 	for i := range as {
-		out[i] = as[i].nodeView()
+		out[i] = nodeViewOf(as[i])
 	}
 	return out
 }
 
-func (a *Assignment) nodeView() nodeview.Assignment {
+func nodeViewOf(a Assignment) nodeview.Assignment {
 	return nodeview.Assignment{Network: a.Network, SandboxID: a.SandboxID, IfName: a.IfName, IPs: a.IPs(),
 		IPAMOnly: a.Wiring == WiringIPAMOnly, AssignedAt: a.AssignedAt, ListedAt: a.ListedAt}
 }
@@ -35,10 +35,10 @@ func (s *Store) DeletedSandboxes() map[string]struct{} {
 // viewLocked joins the evidence with the store's assignments as they are
 // now: the one judgement Observe adopts and quarantines by.
 func (s *Store) viewLocked(ev Evidence) nodeview.View {
-	in := nodeview.Input{Assignments: make([]nodeview.Assignment, 0, len(s.assignments)),
+	in := nodeview.Input{Assignments: make([]nodeview.Assignment, 0, s.st.Len()),
 		Holdings: make([]nodeview.Holding, len(ev.Holdings)), Deleted: map[string]struct{}{}}
-	for _, a := range s.assignments {
-		in.Assignments = append(in.Assignments, a.nodeView())
+	for a := range s.st.Assignments() {
+		in.Assignments = append(in.Assignments, nodeViewOf(a))
 	}
 	for i, h := range ev.Holdings {
 		in.Holdings[i] = nodeview.Holding{IP: h.IP, SandboxID: h.SandboxID, Ready: h.Ready, Source: h.Source}

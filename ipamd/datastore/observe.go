@@ -14,6 +14,9 @@ import (
 	"net/netip"
 	"slices"
 	"time"
+
+	"github.com/sandboxipam/sandboxipam/ipamd/datastore/persist"
+	"github.com/sandboxipam/sandboxipam/ipamd/datastore/state"
 )
 
 // Holding is one piece of evidence that a pod holds an address: the
@@ -99,13 +102,13 @@ func (s *Store) Observe(ctx context.Context, ev Evidence) (ObserveReport, error)
 		s.mu.Unlock()
 		return ObserveReport{}, fmt.Errorf("observe: %w", ErrClosed)
 	}
-	wasUnproven := s.unproven
+	wasUnproven := s.st.Unproven()
 	rep, b := s.observeLocked(ev)
 	events := s.adoptedEvents
 	s.adoptedEvents = nil
 	s.mu.Unlock()
 	s.logObserve(wasUnproven, rep)
-	err := wait(ctx, b)
+	err := b.Wait(ctx)
 	s.emit(events)
 	if err != nil {
 		return rep, fmt.Errorf("record the runtime listing: %w", err)
@@ -116,27 +119,25 @@ func (s *Store) Observe(ctx context.Context, ev Evidence) (ObserveReport, error)
 // observeLocked applies the evidence and returns the batch that records
 // it. Adoption and quarantine judge by one nodeview.Join of the evidence
 // with the store's assignments (viewLocked), taken again after adopting.
-func (s *Store) observeLocked(ev Evidence) (ObserveReport, *batch) {
-	wasUnproven := s.unproven
+func (s *Store) observeLocked(ev Evidence) (ObserveReport, *persist.Batch) {
+	wasUnproven := s.st.Unproven()
 	var rep ObserveReport
 	rep.Confirmed = s.confirmLocked(ev.Listed, ev.At)
 	s.forgetDeletedLocked(ev.Listed)
 	view := s.viewLocked(ev)
-	if s.unproven {
+	if wasUnproven {
 		if rep.Adopted = s.adoptLocked(ev, view); rep.Adopted > 0 {
 			view = s.viewLocked(ev)
 		}
 	}
 	foreign := s.foreignLocked(view)
 	quarantinedBefore := s.quarantinedLocked()
-	if s.unproven && len(ev.Unaccounted) == 0 {
-		s.unproven = false
-		clear(s.delsWhileUnproven)
-	}
-	s.unaccounted = nil
-	if s.unproven {
-		s.unaccounted = slices.Clone(ev.Unaccounted)
-		rep.Unaccounted = s.unaccounted
+	if wasUnproven {
+		if s.proof.Listed(ev.Unaccounted) {
+			s.apply(state.SetUnproven(false))
+		} else {
+			rep.Unaccounted = slices.Clone(ev.Unaccounted)
+		}
 	}
 	rep.Conflicts = s.settleQuarantineLocked(foreign, wasUnproven)
 	rep.Quarantined = s.quarantinedLocked()
@@ -147,29 +148,31 @@ func (s *Store) observeLocked(ev Evidence) (ObserveReport, *batch) {
 	} else {
 		rep.ProvenFree = max(0, quarantinedBefore+rep.Conflicts-rep.Quarantined)
 	}
-	rep.Proven = !s.unproven
-	if rep.Adopted+rep.Confirmed+rep.Conflicts+rep.ProvenFree == 0 && wasUnproven == s.unproven {
-		return rep, s.syncLocked()
+	rep.Proven = !s.st.Unproven()
+	if rep.Adopted+rep.Confirmed+rep.Conflicts+rep.ProvenFree == 0 && wasUnproven == s.st.Unproven() {
+		return rep, s.commit.SyncLocked()
 	}
 	if wasUnproven {
 		// Leaving the unproven state changes the quarantine of every
-		// address: written as a whole snapshot, not a journal record.
-		s.needFull = true
+		// address, and adopting while unproven much of the state:
+		// written as a whole snapshot, not a journal record.
+		s.commit.NeedFullLocked()
 	}
 	return rep, s.changedLocked()
 }
 
 // confirmLocked marks the assignments of listed sandboxes as seen.
 func (s *Store) confirmLocked(listed map[string]struct{}, at time.Time) int {
-	n := 0
-	for k, a := range s.assignments {
-		if _, ok := listed[k.SandboxID]; ok && a.ListedAt.IsZero() {
-			a.ListedAt = at
-			s.dirtyKeys[k] = struct{}{}
-			n++
+	var confirm []Key
+	for a := range s.st.Assignments() {
+		if _, ok := listed[a.SandboxID]; ok && a.ListedAt.IsZero() {
+			confirm = append(confirm, a.Key)
 		}
 	}
-	return n
+	for _, k := range confirm {
+		s.apply(state.Confirm(k, at))
+	}
+	return len(confirm)
 }
 
 func (s *Store) logObserve(wasUnproven bool, rep ObserveReport) {

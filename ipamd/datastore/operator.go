@@ -5,6 +5,8 @@ import (
 	"log/slog"
 	"net/netip"
 	"slices"
+
+	"github.com/sandboxipam/sandboxipam/ipamd/datastore/state"
 )
 
 // ReleaseQuarantined is ReleaseFor for an operator's forced release: the
@@ -22,13 +24,11 @@ func (s *Store) ReleaseQuarantined(ctx context.Context, key Key, reason string, 
 // that hold names.
 func (s *Store) quarantineReleasedLocked(a Assignment, hold []netip.Addr) {
 	for _, addr := range a.All() {
-		e, ok := s.addrs[addr.IP]
-		if !ok || e.held || !slices.Contains(hold, addr.IP) {
+		e, ok := s.st.Entry(addr.IP)
+		if !ok || e.Held || !slices.Contains(hold, addr.IP) {
 			continue
 		}
-		e.quarantined = true
-		s.marked[addr.IP] = struct{}{}
-		s.dirtyIPs[addr.IP] = struct{}{}
+		s.apply(state.Quarantine(e.Addr))
 		s.log.Warn("QUARANTINED an address an operator released by force: the runtime or the node still shows it in use",
 			slog.String("ip", addr.IP.String()), slog.Any("key", a.Key))
 	}

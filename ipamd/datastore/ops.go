@@ -8,25 +8,19 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/sandboxipam/sandboxipam/ipamd/datastore/persist"
+	"github.com/sandboxipam/sandboxipam/ipamd/datastore/state"
 	"github.com/sandboxipam/sandboxipam/ipamd/ipsource"
 )
 
-func (k Key) validate() error {
+// validateKey refuses a key that lacks its network, sandbox ID or
+// interface name.
+func validateKey(k Key) error {
 	if k.Network == "" || k.SandboxID == "" || k.IfName == "" {
 		return fmt.Errorf("%w: network %q, sandbox ID %q, interface %q: none may be empty",
 			ErrInvalidKey, k.Network, k.SandboxID, k.IfName)
 	}
 	return nil
-}
-
-// LogValue makes a key log as one group.
-func (k Key) LogValue() slog.Value {
-	return slog.GroupValue(slog.String("network", k.Network), slog.String("sandbox_id", k.SandboxID), slog.String("ifname", k.IfName))
-}
-
-// LogValue makes a pod log as one group.
-func (p Pod) LogValue() slog.Value {
-	return slog.GroupValue(slog.String("name", p.Name), slog.String("namespace", p.Namespace), slog.String("uid", p.UID))
 }
 
 // Assign hands key an address, or returns the one it already has (a
@@ -45,17 +39,17 @@ func (s *Store) AssignWired(ctx context.Context, key Key, pod Pod, wiring Wiring
 // plugin ran, its network namespace) with a new assignment (a repeated
 // ADD keeps the first one's).
 func (s *Store) AssignFrom(ctx context.Context, key Key, pod Pod, origin Origin) (Assignment, error) {
-	if err := key.validate(); err != nil {
+	if err := validateKey(key); err != nil {
 		return Assignment{}, fmt.Errorf("assign: %w", err)
 	}
 	s.mu.Lock()
-	_, existed := s.assignments[key]
+	_, existed := s.st.Lookup(key)
 	a, b, err := s.assignLocked(key, pod, origin)
 	s.mu.Unlock()
 	if err != nil {
 		return Assignment{}, err
 	}
-	err = wait(ctx, b)
+	err = b.Wait(ctx)
 	if !existed {
 		s.emit([]Event{{At: a.AssignedAt, Kind: EventAssigned, Assignment: a}})
 	}
@@ -65,20 +59,20 @@ func (s *Store) AssignFrom(ctx context.Context, key Key, pod Pod, origin Origin)
 	return a, nil
 }
 
-func (s *Store) assignLocked(key Key, pod Pod, origin Origin) (Assignment, *batch, error) {
+func (s *Store) assignLocked(key Key, pod Pod, origin Origin) (Assignment, *persist.Batch, error) {
 	if s.closed {
 		return Assignment{}, nil, fmt.Errorf("assign: %w", ErrClosed)
 	}
 	// An ADD after the DEL wires the sandbox again: its reports hold.
 	delete(s.deleted, key)
-	if a, ok := s.assignments[key]; ok {
+	if a, ok := s.st.Lookup(key); ok {
 		if a.Pod != pod {
 			s.log.Warn("repeated ADD for a key with other pod metadata; keeping the first",
 				slog.Any("key", key), slog.Any("pod", a.Pod), slog.Any("new_pod", pod))
 		}
-		return *a, s.syncLocked(), nil
+		return a, s.commit.SyncLocked(), nil
 	}
-	if s.unproven {
+	if s.st.Unproven() {
 		return Assignment{}, nil, fmt.Errorf("assign to sandbox %s: %w; waiting for: %s", key.SandboxID, ErrUnproven, strings.Join(s.waitingLocked(), "; "))
 	}
 	if s.poolWaiting != "" && len(s.familiesLocked()) == 0 {
@@ -108,9 +102,9 @@ func (s *Store) assignLocked(key Key, pod Pod, origin Origin) (Assignment, *batc
 	if len(a.Extra) == 0 {
 		a.Extra = nil
 	}
-	s.holdLocked(a)
+	s.apply(state.Hold(a))
 	for _, addr := range picked {
-		s.cursors[familyIndex(addr.IP)] = addr.IP
+		s.apply(state.Cursor(addr.IP))
 	}
 	s.log.Info("address assigned", slog.Any("key", key), slog.Any("pod", pod), slog.String("ip", a.Address.IP.String()), slog.Any("extra_ips", a.IPs()[1:]))
 	return *a, s.changedLocked(), nil
@@ -145,21 +139,21 @@ func (s *Store) releaseOne(ctx context.Context, key Key, reason string, hold []n
 	if reason == ReasonCNIDel {
 		s.noteDeletedLocked(key, now)
 	}
-	if s.unproven {
+	if s.st.Unproven() {
 		// A listing that started before this DEL may still show the
 		// sandbox: it must not adopt it back (see adoptLocked).
-		s.delsWhileUnproven[key] = now
+		s.proof.NoteDel(key, now)
 	}
-	var b *batch
+	var b *persist.Batch
 	if found {
 		b = s.changedLocked()
 		s.logRelease(reason, a)
 	} else {
-		b = s.syncLocked()
+		b = s.commit.SyncLocked()
 		s.log.Info("release of an unknown key: nothing to do", slog.Any("key", key))
 	}
 	s.mu.Unlock()
-	err := wait(ctx, b)
+	err := b.Wait(ctx)
 	if found {
 		s.emit([]Event{{At: now, Kind: EventReleased, Reason: reason, Assignment: a}})
 	}
@@ -176,7 +170,7 @@ func (s *Store) GC(ctx context.Context, network string, valid []Key) ([]Assignme
 	for _, k := range valid {
 		keep[k] = struct{}{}
 	}
-	return s.releaseWhere(ctx, "gc network "+network, ReasonCNIGC, func(a *Assignment) bool {
+	return s.releaseWhere(ctx, "gc network "+network, ReasonCNIGC, func(a Assignment) bool {
 		_, ok := keep[a.Key]
 		return a.Network == network && !ok
 	})
@@ -193,26 +187,26 @@ func (s *Store) ReleaseAssignments(ctx context.Context, stale []Assignment) ([]A
 	for _, a := range stale {
 		want[a.Key] = a
 	}
-	return s.releaseWhere(ctx, "release stale assignments", ReasonRuntimeGone, func(a *Assignment) bool {
+	return s.releaseWhere(ctx, "release stale assignments", ReasonRuntimeGone, func(a Assignment) bool {
 		w, ok := want[a.Key]
 		return ok && slices.Equal(w.IPs(), a.IPs()) && w.AssignedAt.Equal(a.AssignedAt)
 	})
 }
 
 // releaseWhere frees every assignment match selects, with one write.
-func (s *Store) releaseWhere(ctx context.Context, op, reason string, match func(*Assignment) bool) ([]Assignment, error) {
+func (s *Store) releaseWhere(ctx context.Context, op, reason string, match func(Assignment) bool) ([]Assignment, error) {
 	s.mu.Lock()
 	if s.closed {
 		s.mu.Unlock()
 		return nil, fmt.Errorf("%s: %w", op, ErrClosed)
 	}
 	var keys []Key
-	for k, a := range s.assignments {
+	for a := range s.st.Assignments() {
 		if match(a) {
-			keys = append(keys, k)
+			keys = append(keys, a.Key)
 		}
 	}
-	slices.SortFunc(keys, compareKeys)
+	slices.SortFunc(keys, state.CompareKeys)
 	now := s.now()
 	released := make([]Assignment, 0, len(keys))
 	events := make([]Event, 0, len(keys))
@@ -222,14 +216,14 @@ func (s *Store) releaseWhere(ctx context.Context, op, reason string, match func(
 		events = append(events, Event{At: now, Kind: EventReleased, Reason: reason, Assignment: a})
 		s.logRelease(reason, a)
 	}
-	var b *batch
+	var b *persist.Batch
 	if len(released) > 0 {
 		b = s.changedLocked()
 	} else {
-		b = s.syncLocked()
+		b = s.commit.SyncLocked()
 	}
 	s.mu.Unlock()
-	err := wait(ctx, b)
+	err := b.Wait(ctx)
 	s.emit(events)
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", op, err)

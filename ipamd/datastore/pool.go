@@ -7,6 +7,7 @@ import (
 	"net/netip"
 	"slices"
 
+	"github.com/sandboxipam/sandboxipam/ipamd/datastore/state"
 	"github.com/sandboxipam/sandboxipam/ipamd/ipsource"
 )
 
@@ -47,7 +48,7 @@ func (s *Store) AddRanges(ctx context.Context, ranges []ipsource.Range) error {
 	}
 	b := s.changedLocked()
 	s.mu.Unlock()
-	if werr := wait(ctx, b); werr != nil {
+	if werr := b.Wait(ctx); werr != nil {
 		return fmt.Errorf("add %d ranges: %w", len(ranges), werr)
 	}
 	return err
@@ -64,7 +65,7 @@ func (s *Store) TakeFree(_ context.Context, group string, n int) ([]ipsource.Add
 		s.mu.Unlock()
 		return nil, fmt.Errorf("take free: %w", ErrClosed)
 	}
-	if s.unproven {
+	if s.st.Unproven() {
 		// Every address nobody holds is quarantined until proof: none
 		// is free to give back.
 		s.mu.Unlock()
@@ -75,11 +76,9 @@ func (s *Store) TakeFree(_ context.Context, group string, n int) ([]ipsource.Add
 	kept := s.ranges[:0]
 	for _, p := range s.ranges {
 		if len(taken) < n && p.single() && p.r.Group == group {
-			e, ok := s.addrs[p.first]
-			if !ok || e.free(now, s.cooldown) {
+			if !s.st.Taken(p.first, now) {
 				taken = append(taken, p.address(p.first))
-				delete(s.addrs, p.first)
-				delete(s.marked, p.first)
+				s.apply(state.Drop(p.first, now))
 				continue
 			}
 		}
@@ -104,7 +103,7 @@ func (s *Store) RemoveRange(_ context.Context, prefix netip.Prefix) (bool, error
 	if s.closed {
 		return false, fmt.Errorf("remove range %s: %w", prefix, ErrClosed)
 	}
-	if s.unproven {
+	if s.st.Unproven() {
 		return false, nil
 	}
 	prefix = prefix.Masked()
@@ -114,8 +113,8 @@ func (s *Store) RemoveRange(_ context.Context, prefix netip.Prefix) (bool, error
 	}
 	p := s.ranges[i]
 	now := s.now()
-	for ip, e := range s.addrs {
-		if p.contains(ip) && !e.free(now, s.cooldown) {
+	for ip, e := range s.st.Addresses() {
+		if p.contains(ip) && !e.Free(now, s.cooldown) {
 			return false, nil
 		}
 	}
@@ -160,21 +159,21 @@ func (s *Store) rangesLocked() []RangeInfo {
 		r.First, r.Last = p.first, p.last
 		out[i] = RangeInfo{Range: r, Family: p.family(), Size: p.size, Retiring: p.retiring}
 	}
-	for ip, e := range s.addrs {
+	for ip, e := range s.st.Addresses() {
 		i := s.rangeIndexLocked(ip)
 		if i < 0 || !s.ranges[i].contains(ip) {
 			continue
 		}
 		switch {
-		case e.held:
+		case e.Held:
 			out[i].Assigned++
-		case e.quarantined:
+		case e.Quarantined:
 			out[i].Quarantined++
-		case e.cooling(now, s.cooldown):
+		case e.Cooling(now, s.cooldown):
 			out[i].Cooling++
 		}
 	}
-	if s.unproven {
+	if s.st.Unproven() {
 		for i := range out {
 			if out[i].Retiring {
 				continue

@@ -1,11 +1,7 @@
 package datastore
 
 // Proof: whether the store hands out addresses, and what an unproven
-// one waits for.
-
-import (
-	"slices"
-)
+// one waits for (kept by package proof's Tracker).
 
 // ProofState says whether the store hands out addresses and, when not,
 // what it waits for.
@@ -23,18 +19,15 @@ type ProofState struct {
 func (s *Store) Proof() ProofState {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return ProofState{Unproven: s.unproven, Quarantined: s.statsLocked().Unproven, Waiting: s.waitingLocked()}
+	return ProofState{Unproven: s.st.Unproven(), Quarantined: s.statsLocked().Unproven, Waiting: s.waitingLocked()}
 }
 
 // waitingLocked names what an unproven store waits for.
 func (s *Store) waitingLocked() []string {
-	if !s.unproven {
+	if !s.st.Unproven() {
 		return nil
 	}
-	if len(s.unaccounted) == 0 {
-		return []string{"a successful runtime listing (the adapter has not listed this node's sandboxes yet)"}
-	}
-	return slices.Clone(s.unaccounted)
+	return s.proof.Waiting()
 }
 
 // NoteWaiting records why an unproven store cannot be proven yet when no
@@ -43,8 +36,8 @@ func (s *Store) waitingLocked() []string {
 func (s *Store) NoteWaiting(why string) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if s.unproven {
-		s.unaccounted = []string{why}
+	if s.st.Unproven() {
+		s.proof.NoteWaiting(why)
 	}
 }
 
@@ -55,6 +48,5 @@ func (s *Store) NoteWaiting(why string) {
 func (s *Store) ReleasedWhileUnproven(key Key) bool {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	_, ok := s.delsWhileUnproven[key]
-	return s.unproven && ok
+	return s.st.Unproven() && s.proof.Released(key)
 }

@@ -8,7 +8,7 @@ import (
 	"net/netip"
 
 	"github.com/sandboxipam/sandboxipam/ipamd/datastore/proof"
-	"github.com/sandboxipam/sandboxipam/ipamd/ipsource"
+	"github.com/sandboxipam/sandboxipam/ipamd/datastore/state"
 	"github.com/sandboxipam/sandboxipam/ipamd/nodeview"
 )
 
@@ -29,34 +29,30 @@ func (s *Store) foreignLocked(view nodeview.View) map[netip.Addr]Holding {
 // pool address nobody held was quarantined already.
 func (s *Store) settleQuarantineLocked(foreign map[netip.Addr]Holding, wasUnproven bool) (conflicts int) {
 	for ip, h := range foreign {
-		e := s.entryLocked(ip, ipsource.Address{IP: ip})
-		if e.quarantined {
+		e, _ := s.st.Entry(ip)
+		if e.Quarantined {
 			continue
 		}
-		implicit := wasUnproven && !e.held
-		e.quarantined = true
-		s.marked[ip] = struct{}{}
-		s.dirtyIPs[ip] = struct{}{}
+		implicit := wasUnproven && !e.Held
+		s.apply(state.Quarantine(s.addressFor(ip)))
 		if implicit {
 			continue
 		}
 		conflicts++
 		holder := "nobody (free or cooling)"
-		if e.held {
-			holder = e.holder.SandboxID
+		if e.Held {
+			holder = e.Holder.SandboxID
 		}
 		s.log.Error("QUARANTINED: a pod holds an address the datastore does not record under it; it is never handed out while that lasts",
 			slog.String("ip", ip.String()), slog.String("held_by_sandbox", h.SandboxID), slog.String("evidence", h.Source),
 			slog.String("datastore_holder", holder))
 	}
-	if s.unproven {
+	if s.st.Unproven() {
 		return conflicts
 	}
-	for ip := range s.marked {
-		e, ok := s.addrs[ip]
-		if _, isForeign := foreign[ip]; ok && !isForeign && e.quarantined {
-			e.quarantined = false
-			s.dirtyIPs[ip] = struct{}{}
+	for _, ip := range s.st.Quarantined() {
+		if _, isForeign := foreign[ip]; !isForeign {
+			s.apply(state.Clear(ip))
 		}
 	}
 	return conflicts
@@ -67,12 +63,13 @@ func (s *Store) settleQuarantineLocked(foreign map[netip.Addr]Holding, wasUnprov
 // one nobody holds.
 func (s *Store) quarantinedLocked() int {
 	var n uint64
-	if s.unproven {
+	unproven := s.st.Unproven()
+	if unproven {
 		st := s.statsLocked()
 		n = uint64(st.Unproven)
 	}
-	for ip, e := range s.addrs {
-		if e.quarantined && (e.held || !s.unproven) && s.inPoolLocked(ip) {
+	for ip, e := range s.st.Addresses() {
+		if e.Quarantined && (e.Held || !unproven) && s.inPoolLocked(ip) {
 			n++
 		}
 	}

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/sandboxipam/sandboxipam/ipamd/datastore/allocator"
+	"github.com/sandboxipam/sandboxipam/ipamd/datastore/state"
 	"github.com/sandboxipam/sandboxipam/ipamd/ipsource"
 )
 
@@ -168,38 +169,27 @@ func maxAddr(a, b netip.Addr) netip.Addr {
 	return b
 }
 
-// refreshEntriesLocked recomputes inPool and the Address of every entry
-// from lo to hi after a block there changed.
+// refreshEntriesLocked gives every entry from lo to hi still in the pool
+// the Address of its block after a block there changed (state.Repool).
+// An entry that left the pool keeps its Address: whether an address is in
+// the pool is the blocks' to say (rangeForLocked), never the entry's.
 func (s *Store) refreshEntriesLocked(lo, hi netip.Addr) {
-	visit := func(ip netip.Addr, e *entry) {
-		p := s.rangeForLocked(ip)
-		e.inPool = p != nil
-		if p == nil {
-			return
-		}
-		a := p.address(ip)
-		if a == e.addr {
-			return
-		}
-		e.addr = a
-		if e.held {
-			s.assignments[e.holder].setAddress(a)
-		}
-		// Only held, cooling and quarantined addresses are recorded, so
-		// only their record changes.
-		if e.held || e.cooling(s.now(), s.cooldown) || (e.quarantined && !s.unproven) {
-			s.dirtyIPs[ip] = struct{}{}
-		}
-	}
+	var inside []netip.Addr
 	if lo == hi {
-		if e, ok := s.addrs[lo]; ok {
-			visit(lo, e)
+		if _, ok := s.st.Entry(lo); ok {
+			inside = append(inside, lo)
 		}
-		return
+	} else {
+		for ip := range s.st.Addresses() {
+			if ip.Compare(lo) >= 0 && ip.Compare(hi) <= 0 {
+				inside = append(inside, ip)
+			}
+		}
 	}
-	for ip, e := range s.addrs {
-		if ip.Compare(lo) >= 0 && ip.Compare(hi) <= 0 {
-			visit(ip, e)
+	now := s.now()
+	for _, ip := range inside {
+		if p := s.rangeForLocked(ip); p != nil {
+			s.apply(state.Repool(p.address(ip), now))
 		}
 	}
 }
@@ -216,14 +206,6 @@ func (s *Store) familiesLocked() []string {
 	return out
 }
 
-// familyIndex is the slot of a family's cursor.
-func familyIndex(ip netip.Addr) int {
-	if ipsource.Family(ip) == "ipv4" {
-		return 0
-	}
-	return 1
-}
-
 // pickLocked chooses the next free address of family with the pure
 // allocator (see package allocator): round-robin from the address handed
 // out last, skipping what is held, cooling or quarantined.
@@ -236,12 +218,8 @@ func (s *Store) pickLocked(family string, now time.Time) (ipsource.Address, bool
 			blocks = append(blocks, allocator.Block{First: p.first, Last: p.last, Exclude: p.exclude})
 		}
 	}
-	slot := 0
-	if family == "ipv6" {
-		slot = 1
-	}
-	ip, i, ok := allocator.Pick(allocator.Pool{Blocks: blocks, Cursor: s.cursors[slot], Taken: len(s.addrs),
-		IsTaken: func(ip netip.Addr) bool { e, ok := s.addrs[ip]; return ok && !e.free(now, s.cooldown) }})
+	ip, i, ok := allocator.Pick(allocator.Pool{Blocks: blocks, Cursor: s.st.Cursor(family), Taken: s.st.TakenCount(),
+		IsTaken: func(ip netip.Addr) bool { return s.st.Taken(ip, now) }})
 	if !ok {
 		return ipsource.Address{}, false
 	}

@@ -74,14 +74,14 @@ func (s *Store) SetNodeRanges(ctx context.Context, nr NodeRanges) error {
 			rec.PodCIDRs = append(rec.PodCIDRs, r.Prefix.Masked())
 		}
 		s.node = rec
-		s.needFull = true
+		s.commit.NeedFullLocked()
 	}
 	b := s.changedLocked()
 	s.mu.Unlock()
 	if err != nil {
 		return fmt.Errorf("set node ranges of %s: %w", name, err)
 	}
-	if werr := wait(ctx, b); werr != nil {
+	if werr := b.Wait(ctx); werr != nil {
 		return fmt.Errorf("set node ranges of %s: %w", name, werr)
 	}
 	return nil
@@ -158,12 +158,12 @@ func (s *Store) dropRangeLocked(p *poolRange) {
 // of (nor quarantines one); while the store is unproven nothing is known
 // free, so nothing leaves.
 func (s *Store) sweepRetiringLocked() {
-	if s.unproven || !slices.ContainsFunc(s.ranges, func(p *poolRange) bool { return p.retiring }) {
+	if s.st.Unproven() || !slices.ContainsFunc(s.ranges, func(p *poolRange) bool { return p.retiring }) {
 		return
 	}
 	busy := map[*poolRange]bool{}
-	for ip, e := range s.addrs {
-		if !e.held && !e.quarantined {
+	for ip, e := range s.st.Addresses() {
+		if !e.Held && !e.Quarantined {
 			continue
 		}
 		if p := s.rangeForLocked(ip); p != nil && p.retiring {
@@ -173,7 +173,7 @@ func (s *Store) sweepRetiringLocked() {
 	for _, p := range slices.Clone(s.ranges) {
 		if p.retiring && !busy[p] {
 			s.dropRangeLocked(p)
-			s.needFull = true
+			s.commit.NeedFullLocked()
 		}
 	}
 }

@@ -38,7 +38,7 @@ func (s *Store) View() PoolView {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	v := PoolView{At: s.now(), Stats: s.statsLocked(), Ranges: s.rangesLocked(),
-		Proof: ProofState{Unproven: s.unproven, Waiting: s.waitingLocked()}}
+		Proof: ProofState{Unproven: s.st.Unproven(), Waiting: s.waitingLocked()}}
 	v.Proof.Quarantined = v.Stats.Unproven
 	for k, c := range s.countLocked() {
 		v.Groups = append(v.Groups, GroupCount{Group: k[0], Family: k[1], Total: c.total, Assigned: c.held, Cooling: c.cooling, Quarantined: c.quarantined})

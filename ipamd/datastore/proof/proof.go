@@ -5,10 +5,12 @@
 //
 // The datastore (Store.Observe) joins the evidence with its assignments
 // under its lock, asks these two questions, and applies the answers to
-// its state: the narrow interface is the view in, decisions out. The
-// state machine of a quarantine (when it is set, when it lifts) and of
-// the unproven store stays with that state, in the datastore's
-// quarantine.go and proof.go. No I/O, no clock.
+// its state as change records (package state: Hold for an adoption,
+// Quarantine and Clear, SetUnproven): the narrow interface is the view
+// in, decisions out. Tracker (tracker.go) keeps what an unproven store
+// remembers between listings: the DELs that came meanwhile (Going) and
+// what the last listing left unaccounted for (Listed, Waiting). No I/O,
+// no clock.
 //
 // See docs/architecture.md (the life of a reconcile pass).
 package proof
