@@ -133,20 +133,25 @@ func TestSeedScenarioAWS(t *testing.T) {
 					t.Errorf("since the restart ipamd called %s %d times, want 0; calls %v", action, calls[action], calls)
 				}
 			}
-			// The pool holds exactly what EC2 holds, each address once.
-			after := attachedENIs(cloud)
-			held := map[netip.Addr]string{}
-			for _, e := range after {
-				for _, ip := range e.SecondaryIPs {
-					if other, dup := held[ip]; dup {
-						t.Fatalf("%s is on %s and %s", ip, other, e.ID)
+			// The pool comes to hold exactly what EC2 holds, each address
+			// once. The source shrinks the pool before it unassigns the
+			// address in EC2, so the two agree only once that call is
+			// answered: wait for it, never for a time.
+			testsupport.Wait(t, "EC2 and the pool to hold the same 4 addresses", func() (bool, string) {
+				after := attachedENIs(cloud)
+				held := map[netip.Addr]string{}
+				for _, e := range after {
+					for _, ip := range e.SecondaryIPs {
+						if other, dup := held[ip]; dup {
+							t.Fatalf("%s is on %s and %s", ip, other, e.ID)
+						}
+						held[ip] = e.ID
 					}
-					held[ip] = e.ID
 				}
-			}
-			if pool := mustPool(t, intro); len(held) != pool.Total || len(held) != 4 {
-				t.Fatalf("EC2 holds %d secondary addresses, the pool %d; want 4 each\n%s", len(held), pool.Total, describeENIs(after))
-			}
+				pool := mustPool(t, intro)
+				return len(held) == pool.Total && len(held) == 4,
+					fmt.Sprintf("EC2 holds %d secondary addresses, the pool %d\n%s", len(held), pool.Total, describeENIs(after))
+			})
 		},
 	})
 }
