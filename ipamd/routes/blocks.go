@@ -42,12 +42,7 @@ func (k *Keeper) blockWants(nodes []*corev1.Node, blocks []v1alpha1.IPBlock) ([]
 			skipped = append(skipped, Skipped{Node: b.Spec.NodeName, Dst: p.String(), Reason: reason})
 			continue
 		}
-		w, skip := k.wantVia(n, "IPBlock", p)
-		if skip != nil {
-			skipped = append(skipped, *skip)
-			continue
-		}
-		ws = append(ws, w)
+		ws, skipped = k.appendWant(ws, skipped, n, "IPBlock", p)
 	}
 	return ws, skipped
 }

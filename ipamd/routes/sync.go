@@ -136,25 +136,21 @@ func (k *Keeper) wantsOf(n *corev1.Node) ([]want, []Skipped) {
 	var ws []want
 	var skipped []Skipped
 	for _, p := range cidrs {
-		w, skip := k.wantVia(n, "podCIDR", p)
-		if skip != nil {
-			skipped = append(skipped, *skip)
-			continue
-		}
-		ws = append(ws, w)
+		ws, skipped = k.appendWant(ws, skipped, n, "podCIDR", p)
 	}
 	return ws, skipped
 }
 
-// wantVia is the route to n's range p (what: "podCIDR" or "IPBlock") via
-// n's next hop, or why there is none, logged.
-func (k *Keeper) wantVia(n *corev1.Node, what string, p netip.Prefix) (want, *Skipped) {
+// appendWant appends the route to n's range p (what: "podCIDR" or
+// "IPBlock") via n's next hop to ws, or why there is none to skipped,
+// logged.
+func (k *Keeper) appendWant(ws []want, skipped []Skipped, n *corev1.Node, what string, p netip.Prefix) ([]want, []Skipped) {
 	via, link, reason := k.nextHop(n, what, p)
 	if reason != "" {
 		k.log.Error("no route to a node's "+what, slog.String("node", n.Name), slog.String("dst", p.String()), slog.String("reason", reason))
-		return want{}, &Skipped{Node: n.Name, Dst: p.String(), Reason: reason}
+		return ws, append(skipped, Skipped{Node: n.Name, Dst: p.String(), Reason: reason})
 	}
-	return want{node: n.Name, dst: p, via: via, link: link}, nil
+	return append(ws, want{node: n.Name, dst: p, via: via, link: link}), skipped
 }
 
 // nextHop is the node's InternalIP of p's family when it is on a directly
