@@ -433,3 +433,111 @@ func TestPoolSourceAdoptsAnUnrecordedClaim(t *testing.T) {
 		t.Fatalf("ADD got %v, want 198.18.8.17/29 from the adopted block", got)
 	}
 }
+
+// A Node deleted and registered again (same name, new UID) while ipamd
+// runs: the blocks claimed under the old UID retire at once (nothing more
+// is handed out of them, though addresses stay free there) while their
+// pods keep their addresses; a block is claimed under the new UID and
+// serves the next ADD; the retiring block survives a restart; once its
+// last holder's DEL comes it leaves the pool and ipamd deletes its
+// IPBlock itself (the reclaimer would not: the node's Lease is renewed).
+func TestPoolSourceNodeRegisteredAgain(t *testing.T) {
+	const name = "node-p4"
+	e := startPoolEnv(t, name, "198.18.8.0/27")
+	n := poolNode(t, e, name)
+	clock := &fakeClock{now: time.Date(2026, 12, 3, 18, 0, 0, 0, time.UTC)}
+	d, _, cni, intro := startPoolDaemon(t, e, n, clock)
+	ctx := t.Context()
+	testsupport.Wait(t, "the store to be proven", func() (bool, string) { return !d.Store().Unproven(), readyWhy(t, intro) })
+	old := waitBlocks(t, intro, 1)[0]
+	waitReady(t, cni)
+	for i, id := range []string{"sandbox-0", "sandbox-1"} {
+		n.addSandbox(id)
+		if got, want := mustAddIPs(t, cni, id), hosts(old)[i:i+1]; !slices.Equal(got, want) {
+			t.Fatalf("ADD %s got %v, want %v", id, got, want)
+		}
+	}
+
+	oldUID := e.uid
+	if err := e.kube.CoreV1().Nodes().Delete(ctx, name, metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	uid, err := pooltest.CreateNode(ctx, e.kube, name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if uid == oldUID {
+		t.Fatalf("the Node registered again kept its UID %s", uid)
+	}
+	var fresh string
+	testsupport.Wait(t, "the old block to retire and a block to be claimed under the new UID", func() (bool, string) {
+		got := poolSet(t, intro)
+		fresh = ""
+		for _, r := range got {
+			if !strings.HasSuffix(r, " retiring") {
+				fresh = r
+			}
+		}
+		rec, _ := d.Store().NodeRecord()
+		return len(got) == 2 && slices.Contains(got, old+" retiring") && fresh != "" && rec.UID == uid,
+			fmt.Sprintf("%v, record UID %s", got, rec.UID)
+	})
+	bs, err := pooltest.Blocks(ctx, e.kube.Dynamic)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(bs) != 2 || bs[old].Spec.NodeUID != oldUID || bs[fresh].Spec.NodeUID != uid {
+		t.Fatalf("IPBlocks %+v, want %s under the old UID %s and %s under the new %s", bs, old, oldUID, fresh, uid)
+	}
+	n.addSandbox("sandbox-2")
+	if got, want := mustAddIPs(t, cni, "sandbox-2"), hosts(fresh)[:1]; !slices.Equal(got, want) {
+		t.Fatalf("ADD after the Node registered again got %v, want %v (never the retiring %s)", got, want, old)
+	}
+
+	// A restart keeps the retiring block retiring, from the checkpoint.
+	if err := d.Stop(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	d, _, cni, intro = startPoolDaemon(t, e, n, clock)
+	testsupport.Wait(t, "the store to be proven", func() (bool, string) { return !d.Store().Unproven(), readyWhy(t, intro) })
+	waitPoolSet(t, intro, old+" retiring", fresh)
+	n.addSandbox("sandbox-3")
+	if got, want := mustAddIPs(t, cni, "sandbox-3"), hosts(fresh)[1:2]; !slices.Equal(got, want) {
+		t.Fatalf("ADD after the restart got %v, want %v", got, want)
+	}
+
+	// The old block's pods go: it leaves the pool, its IPBlock is deleted.
+	for _, id := range []string{"sandbox-0", "sandbox-1"} {
+		if released, err := cni.del(ctx, id); err != nil || !released {
+			t.Fatalf("DEL %s = %v, %v", id, released, err)
+		}
+		n.removeSandbox(id)
+	}
+	waitPoolSet(t, intro, fresh)
+	testsupport.Wait(t, "the retired block's IPBlock to be deleted by ipamd", func() (bool, string) {
+		bs, err := pooltest.Blocks(ctx, e.kube.Dynamic)
+		return err == nil && len(bs) == 1 && bs[fresh].Spec.NodeUID == uid, fmt.Sprint(bs, err)
+	})
+}
+
+// poolSet is GET /v1/pool's ranges ("cidr" or "cidr retiring"), sorted.
+func poolSet(t *testing.T, c *ctl.Client) []string {
+	t.Helper()
+	got, _ := poolRanges(t, c)
+	if got == "" {
+		return nil
+	}
+	out := strings.Split(got, ",")
+	slices.Sort(out)
+	return out
+}
+
+// waitPoolSet waits until the pool's ranges are exactly want, in any order.
+func waitPoolSet(t *testing.T, c *ctl.Client, want ...string) {
+	t.Helper()
+	slices.Sort(want)
+	testsupport.Wait(t, fmt.Sprintf("the pool's ranges to be %v", want), func() (bool, string) {
+		got := poolSet(t, c)
+		return slices.Equal(got, want), fmt.Sprint(got)
+	})
+}
