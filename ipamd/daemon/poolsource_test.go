@@ -289,6 +289,30 @@ func sortedPair(a, b string) []string {
 	return out
 }
 
+// provenPool is one node's ipamd on the pool source, its store proven,
+// its first block claimed and ADD served.
+type provenPool struct {
+	e     *poolEnv
+	n     *node
+	clock *fakeClock
+	d     *daemon.Daemon
+	cni   cniClient
+	intro *ctl.Client
+	first string // the first block claimed
+}
+
+func startProvenPool(t *testing.T, name string) provenPool {
+	t.Helper()
+	e := startPoolEnv(t, name, "198.18.8.0/27")
+	n := poolNode(t, e, name)
+	clock := &fakeClock{now: time.Date(2026, 12, 3, 18, 0, 0, 0, time.UTC)}
+	d, _, cni, intro := startPoolDaemon(t, e, n, clock)
+	testsupport.Wait(t, "the store to be proven", func() (bool, string) { return !d.Store().Unproven(), readyWhy(t, intro) })
+	first := waitBlocks(t, intro, 1)[0]
+	waitReady(t, cni)
+	return provenPool{e: e, n: n, clock: clock, d: d, cni: cni, intro: intro, first: first}
+}
+
 // fullPass waits until a pass of the pool source started and ended after
 // the call: the one in progress may have started before.
 func fullPass(d *daemon.Daemon) {
@@ -316,16 +340,10 @@ func cniCode(err error) (uint, string) {
 // "try again later" (CNI code 11) naming the wait for a new block. A
 // restart with the API server still down serves from the checkpoint.
 func TestPoolSourceAPIServerDown(t *testing.T) {
-	const name = "node-p2"
-	e := startPoolEnv(t, name, "198.18.8.0/27")
-	n := poolNode(t, e, name)
-	clock := &fakeClock{now: time.Date(2026, 12, 3, 18, 0, 0, 0, time.UTC)}
-	d, _, cni, intro := startPoolDaemon(t, e, n, clock)
+	p := startProvenPool(t, "node-p2")
+	e, n, clock, d, cni, intro, block := p.e, p.n, p.clock, p.d, p.cni, p.intro, p.first
 	ctx := t.Context()
-	testsupport.Wait(t, "the store to be proven", func() (bool, string) { return !d.Store().Unproven(), readyWhy(t, intro) })
-	block := waitBlocks(t, intro, 1)[0]
 	want := hosts(block)
-	waitReady(t, cni)
 	for i := range 4 {
 		id := fmt.Sprintf("sandbox-%d", i)
 		n.addSandbox(id)
@@ -443,14 +461,9 @@ func TestPoolSourceAdoptsAnUnrecordedClaim(t *testing.T) {
 // IPBlock itself (the reclaimer would not: the node's Lease is renewed).
 func TestPoolSourceNodeRegisteredAgain(t *testing.T) {
 	const name = "node-p4"
-	e := startPoolEnv(t, name, "198.18.8.0/27")
-	n := poolNode(t, e, name)
-	clock := &fakeClock{now: time.Date(2026, 12, 3, 18, 0, 0, 0, time.UTC)}
-	d, _, cni, intro := startPoolDaemon(t, e, n, clock)
+	p := startProvenPool(t, name)
+	e, n, clock, d, cni, intro, old := p.e, p.n, p.clock, p.d, p.cni, p.intro, p.first
 	ctx := t.Context()
-	testsupport.Wait(t, "the store to be proven", func() (bool, string) { return !d.Store().Unproven(), readyWhy(t, intro) })
-	old := waitBlocks(t, intro, 1)[0]
-	waitReady(t, cni)
 	for i, id := range []string{"sandbox-0", "sandbox-1"} {
 		n.addSandbox(id)
 		if got, want := mustAddIPs(t, cni, id), hosts(old)[i:i+1]; !slices.Equal(got, want) {
