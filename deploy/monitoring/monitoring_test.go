@@ -86,9 +86,9 @@ func exported(t *testing.T) (names map[string]bool, scrape []byte) {
 		Pool: func() datastore.PoolView {
 			return datastore.PoolView{Stats: datastore.Stats{Total: 4, Free: 4}, Groups: []datastore.GroupCount{{Group: "static", Family: "ipv4", Total: 4}}}
 		},
-		Adapter:        func() (bool, int) { return true, 0 },
-		AdapterState:   func() string { return "healthy" },
-		ReconcileGrace: 30 * time.Second,
+		AdapterRestarts: func() int { return 0 },
+		AdapterState:    func() string { return "healthy" },
+		ReconcileGrace:  30 * time.Second,
 	})
 	m.ObserveCall("Add", time.Millisecond, nil)
 	m.ObserveReconcile(reconcile.Result{At: time.Now()})
@@ -119,9 +119,6 @@ var metricName = regexp.MustCompile(`\bipamd_[a-z0-9_]+`)
 
 // TestRulesAndDashboardNameOnlyExportedMetrics: a renamed metric fails
 // here instead of leaving an alert or a panel silently empty.
-// deprecated are the metrics exported for one more release beside their
-// successors (README.md); nothing shipped here may use them.
-var deprecated = []string{"ipamd_ips", "ipamd_reconcile_released_ips_total", "ipamd_adapter_healthy"}
 
 func TestRulesAndDashboardNameOnlyExportedMetrics(t *testing.T) {
 	names, _ := exported(t)
@@ -161,9 +158,6 @@ func TestRulesAndDashboardNameOnlyExportedMetrics(t *testing.T) {
 			used[n] = true
 			if !names[n] {
 				t.Errorf("%s names %s, which ipamd does not export", where, n)
-			}
-			if slices.Contains(deprecated, n) {
-				t.Errorf("%s names %s, deprecated (README.md names its successor)", where, n)
 			}
 		}
 	}

@@ -108,14 +108,13 @@ func (h *adapterHandle) notReconciling() string {
 	return ""
 }
 
-// healthMetric feeds the adapter gauges.
-func (h *adapterHandle) healthMetric() (healthy bool, restarts int) {
+// restarts feeds ipamd_adapter_restarts_total.
+func (h *adapterHandle) restarts() int {
 	sup := h.supervisor()
 	if sup == nil {
-		return false, 0
+		return 0
 	}
-	hl := sup.Health()
-	return hl.State == plugin.HealthHealthy, hl.Restarts
+	return sup.Health().Restarts
 }
 
 // view renders /v1/adapter, less the reconcile fields.

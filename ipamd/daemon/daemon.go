@@ -179,7 +179,7 @@ func (d *Daemon) Start(ctx context.Context) (err error) {
 		return err
 	}
 	d.adapter = newAdapterHandle(d.cfg, d.opts, d.log)
-	d.metrics = metrics.New(metrics.Sources{Pool: d.store.View, Adapter: d.adapter.healthMetric,
+	d.metrics = metrics.New(metrics.Sources{Pool: d.store.View, AdapterRestarts: d.adapter.restarts,
 		AdapterState: d.adapterState, ReconcileGrace: d.cfg.Reconcile.Grace})
 	if d.routes != nil {
 		d.metrics.MustRegister(d.routes.Collectors()...)

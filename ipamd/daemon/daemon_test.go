@@ -110,7 +110,8 @@ func TestAdapterDown(t *testing.T) {
 		t.Fatalf("reconcile after relaunch = %+v, %v; want 2 listed (a, c), none released", res, err)
 	}
 	metrics := scrape(t, d.IntrospectionAddr().String())
-	for _, want := range []string{"ipamd_adapter_restarts_total 1", "ipamd_adapter_healthy 1", `ipamd_ips{state="assigned"} 1`} {
+	for _, want := range []string{"ipamd_adapter_restarts_total 1", `ipamd_adapter_state{state="healthy"} 1`,
+		`ipamd_addresses{family="ipv4",group="static",state="assigned"} 1`} {
 		if !strings.Contains(metrics, want+"\n") {
 			t.Errorf("/metrics lacks %q", want)
 		}
@@ -146,7 +147,8 @@ func TestMetricsOnItsOwnListener(t *testing.T) {
 		t.Fatal(err)
 	}
 	body := scrape(t, d.MetricsAddr().String())
-	for _, want := range []string{`ipamd_ips{state="assigned"} 1`, `ipamd_ips{state="total"} 14`,
+	for _, want := range []string{`ipamd_addresses{family="ipv4",group="static",state="assigned"} 1`,
+		`ipamd_addresses{family="ipv4",group="static",state="free"} 13`,
 		`ipamd_cni_request_duration_seconds_count{code="OK",method="Add"} 1`} {
 		if !strings.Contains(body, want+"\n") {
 			t.Errorf("/metrics lacks %q", want)

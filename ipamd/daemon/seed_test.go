@@ -318,8 +318,8 @@ func runSeedScenario(t *testing.T, r seedRun) {
 	// The pass reports its release once it is durable; wait for that
 	// rather than for B to vanish from memory.
 	testsupport.Wait(t, "the reconciler to release B", func() (bool, string) {
-		m := metricLine(scrape(t, n.cfg.Introspection.Address), "ipamd_reconcile_released_ips_total")
-		return m == "ipamd_reconcile_released_ips_total 1", m
+		m := metricLine(scrape(t, n.cfg.Introspection.Address), releasedGone)
+		return m == releasedGone+" 1", m
 	})
 	if got := podsByID(mustPods(t, intro)); len(got) != 0 {
 		t.Fatalf("/v1/pods after B's release = %v, want none", got)
@@ -333,8 +333,8 @@ func runSeedScenario(t *testing.T, r seedRun) {
 	if err != nil || adapter.Health.State != "healthy" || adapter.Runtime.RuntimeName != "fake-runtime" {
 		t.Fatalf("/v1/adapter = %+v, %v", adapter, err)
 	}
-	if metrics := scrape(t, n.cfg.Introspection.Address); !strings.Contains(metrics, "ipamd_reconcile_released_ips_total 1\n") {
-		t.Errorf("the reconciler released more than B:\n%s\n%s", grepLines(metrics, "ipamd_reconcile"), p.logTail())
+	if metrics := scrape(t, n.cfg.Introspection.Address); !strings.Contains(metrics, releasedGone+" 1\n") {
+		t.Errorf("the reconciler released more than B:\n%s\n%s", grepLines(metrics, "ipamd_released_addresses_total"), p.logTail())
 	}
 	run(r.atEnd, p)
 	p.stop()
@@ -379,6 +379,10 @@ func podsByID(p api.Pods) map[string]string {
 }
 
 // metricLine is the sample line of an unlabelled metric, "" when absent.
+// releasedGone counts the reconciler's releases of sandboxes gone from
+// the runtime.
+const releasedGone = `ipamd_released_addresses_total{reason="runtime_gone"}`
+
 func metricLine(metrics, name string) string {
 	for line := range strings.SplitSeq(metrics, "\n") {
 		if strings.HasPrefix(line, name+" ") {

@@ -27,12 +27,12 @@ const namespace = "ipamd"
 // Sources are read at every scrape.
 type Sources struct {
 	// Pool is the datastore's read model (Store.View), taken once per
-	// scrape for ipamd_ips, ipamd_datastore_unproven, ipamd_addresses and
+	// scrape for ipamd_datastore_unproven, ipamd_addresses and
 	// the range gauges; nil leaves them out.
 	Pool func() datastore.PoolView
-	// Adapter reports whether the runtime adapter is healthy and how often
-	// it was relaunched; nil when ipamd runs without one.
-	Adapter func() (healthy bool, restarts int)
+	// AdapterRestarts reports how often the runtime adapter was
+	// relaunched; nil when ipamd runs without one.
+	AdapterRestarts func() int
 	// AdapterState is the adapter's supervision state: one of
 	// AdapterStates; nil when ipamd runs without one.
 	AdapterState func() string
@@ -53,19 +53,18 @@ var ReleaseReasons = []string{datastore.ReasonCNIDel, datastore.ReasonCNIGC, dat
 
 // Metrics holds ipamd's collectors and their registry.
 type Metrics struct {
-	registry          *prometheus.Registry
-	callDuration      *prometheus.HistogramVec
-	reconcileRuns     *prometheus.CounterVec
-	reconcileErrors   prometheus.Counter
-	reconcileReleased prometheus.Counter
-	blindSandboxes    prometheus.Gauge
-	conflicts         prometheus.Counter
-	released          *prometheus.CounterVec
-	assigned          *prometheus.CounterVec
-	unlistedGauge     prometheus.Gauge
-	forcedReleases    prometheus.Counter
-	wiringRefused     prometheus.Counter
-	now               func() time.Time
+	registry        *prometheus.Registry
+	callDuration    *prometheus.HistogramVec
+	reconcileRuns   *prometheus.CounterVec
+	reconcileErrors prometheus.Counter
+	blindSandboxes  prometheus.Gauge
+	conflicts       prometheus.Counter
+	released        *prometheus.CounterVec
+	assigned        *prometheus.CounterVec
+	unlistedGauge   prometheus.Gauge
+	forcedReleases  prometheus.Counter
+	wiringRefused   prometheus.Counter
+	now             func() time.Time
 
 	// unlistedSince maps each assignment the last pass kept although its
 	// sandbox was not listed to the first pass that did not list it.
@@ -91,10 +90,6 @@ func New(src Sources) *Metrics {
 		reconcileErrors: prometheus.NewCounter(prometheus.CounterOpts{
 			Namespace: namespace, Name: "reconcile_errors_total",
 			Help: "Reconcile passes that released nothing because the sandbox listing failed.",
-		}),
-		reconcileReleased: prometheus.NewCounter(prometheus.CounterOpts{
-			Namespace: namespace, Name: "reconcile_released_ips_total",
-			Help: "Addresses the reconciler released because their sandbox was gone from the runtime.",
 		}),
 		blindSandboxes: prometheus.NewGauge(prometheus.GaugeOpts{
 			Namespace: namespace, Name: "adapter_missing_sandboxes",
@@ -144,7 +139,7 @@ func (m *Metrics) register(src Sources) {
 	m.registry.MustRegister(
 		collectors.NewGoCollector(),
 		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
-		m.callDuration, m.reconcileRuns, m.reconcileErrors, m.reconcileReleased, m.blindSandboxes, m.conflicts, m.wiringRefused,
+		m.callDuration, m.reconcileRuns, m.reconcileErrors, m.blindSandboxes, m.conflicts, m.wiringRefused,
 		m.released, m.assigned, m.unlistedGauge, m.forcedReleases,
 		prometheus.NewGaugeFunc(prometheus.GaugeOpts{
 			Namespace: namespace, Name: "oldest_unlisted_assignment_seconds",
@@ -154,8 +149,11 @@ func (m *Metrics) register(src Sources) {
 	if src.Pool != nil {
 		m.registry.MustRegister(poolCollector{pool: src.Pool})
 	}
-	if src.Adapter != nil {
-		m.registerAdapter(src.Adapter)
+	if src.AdapterRestarts != nil {
+		m.registry.MustRegister(prometheus.NewCounterFunc(prometheus.CounterOpts{
+			Namespace: namespace, Name: "adapter_restarts_total",
+			Help: "Times the runtime adapter plugin was relaunched after it died.",
+		}, func() float64 { return float64(src.AdapterRestarts()) }))
 	}
 	if src.AdapterState != nil {
 		m.registerAdapterState(src.AdapterState)
@@ -235,24 +233,6 @@ func (m *Metrics) oldestUnlisted() float64 {
 	return max(m.now().Sub(oldest).Seconds(), 0)
 }
 
-func (m *Metrics) registerAdapter(adapter func() (bool, int)) {
-	m.registry.MustRegister(
-		prometheus.NewGaugeFunc(prometheus.GaugeOpts{
-			Namespace: namespace, Name: "adapter_healthy",
-			Help: "1 when the runtime adapter plugin is running and answering, else 0.",
-		}, func() float64 {
-			if healthy, _ := adapter(); healthy {
-				return 1
-			}
-			return 0
-		}),
-		prometheus.NewCounterFunc(prometheus.CounterOpts{
-			Namespace: namespace, Name: "adapter_restarts_total",
-			Help: "Times the runtime adapter plugin was relaunched after it died.",
-		}, func() float64 { _, restarts := adapter(); return float64(restarts) }),
-	)
-}
-
 // ObserveWiringRefused counts an ADD refused because the plugin ran as
 // IPAM only on a node configured as "the plugin wires every pod".
 func (m *Metrics) ObserveWiringRefused() { m.wiringRefused.Inc() }
@@ -274,7 +254,6 @@ func (m *Metrics) ObserveReconcile(r reconcile.Result) {
 		m.reconcileErrors.Inc()
 	}
 	if !r.DryRun {
-		m.reconcileReleased.Add(float64(len(r.Released)))
 		m.conflicts.Add(float64(r.Conflicts))
 	}
 	if r.Err == "" || r.Blind() {

@@ -86,9 +86,9 @@ func TestScrapePassesPromlint(t *testing.T) {
 			return datastore.PoolView{Stats: datastore.Stats{Total: 4, Free: 4}, Groups: []datastore.GroupCount{{Group: "static", Family: "ipv4", Total: 4}},
 				Ranges: []datastore.RangeInfo{{Range: ipsource.Range{Prefix: netip.MustParsePrefix("198.18.0.0/30"), Group: "static"}, Family: "ipv4", Size: 4}}}
 		},
-		Adapter:        func() (bool, int) { return true, 0 },
-		AdapterState:   func() string { return "healthy" },
-		ReconcileGrace: 30 * time.Second,
+		AdapterRestarts: func() int { return 0 },
+		AdapterState:    func() string { return "healthy" },
+		ReconcileGrace:  30 * time.Second,
 	})
 	m.ObserveCall("Add", time.Millisecond, nil)
 	if body := scrape(t, m); !strings.Contains(body, "ipamd_reconcile_grace_seconds 30\n") {

@@ -10,11 +10,6 @@ import (
 // scrape add up, and a group or block that leaves the pool leaves the
 // scrape.
 
-// ipsDesc is ipamd_ips: the pool's totals by state.
-var ipsDesc = prometheus.NewDesc(namespace+"_ips",
-	"Pool addresses by state: total, assigned, free, cooling (released, waiting out the cooldown), unproven (quarantined after a lost checkpoint).",
-	[]string{"state"}, nil)
-
 // unprovenDesc is ipamd_datastore_unproven.
 var unprovenDesc = prometheus.NewDesc(namespace+"_datastore_unproven",
 	"1 while ipamd has no trusted checkpoint and the runtime and the node have not accounted for every pod's address: no address is handed out.",
@@ -44,7 +39,7 @@ type poolCollector struct {
 }
 
 func (c poolCollector) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range []*prometheus.Desc{ipsDesc, unprovenDesc, censusDesc, rangeDesc, retiringDesc} {
+	for _, d := range []*prometheus.Desc{unprovenDesc, censusDesc, rangeDesc, retiringDesc} {
 		ch <- d
 	}
 }
@@ -53,10 +48,6 @@ func (c poolCollector) Collect(ch chan<- prometheus.Metric) {
 	v := c.pool()
 	gauge := func(d *prometheus.Desc, n float64, labels ...string) {
 		ch <- prometheus.MustNewConstMetric(d, prometheus.GaugeValue, n, labels...)
-	}
-	st := v.Stats
-	for state, n := range map[string]int{"total": st.Total, "assigned": st.Assigned, "free": st.Free, "cooling": st.Cooling, "unproven": st.Unproven} {
-		gauge(ipsDesc, float64(n), state)
 	}
 	unproven := 0.0
 	if v.Proof.Unproven {
