@@ -12,6 +12,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"net"
 	"net/http"
 	"os"
 	"os/signal"
@@ -28,8 +29,14 @@ import (
 	"github.com/sandboxipam/sandboxipam/ipamd/reclaim"
 )
 
-// DefaultMetricsAddress serves /metrics and /healthz.
+// DefaultMetricsAddress serves /metrics and /healthz, on every address:
+// Prometheus scrapes it from elsewhere, and its numbers name no pod.
 const DefaultMetricsAddress = ":61680"
+
+// DefaultDecisionsAddress serves the last pass's decisions, which name
+// pods and their addresses (what RBAC keeps from most of the cluster):
+// on loopback, reached on the node or through kubectl port-forward.
+const DefaultDecisionsAddress = "127.0.0.1:61681"
 
 func main() {
 	if version.Requested(os.Args[1:]) {
@@ -45,9 +52,9 @@ func main() {
 }
 
 type flags struct {
-	cfg                    reclaim.Config
-	kubeconfig, identity   string
-	metricsAddr, logFormat string
+	cfg                                   reclaim.Config
+	kubeconfig, identity                  string
+	metricsAddr, decisionsAddr, logFormat string
 }
 
 func parse(args []string, stderr io.Writer) (flags, error) {
@@ -65,7 +72,8 @@ func parse(args []string, stderr io.Writer) (flags, error) {
 	fs.DurationVar(&le.RetryPeriod, "leader-election-retry-period", le.RetryPeriod, "time between attempts to take or renew the leader Lease")
 	fs.StringVar(&f.kubeconfig, "kubeconfig", "", "kubeconfig `path`; the pod's service account when empty")
 	fs.StringVar(&f.identity, "identity", os.Getenv("POD_NAME"), "this replica's name in the leader Lease and the Events (default $POD_NAME, else the host name)")
-	fs.StringVar(&f.metricsAddr, "metrics-address", DefaultMetricsAddress, "`host:port` serving /metrics, /healthz and "+reclaim.PathDecisions+"; empty turns it off")
+	fs.StringVar(&f.metricsAddr, "metrics-address", DefaultMetricsAddress, "`host:port` serving /metrics and /healthz; empty turns it off")
+	fs.StringVar(&f.decisionsAddr, "decisions-address", DefaultDecisionsAddress, "`host:port` serving "+reclaim.PathDecisions+" (why each block is kept or reclaimed; it names pods, so keep it on loopback); empty turns it off")
 	fs.StringVar(&f.logFormat, "log-format", "json", "log format: json or text")
 	if err := fs.Parse(args); err != nil {
 		return f, err
@@ -106,8 +114,18 @@ func run(ctx context.Context, args []string, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
-	if f.metricsAddr != "" {
-		srv := serveMetrics(f.metricsAddr, r, log)
+	for _, l := range []struct {
+		flag, addr string
+		h          http.Handler
+		private    bool
+	}{{"--metrics-address", f.metricsAddr, metricsMux(r, f.decisionsAddr), false}, {"--decisions-address", f.decisionsAddr, decisionsMux(r), true}} {
+		if l.addr == "" {
+			continue
+		}
+		srv, err := serve(l.addr, l.h, l.private, log)
+		if err != nil {
+			return fmt.Errorf("%s: %w", l.flag, err)
+		}
 		defer srv.Close()
 	}
 	log.Info("sandboxipam-reclaimer: contending for the leader Lease", "identity", f.identity,
@@ -137,18 +155,45 @@ func connect(kubeconfig string) (reclaim.Clients, error) {
 	return reclaim.Clients{Kube: kube, Dynamic: dyn}, nil
 }
 
-// serveMetrics serves /metrics, /healthz and the last pass's decisions
-// (reclaim.PathDecisions): reads only, nothing there changes state.
-func serveMetrics(addr string, r *reclaim.Reclaimer, log *slog.Logger) *http.Server {
+// metricsMux serves /metrics and /healthz. A request for the decisions
+// there is answered 404 naming where they are.
+func metricsMux(r *reclaim.Reclaimer, decisionsAddr string) *http.ServeMux {
 	mux := http.NewServeMux()
 	mux.Handle("GET /metrics", promhttp.HandlerFor(r.Metrics().Registry(), promhttp.HandlerOpts{}))
-	mux.Handle("GET "+reclaim.PathDecisions, r.DecisionsHandler())
 	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) { _, _ = io.WriteString(w, "ok\n") })
-	srv := &http.Server{Addr: addr, Handler: mux, ReadHeaderTimeout: 10 * time.Second}
+	mux.HandleFunc("GET "+reclaim.PathDecisions, func(w http.ResponseWriter, _ *http.Request) {
+		where := "off (--decisions-address is empty)"
+		if decisionsAddr != "" {
+			where = "on " + decisionsAddr + " (--decisions-address), on the leader's node or through kubectl port-forward"
+		}
+		http.Error(w, "the decisions name pods, so they are not served here: they are "+where, http.StatusNotFound)
+	})
+	return mux
+}
+
+// decisionsMux serves the last pass's decisions (reclaim.PathDecisions).
+func decisionsMux(r *reclaim.Reclaimer) *http.ServeMux {
+	mux := http.NewServeMux()
+	mux.Handle("GET "+reclaim.PathDecisions, r.DecisionsHandler())
+	return mux
+}
+
+// serve serves reads only (nothing there changes state) on addr. What
+// names pods (private) draws a warning when addr reaches beyond loopback.
+func serve(addr string, h http.Handler, private bool, log *slog.Logger) (*http.Server, error) {
+	l, err := net.Listen("tcp", addr)
+	if err != nil {
+		return nil, fmt.Errorf("listen on %s: %w", addr, err)
+	}
+	if tcp, ok := l.Addr().(*net.TCPAddr); ok && private && !tcp.IP.IsLoopback() {
+		log.Warn("sandboxipam-reclaimer: the decisions, which name pods and their addresses, are served beyond loopback: every host that reaches "+addr+" reads them",
+			"address", addr)
+	}
+	srv := &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second}
 	go func() {
-		if err := srv.ListenAndServe(); err != nil && !errors.Is(err, http.ErrServerClosed) {
-			log.Error("sandboxipam-reclaimer: metrics listener", "address", addr, "err", err)
+		if err := srv.Serve(l); err != nil && !errors.Is(err, http.ErrServerClosed) {
+			log.Error("sandboxipam-reclaimer: HTTP listener", "address", addr, "err", err)
 		}
 	}()
-	return srv
+	return srv, nil
 }

@@ -13,7 +13,7 @@ func TestFlagsMapOntoConfig(t *testing.T) {
 		t.Fatal(err)
 	}
 	if f.cfg.Grace != 10*time.Minute || f.cfg.Interval != time.Minute || f.identity != "r-0" || f.cfg.LeaderElection.Namespace != "sbx" ||
-		f.cfg.LeaderElection.Name != "sandboxipam-reclaimer" || f.metricsAddr != DefaultMetricsAddress {
+		f.cfg.LeaderElection.Name != "sandboxipam-reclaimer" || f.metricsAddr != DefaultMetricsAddress || f.decisionsAddr != DefaultDecisionsAddress {
 		t.Fatalf("flags %+v", f)
 	}
 	for args, want := range map[string]string{

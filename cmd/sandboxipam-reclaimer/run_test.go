@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"io"
 	"net/http"
@@ -16,6 +17,7 @@ import (
 
 	"github.com/sandboxipam/sandboxipam/internal/clusterfixture"
 	"github.com/sandboxipam/sandboxipam/internal/testsupport"
+	"github.com/sandboxipam/sandboxipam/ipamd/reclaim"
 )
 
 // TestBinaryLeadsChecksAndReleases runs the built command against a real
@@ -34,9 +36,11 @@ func TestBinaryLeadsChecksAndReleases(t *testing.T) {
 	env.Pod(t, "prod", "copy", "n2", "198.18.0.9")
 
 	bin := testsupport.Binary(t, "./cmd/sandboxipam-reclaimer")
-	port := testsupport.ReservePort(t)
+	port, decisions := testsupport.ReservePort(t), testsupport.ReservePort(t)
 	port.Release()
-	cmd := exec.Command(bin, "--kubeconfig="+env.API.Kubeconfig, "--identity=reclaimer-a", "--metrics-address="+port.Addr, "--log-format=text")
+	decisions.Release()
+	cmd := exec.Command(bin, "--kubeconfig="+env.API.Kubeconfig, "--identity=reclaimer-a", "--metrics-address="+port.Addr,
+		"--decisions-address="+decisions.Addr, "--log-format=text")
 	logPath := filepath.Join(t.TempDir(), "reclaimer.log")
 	logFile, err := os.Create(logPath)
 	if err != nil {
@@ -64,6 +68,31 @@ func TestBinaryLeadsChecksAndReleases(t *testing.T) {
 	}
 	if log := logTail(logPath); !strings.Contains(log, "cluster check: 198.18.0.9 is held by 2 pods: prod/copy (node n2), prod/web (node n1)") {
 		t.Errorf("no log line names the duplicate:\n%s", log)
+	}
+	// The decisions, which name pods, only on their own (loopback) listener.
+	var d reclaim.Decisions
+	testsupport.Wait(t, "the decisions of a first pass", func() (bool, string) {
+		body, err := scrape("http://" + decisions.Addr + reclaim.PathDecisions)
+		if err != nil {
+			return false, err.Error()
+		}
+		if err := json.Unmarshal([]byte(body), &d); err != nil {
+			return false, err.Error()
+		}
+		return d.Pass != nil, body
+	})
+	if d.Identity != "reclaimer-a" || len(d.Pass.Decisions) != 2 || d.Pass.Decisions[0].CIDR != "198.18.0.0/26" || d.Pass.Decisions[0].Reclaim ||
+		d.Pass.Decisions[1].CIDR != "198.18.0.64/26" || d.Pass.Decisions[1].Reclaim {
+		t.Errorf("decisions %+v, want both blocks kept (their Nodes exist)", d)
+	}
+	resp, err := http.Get("http://" + port.Addr + reclaim.PathDecisions)
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusNotFound || !strings.Contains(string(body), "on "+decisions.Addr+" (--decisions-address)") {
+		t.Errorf("GET %s on the metrics listener = %s %q, want 404 naming %s", reclaim.PathDecisions, resp.Status, body, decisions.Addr)
 	}
 
 	if err := cmd.Process.Signal(syscall.SIGTERM); err != nil {

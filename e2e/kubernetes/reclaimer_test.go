@@ -22,10 +22,10 @@ import (
 // The reclaimer as the pool test runs it: the shortest grace it accepts,
 // a pass every 2 s.
 const (
-	reclaimerGrace    = reclaim.MinGrace
-	reclaimerInterval = 2 * time.Second
-	reclaimerLease    = "/apis/coordination.k8s.io/v1/namespaces/kube-system/leases/" + deploy.ReclaimerName
-	reclaimerPort     = "61680" // its --metrics-address, on the node's addresses (hostNetwork)
+	reclaimerGrace     = reclaim.MinGrace
+	reclaimerInterval  = 2 * time.Second
+	reclaimerLease     = "/apis/coordination.k8s.io/v1/namespaces/kube-system/leases/" + deploy.ReclaimerName
+	reclaimerDecisions = "127.0.0.1:61681" // its --decisions-address, on its node's loopback (hostNetwork)
 )
 
 // configureReclaimer sets the rendered reclaimer's image to the one the
@@ -76,8 +76,8 @@ func (c *cluster) reclaimerLeader(ctx context.Context) (corev1.Pod, error) {
 }
 
 // reclaimerDecisions reads the leading reclaimer's last pass, as an
-// operator would: GET /v1/decisions on its node (on loopback here, the
-// reclaimer is hostNetwork).
+// operator would: GET /v1/decisions on its node's loopback (the reclaimer
+// is hostNetwork).
 func (c *cluster) reclaimerDecisions(ctx context.Context) (reclaim.Decisions, error) {
 	var d reclaim.Decisions
 	leader, err := c.reclaimerLeader(ctx)
@@ -89,7 +89,7 @@ func (c *cluster) reclaimerDecisions(ctx context.Context) (reclaim.Decisions, er
 		return d, fmt.Errorf("the leader %s runs on %q, not a node of the cluster", leader.Name, leader.Spec.NodeName)
 	}
 	hc := &http.Client{Transport: &http.Transport{DialContext: netnsDialer(n.netns), DisableKeepAlives: true}, Timeout: 10 * time.Second}
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://127.0.0.1:"+reclaimerPort+reclaim.PathDecisions, nil)
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+reclaimerDecisions+reclaim.PathDecisions, nil)
 	if err != nil {
 		return d, err
 	}
