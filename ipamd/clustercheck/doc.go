@@ -20,4 +20,7 @@
 //
 // Snapshot's Add methods convert the API's objects and record each object
 // they cannot read as an Unreadable finding, never skipping it silently.
+//
+// See docs/architecture.md for where this package sits and the life of an
+// ADD, a DEL, a reconcile pass and a restart through the daemon.
 package clustercheck

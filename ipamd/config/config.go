@@ -27,6 +27,9 @@
 // (Adapters), never from init-time registration, so a typo in
 // runtime.adapter fails when the config loads rather than when the
 // reconciler first needs the runtime.
+//
+// See docs/architecture.md for where this package sits and the life of an
+// ADD, a DEL, a reconcile pass and a restart through the daemon.
 package config
 
 import (

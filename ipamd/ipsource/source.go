@@ -9,6 +9,9 @@
 // pool (blocks claimed from a cluster IPPool through IPBlock objects,
 // package ipsource/pool, recorded the same way) and aws (secondary
 // private IPs of ENIs, package ipsource/aws).
+//
+// See docs/architecture.md for where this package sits and the life of an
+// ADD, a DEL, a reconcile pass and a restart through the daemon.
 package ipsource
 
 import (

@@ -10,6 +10,9 @@
 // address through that veth, so the node proves which addresses are held
 // without the runtime's help. It reads through netlink (vishvananda/
 // netlink), never by running ip(8).
+//
+// See docs/architecture.md for where this package sits and the life of an
+// ADD, a DEL, a reconcile pass and a restart through the daemon.
 package nodestate
 
 import (

@@ -31,4 +31,7 @@
 // leader election, and only the leader starts informers and passes. It
 // writes nothing but deletes of IPBlocks and Events; pods' addresses are
 // only ever released by their own node's ipamd.
+//
+// See docs/architecture.md for where this package sits and the life of an
+// ADD, a DEL, a reconcile pass and a restart through the daemon.
 package reclaim

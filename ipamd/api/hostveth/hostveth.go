@@ -2,6 +2,9 @@
 // makes for each pod attachment. The plugin and ipamd share it: ipamd
 // finds a pod's link on the node by the same name when it must account
 // for an address the runtime does not report (see ipamd/nodestate).
+//
+// See docs/architecture.md for where this package sits and the life of an
+// ADD, a DEL, a reconcile pass and a restart through the daemon.
 package hostveth
 
 import (

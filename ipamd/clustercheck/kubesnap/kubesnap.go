@@ -4,6 +4,9 @@
 // --cluster`, which runs once and should leave no watch behind. The
 // reclaimer, which runs the same comparison periodically, builds its
 // snapshot from its informers' caches instead.
+//
+// See docs/architecture.md for where this package sits and the life of an
+// ADD, a DEL, a reconcile pass and a restart through the daemon.
 package kubesnap
 
 import (

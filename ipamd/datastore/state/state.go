@@ -22,6 +22,9 @@
 // Subnet, Gateway and Group, are the store's to decide and arrive as
 // Changes (Hold, Quarantine and Repool carry the address as the pool
 // gives it).
+//
+// See docs/architecture.md for where this package sits and the life of an
+// ADD, a DEL, a reconcile pass and a restart through the daemon.
 package state
 
 import (

@@ -26,6 +26,9 @@
 // takes one a pod holds) before EC2 is asked to unassign them, and gives
 // them back when EC2 refuses. When a call's outcome is unknown (a timeout)
 // the source re-reads the ENIs from EC2 before its next change.
+//
+// See docs/architecture.md for where this package sits and the life of an
+// ADD, a DEL, a reconcile pass and a restart through the daemon.
 package aws
 
 import (

@@ -25,6 +25,9 @@
 // crash between the create and the record leaks nothing. The informers
 // watch one IPPool (field-selected by name), this node's IPBlocks
 // (label-selected by v1alpha1.NodeLabel) and this Node (field-selected).
+//
+// See docs/architecture.md for where this package sits and the life of an
+// ADD, a DEL, a reconcile pass and a restart through the daemon.
 package pool
 
 import (

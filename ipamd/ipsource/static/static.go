@@ -8,6 +8,9 @@
 // list of addresses, so an IPv6 /64 costs what an IPv4 /30 costs. CIDRs of
 // both families make the pool dual-stack: each pod gets one address of
 // each.
+//
+// See docs/architecture.md for where this package sits and the life of an
+// ADD, a DEL, a reconcile pass and a restart through the daemon.
 package static
 
 import (

@@ -20,6 +20,9 @@
 // kind fails generation instead of being encoded wrongly. msg_test.go
 // proves every message byte for byte against the protobuf types, in both
 // directions, and fuzzes the decoders against them.
+//
+// See docs/architecture.md for where this package sits and the life of an
+// ADD, a DEL, a reconcile pass and a restart through the daemon.
 package msg
 
 //go:generate go run ./internal/msggen -o messages.go
