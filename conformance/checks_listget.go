@@ -67,13 +67,8 @@ func agreeListGet(ctx context.Context, s *session, listed runtime.Sandbox, own b
 	if diff == "" {
 		return nil
 	}
-	relisted, listErr := s.list(ctx)
-	if listErr != nil {
-		return listErr
-	}
-	again, ok := findByID(relisted, listed.ID)
-	if !ok || again.State != listed.State || sandboxIdentity(again) != sandboxIdentity(listed) {
-		return nil // the sandbox changed in between: another run's pod
+	if same, err := listedUnchanged(ctx, s, listed); err != nil || !same {
+		return err // the sandbox changed in between: another run's pod
 	}
 	got, err = s.get(ctx, listed.ID)
 	if !own && err == nil {
@@ -81,6 +76,14 @@ func agreeListGet(ctx context.Context, s *session, listed runtime.Sandbox, own b
 	}
 	if diff = listGetDiff(listed, got, err); diff == "" {
 		return nil
+	}
+	// Docker drops a removed container from inspection a moment before
+	// it drops it from its listing: a sandbox another run removes can be
+	// listed, then not found, listed again and not found again. It is
+	// gone from the listing after that second miss; a disagreement of
+	// the adapter's own stays.
+	if same, err := listedUnchanged(ctx, s, listed); err != nil || !same {
+		return err
 	}
 	return mismatch(fmt.Sprintf("GetSandbox of listed sandbox %s (%s) %s, twice", listed.ID, listed.State, diff),
 		describeListed(listed, true)+" "+sandboxIdentity(listed), describeGet(got, err))
@@ -102,4 +105,15 @@ func listGetDiff(listed, got runtime.Sandbox, err error) string {
 		return "returned another identity"
 	}
 	return ""
+}
+
+// listedUnchanged lists again and says whether listed is there unchanged
+// (same state and identity).
+func listedUnchanged(ctx context.Context, s *session, listed runtime.Sandbox) (bool, error) {
+	relisted, err := s.list(ctx)
+	if err != nil {
+		return false, err
+	}
+	again, ok := findByID(relisted, listed.ID)
+	return ok && again.State == listed.State && sandboxIdentity(again) == sandboxIdentity(listed), nil
 }
