@@ -238,7 +238,7 @@ func (d *Daemon) openStore(ctx context.Context) error {
 			slog.String("path", d.cfg.CheckpointPath()))
 	default:
 		d.log.Error("CHECKPOINT CORRUPT: it was set aside and no address is handed out until the runtime listing and the node account for every pod's address",
-			slog.String("path", d.cfg.CheckpointPath()), slog.String("detail", rec.Detail), slog.Int("unproven", rec.Unproven))
+			slog.String("path", d.cfg.CheckpointPath()), slog.String("detail", rec.Detail), slog.Int("quarantined", rec.Quarantined))
 	}
 	return nil
 }

@@ -78,7 +78,7 @@ func (s *Store) statsLocked() Stats {
 		total, held = satAdd(total, c.total), satAdd(held, c.held)
 		cooling, quarantined = satAdd(cooling, c.cooling), satAdd(quarantined, c.quarantined)
 	}
-	st.Total, st.Cooling, st.Unproven = clampInt(total), clampInt(cooling), clampInt(quarantined)
+	st.Total, st.Cooling, st.Quarantined = clampInt(total), clampInt(cooling), clampInt(quarantined)
 	st.Free = clampInt(freeOf(total, held+cooling+quarantined, s.st.Unproven()))
 	return st
 }

@@ -152,8 +152,8 @@ type Recovery struct {
 	Detail string
 	// Assignments is how many assignments were loaded.
 	Assignments int
-	// Unproven is how many addresses are quarantined right now.
-	Unproven int
+	// Quarantined is how many addresses are quarantined right now.
+	Quarantined int
 }
 
 // RecoveryState is how Open found the checkpoint.
@@ -172,8 +172,9 @@ const (
 
 // Stats counts the pool's addresses. Total counts addresses in the pool;
 // Assigned counts assignments, including any whose address has left the
-// pool.
-type Stats struct{ Total, Assigned, Free, Cooling, Unproven int }
+// pool; Quarantined counts what ipamd cannot prove free (while the store
+// is unproven, every pool address nobody holds).
+type Stats struct{ Total, Assigned, Free, Cooling, Quarantined int }
 
 // Store is the datastore. It is safe for concurrent use and implements
 // ipsource.Pool.
@@ -284,7 +285,7 @@ func (s *Store) Recovery() Recovery {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	r := s.recovery
-	r.Unproven = s.statsLocked().Unproven
+	r.Quarantined = s.statsLocked().Quarantined
 	return r
 }
 

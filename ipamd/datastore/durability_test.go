@@ -31,7 +31,7 @@ func TestAcknowledgedChangesSurviveReopen(t *testing.T) {
 	before := s.Assignments()
 
 	s = f.reopen(s)
-	if r := s.Recovery(); r.Checkpoint != datastore.RecoveryLoaded || r.Assignments != 2 || r.Unproven != 0 {
+	if r := s.Recovery(); r.Checkpoint != datastore.RecoveryLoaded || r.Assignments != 2 || r.Quarantined != 0 {
 		t.Fatalf("Recovery = %+v, want loaded with 2 assignments", r)
 	}
 	after := s.Assignments()
@@ -279,7 +279,7 @@ func TestProveWhenMissingStartsUnproven(t *testing.T) {
 	}
 	defer s.Close()
 	f.fill(s)
-	if r := s.Recovery(); r.Checkpoint != datastore.RecoveryMissing || r.Unproven != 2 || !s.Unproven() {
+	if r := s.Recovery(); r.Checkpoint != datastore.RecoveryMissing || r.Quarantined != 2 || !s.Unproven() {
 		t.Fatalf("Recovery = %+v, unproven %v", r, s.Unproven())
 	}
 	if _, err := s.Assign(context.Background(), key("a"), pod("a")); !errors.Is(err, datastore.ErrUnproven) {

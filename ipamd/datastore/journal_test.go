@@ -171,7 +171,7 @@ func TestDamagedJournalStartsUnproven(t *testing.T) {
 
 			s = f.open()
 			r := s.Recovery()
-			if r.Checkpoint != datastore.RecoveryCorrupt || r.Assignments != 0 || r.Unproven != 6 || r.Detail == "" || !s.Unproven() {
+			if r.Checkpoint != datastore.RecoveryCorrupt || r.Assignments != 0 || r.Quarantined != 6 || r.Detail == "" || !s.Unproven() {
 				t.Fatalf("Recovery = %+v, want corrupt with 6 unproven addresses", r)
 			}
 			kept, err := os.ReadFile(checkpoint.JournalPath(f.path) + ".corrupt-" + corruptedAside(t, f)[len(f.path+".corrupt-"):])

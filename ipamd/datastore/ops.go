@@ -91,7 +91,7 @@ func (s *Store) assignLocked(key Key, pod Pod, origin Origin) (Assignment, *pers
 		if !ok {
 			st := s.statsLocked()
 			return Assignment{}, nil, fmt.Errorf("assign to sandbox %s: %w: no free %s address: %d addresses, %d assigned, %d cooling, %d quarantined",
-				key.SandboxID, ErrPoolExhausted, family, st.Total, st.Assigned, st.Cooling, st.Unproven)
+				key.SandboxID, ErrPoolExhausted, family, st.Total, st.Assigned, st.Cooling, st.Quarantined)
 		}
 		picked = append(picked, addr)
 	}

@@ -19,7 +19,7 @@ type ProofState struct {
 func (s *Store) Proof() ProofState {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return ProofState{Unproven: s.st.Unproven(), Quarantined: s.statsLocked().Unproven, Waiting: s.waitingLocked()}
+	return ProofState{Unproven: s.st.Unproven(), Quarantined: s.statsLocked().Quarantined, Waiting: s.waitingLocked()}
 }
 
 // waitingLocked names what an unproven store waits for.

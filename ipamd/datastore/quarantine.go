@@ -66,7 +66,7 @@ func (s *Store) quarantinedLocked() int {
 	unproven := s.st.Unproven()
 	if unproven {
 		st := s.statsLocked()
-		n = uint64(st.Unproven)
+		n = uint64(st.Quarantined)
 	}
 	for ip, e := range s.st.Addresses() {
 		if e.Quarantined && (e.Held || !unproven) && s.inPoolLocked(ip) {

@@ -285,7 +285,7 @@ func TestUnprovenStoreGivesNothingBack(t *testing.T) {
 	if removed, err := s.RemoveRange(ctx, netip.MustParsePrefix("198.18.0.16/28")); err != nil || removed {
 		t.Fatalf("RemoveRange while unproven = %v, %v", removed, err)
 	}
-	if st := s.Stats(); st.Total != 17 || st.Unproven != 17 {
+	if st := s.Stats(); st.Total != 17 || st.Quarantined != 17 {
 		t.Fatalf("Stats = %+v", st)
 	}
 }
@@ -296,7 +296,7 @@ func TestProofOfASlash64Pool(t *testing.T) {
 	f := newFixture(t, "2001:db8:9::/64")
 	f.proveWhenMissing = true
 	s := f.open()
-	if st := s.Stats(); st.Unproven != math.MaxInt || st.Free != 0 {
+	if st := s.Stats(); st.Quarantined != math.MaxInt || st.Free != 0 {
 		t.Fatalf("Stats while unproven = %+v", st)
 	}
 	rep, err := s.Observe(context.Background(), datastore.Evidence{Network: "pods", IfName: "eth0", At: f.clock.Now(),

@@ -52,7 +52,7 @@ func TestDamagedCheckpointStartsUnproven(t *testing.T) {
 
 			s = f.open()
 			r := s.Recovery()
-			if r.Checkpoint != datastore.RecoveryCorrupt || r.Assignments != 0 || r.Unproven != 6 || r.Detail == "" {
+			if r.Checkpoint != datastore.RecoveryCorrupt || r.Assignments != 0 || r.Quarantined != 6 || r.Detail == "" {
 				t.Fatalf("Recovery = %+v, want corrupt with 6 unproven addresses", r)
 			}
 			kept, err := os.ReadFile(corruptedAside(t, f))
@@ -62,7 +62,7 @@ func TestDamagedCheckpointStartsUnproven(t *testing.T) {
 			if _, err := s.Assign(context.Background(), key("c"), pod("c")); !errors.Is(err, datastore.ErrUnproven) {
 				t.Fatalf("Assign before Adopt: err = %v, want ErrUnproven", err)
 			}
-			if st := s.Stats(); st != (datastore.Stats{Total: 6, Unproven: 6}) {
+			if st := s.Stats(); st != (datastore.Stats{Total: 6, Quarantined: 6}) {
 				t.Fatalf("Stats = %+v", st)
 			}
 		})
@@ -169,7 +169,7 @@ func TestObserveWithAnUnaccountedPodStaysUnproven(t *testing.T) {
 	if !s.Unproven() {
 		t.Fatal("store forgot it is unproven")
 	}
-	if st := s.Stats(); st != (datastore.Stats{Total: 6, Assigned: 2, Unproven: 4}) {
+	if st := s.Stats(); st != (datastore.Stats{Total: 6, Assigned: 2, Quarantined: 4}) {
 		t.Fatalf("Stats after reopen = %+v", st)
 	}
 	rep = observe(t, s, evidence(listing()))
@@ -275,7 +275,7 @@ func TestObserveQuarantinesAddressesTheStoreDoesNotRecordUnderTheirHolder(t *tes
 	}
 	// The quarantine is on disk.
 	s = f.reopen(s)
-	if st := s.Stats(); st.Unproven != 2 {
+	if st := s.Stats(); st.Quarantined != 2 {
 		t.Fatalf("Stats after reopen = %+v, want 2 quarantined", st)
 	}
 	if rep := observe(t, s, evidence(nil)); rep.ProvenFree != 2 {

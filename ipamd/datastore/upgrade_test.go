@@ -59,7 +59,7 @@ func TestUpgradeFromV1(t *testing.T) {
 		return s
 	}
 	s := open()
-	if r := s.Recovery(); r.Checkpoint != datastore.RecoveryLoaded || r.Assignments != 4 || r.Unproven != 1 {
+	if r := s.Recovery(); r.Checkpoint != datastore.RecoveryLoaded || r.Assignments != 4 || r.Quarantined != 1 {
 		t.Fatalf("Recovery = %+v, want loaded, 4 assignments, 1 quarantined", r)
 	}
 	listed := time.Date(2026, 12, 2, 12, 0, 1, 0, time.UTC)
@@ -77,7 +77,7 @@ func TestUpgradeFromV1(t *testing.T) {
 				t.Fatalf("assignment %+v", a)
 			}
 		}
-		if st := s.Stats(); st.Total != 254 || st.Assigned != 4 || st.Cooling != 1 || st.Unproven != 1 || st.Free != 248 {
+		if st := s.Stats(); st.Total != 254 || st.Assigned != 4 || st.Cooling != 1 || st.Quarantined != 1 || st.Free != 248 {
 			t.Fatalf("Stats = %+v: want .2 cooling and .9 quarantined", st)
 		}
 	}
@@ -103,7 +103,7 @@ func TestUpgradeFromV1(t *testing.T) {
 	if got := ipsOf(check2); !reflect.DeepEqual(got, want) {
 		t.Fatalf("after the v2 rewrite: %v, want %v", got, want)
 	}
-	if st := s.Stats(); st.Cooling != 1 || st.Unproven != 1 || st.Assigned != 5 {
+	if st := s.Stats(); st.Cooling != 1 || st.Quarantined != 1 || st.Assigned != 5 {
 		t.Fatalf("Stats after the v2 rewrite = %+v", st)
 	}
 }

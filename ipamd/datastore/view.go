@@ -39,7 +39,7 @@ func (s *Store) View() PoolView {
 	defer s.mu.Unlock()
 	v := PoolView{At: s.now(), Stats: s.statsLocked(), Ranges: s.rangesLocked(),
 		Proof: ProofState{Unproven: s.st.Unproven(), Waiting: s.waitingLocked()}}
-	v.Proof.Quarantined = v.Stats.Unproven
+	v.Proof.Quarantined = v.Stats.Quarantined
 	for k, c := range s.countLocked() {
 		v.Groups = append(v.Groups, GroupCount{Group: k[0], Family: k[1], Total: c.total, Assigned: c.held, Cooling: c.cooling, Quarantined: c.quarantined})
 	}

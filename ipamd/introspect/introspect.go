@@ -150,9 +150,9 @@ func (h *handlers) pool(w http.ResponseWriter, _ *http.Request) {
 	st := v.Stats
 	rec := h.Store.Recovery()
 	out := api.Pool{
-		Source: h.Source, Total: st.Total, Assigned: st.Assigned, Free: st.Free, Cooling: st.Cooling, Unproven: st.Unproven,
+		Source: h.Source, Total: st.Total, Assigned: st.Assigned, Free: st.Free, Cooling: st.Cooling, Unproven: st.Quarantined,
 		Groups:   []api.Group{},
-		Recovery: api.Recovery{Checkpoint: string(rec.Checkpoint), Detail: rec.Detail, Assignments: rec.Assignments, Unproven: rec.Unproven},
+		Recovery: api.Recovery{Checkpoint: string(rec.Checkpoint), Detail: rec.Detail, Assignments: rec.Assignments, Unproven: rec.Quarantined},
 	}
 	pr := v.Proof
 	out.Proof = api.Proof{Unproven: pr.Unproven, Quarantined: pr.Quarantined, Waiting: pr.Waiting}

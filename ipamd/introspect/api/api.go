@@ -119,16 +119,22 @@ type Recovery struct {
 	Checkpoint  string `json:"checkpoint"` // loaded, missing or corrupt
 	Detail      string `json:"detail,omitempty"`
 	Assignments int    `json:"assignments"`
-	Unproven    int    `json:"unproven"`
+	// Unproven counts the addresses ipamd cannot prove free right now:
+	// Proof.Quarantined under its first name, kept for scripts that
+	// read it.
+	Unproven int `json:"unproven"`
 }
 
 // Pool is GET /v1/pool.
 type Pool struct {
-	Source   string  `json:"source"` // static or aws
-	Total    int     `json:"total"`
-	Assigned int     `json:"assigned"`
-	Free     int     `json:"free"`
-	Cooling  int     `json:"cooling"`
+	Source   string `json:"source"` // static or aws
+	Total    int    `json:"total"`
+	Assigned int    `json:"assigned"`
+	Free     int    `json:"free"`
+	Cooling  int    `json:"cooling"`
+	// Unproven counts the addresses ipamd cannot prove free, quarantined
+	// or held back while the store is unproven: Proof.Quarantined under
+	// its first name, kept for scripts that read it.
 	Unproven int     `json:"unproven"`
 	Groups   []Group `json:"groups"`
 	// Families sums the pool per address family; Ranges lists its blocks
