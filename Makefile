@@ -57,8 +57,8 @@ test-tools: $(TOOLS_BIN)/crictl runtime-tools kubernetes-tools
 
 # CRI-O (crio, pinns) and cri-dockerd, built from the modules pinned in
 # tools/crio and tools/cri-dockerd and cached by version under
-# ${XDG_CACHE_HOME:-$HOME/.cache}/sandboxipam (cold: about 370 and 400
-# CPU-seconds, see BENCHMARKS.md; warm: nothing to do), linked into
+# ${XDG_CACHE_HOME:-$HOME/.cache}/sandboxipam (cold: 150 s and
+# 86 s on an idle 2-core machine, see BENCHMARKS.md; warm: nothing to do), linked into
 # bin/tools, where internal/testenv finds them. Needs cgo, a C compiler and
 # Debian's libseccomp-dev (.ci/run installs it).
 runtime-tools:

@@ -16,7 +16,7 @@ cache=${CRI_DOCKERD_CACHE_DIR:-${XDG_CACHE_HOME:-$HOME/.cache}/sandboxipam/cri-d
 mkdir -p "$cache"
 
 if [ ! -x "$cache/cri-dockerd" ]; then
-	echo "cri-dockerd: building cri-dockerd $version (cold: ~300 CPU-seconds)" >&2
+	echo "cri-dockerd: building cri-dockerd $version (cold: about 90 s on 2 idle cores)" >&2
 	start=$(date +%s)
 	pkg=github.com/Mirantis/cri-dockerd/cmd/version
 	# Build beside, then rename: an interrupted build never leaves a

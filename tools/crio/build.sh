@@ -22,7 +22,7 @@ mkdir -p "$cache"
 tags="containers_image_openpgp containers_image_ostree_stub exclude_graphdriver_btrfs btrfs_noversion exclude_graphdriver_devicemapper seccomp"
 
 if [ ! -x "$cache/crio" ]; then
-	echo "crio: building crio $version (cold: ~250 CPU-seconds)" >&2
+	echo "crio: building crio $version (cold: about 150 s on 2 idle cores)" >&2
 	start=$(date +%s)
 	# Build beside, then rename: an interrupted build never leaves a
 	# binary the next run would take as complete.

@@ -55,7 +55,7 @@ for c in "$@"; do
 	pkgs="$pkgs k8s.io/kubernetes/cmd/$c"
 done
 if [ -n "$missing" ]; then
-	echo "kubernetes: building$missing $version (cold: ~1,500 CPU-seconds for kubelet alone)" >&2
+	echo "kubernetes: building$missing $version (cold: about 5 min on 2 idle cores)" >&2
 	start=$(date +%s)
 	# Build beside, then rename: an interrupted build never leaves a
 	# binary the next run would take as complete.
