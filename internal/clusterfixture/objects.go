@@ -2,6 +2,7 @@ package clusterfixture
 
 import (
 	"context"
+	"fmt"
 	"net/netip"
 	"testing"
 	"time"
@@ -11,6 +12,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/dynamic"
 	"k8s.io/utils/ptr"
 
 	"github.com/sandboxipam/sandboxipam/ipamd/api/pool/v1alpha1"
@@ -122,20 +124,42 @@ func (e *Env) RenewLease(t testing.TB, node string, at time.Time) *coordinationv
 	return l
 }
 
-// Pool creates an IPPool of IPv4 cidrs, blocks of size bits.
+// Pool creates an IPPool of IPv4 cidrs, blocks of size bits; it fails t
+// on error.
 func (e *Env) Pool(t testing.TB, name string, size int, cidrs ...string) {
 	t.Helper()
-	u, err := v1alpha1.ToUnstructured(&v1alpha1.IPPool{
-		TypeMeta:   metav1.TypeMeta{APIVersion: v1alpha1.Group + "/" + v1alpha1.Version, Kind: v1alpha1.IPPoolKind},
-		ObjectMeta: metav1.ObjectMeta{Name: name},
-		Spec:       v1alpha1.IPPoolSpec{IPv4: &v1alpha1.PoolFamily{CIDRs: cidrs, BlockSize: size}},
-	})
-	if err != nil {
+	if err := CreatePool(context.Background(), e.Dynamic, name, size, 0, cidrs...); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := e.Dynamic.Resource(v1alpha1.IPPoolResource).Create(context.Background(), u, metav1.CreateOptions{}); err != nil {
-		t.Fatalf("create IPPool %s: %v", name, err)
+}
+
+// CreatePool creates an IPPool of the given CIDRs (IPv4 and IPv6 sorted by
+// family) with blocks of v4bits and v6bits. It returns its error, so
+// simulated nodes can call it off the test goroutine.
+func CreatePool(ctx context.Context, dyn dynamic.Interface, name string, v4bits, v6bits int, cidrs ...string) error {
+	p := v1alpha1.IPPool{TypeMeta: metav1.TypeMeta{APIVersion: v1alpha1.Group + "/" + v1alpha1.Version, Kind: v1alpha1.IPPoolKind},
+		ObjectMeta: metav1.ObjectMeta{Name: name}}
+	for _, c := range cidrs {
+		if netip.MustParsePrefix(c).Addr().Is4() {
+			if p.Spec.IPv4 == nil {
+				p.Spec.IPv4 = &v1alpha1.PoolFamily{BlockSize: v4bits}
+			}
+			p.Spec.IPv4.CIDRs = append(p.Spec.IPv4.CIDRs, c)
+		} else {
+			if p.Spec.IPv6 == nil {
+				p.Spec.IPv6 = &v1alpha1.PoolFamily{BlockSize: v6bits}
+			}
+			p.Spec.IPv6.CIDRs = append(p.Spec.IPv6.CIDRs, c)
+		}
 	}
+	u, err := v1alpha1.ToUnstructured(&p)
+	if err != nil {
+		return err
+	}
+	if _, err := dyn.Resource(v1alpha1.IPPoolResource).Create(ctx, u, metav1.CreateOptions{}); err != nil {
+		return fmt.Errorf("create IPPool %s: %w", name, err)
+	}
+	return nil
 }
 
 // Block claims block cidr of pool for node, as ipamd's pool source does,

@@ -2,15 +2,15 @@
 // against a real kube-apiserver: on internal/clusterfixture's API server
 // with the project's own CRDs installed, it hands out the counted clients
 // (ipamd/kubeclient) the pool source uses, one connection per simulated
-// node, and creates and lists IPPools, Nodes and IPBlocks with errors
-// returned, so concurrent nodes can call it off the test goroutine.
+// node, and creates Nodes and lists IPBlocks with errors returned, so
+// concurrent nodes can call it off the test goroutine (IPPools:
+// clusterfixture.CreatePool).
 package pooltest
 
 import (
 	"context"
 	"fmt"
 	"net"
-	"net/netip"
 	"testing"
 	"time"
 
@@ -26,34 +26,6 @@ import (
 	"github.com/sandboxipam/sandboxipam/ipamd/api/pool/v1alpha1"
 	"github.com/sandboxipam/sandboxipam/ipamd/kubeclient"
 )
-
-// CreatePool creates an IPPool of the given CIDRs (IPv4 and IPv6 sorted by
-// family) with blocks of v4bits and v6bits.
-func CreatePool(ctx context.Context, dyn dynamic.Interface, name string, v4bits, v6bits int, cidrs ...string) error {
-	p := v1alpha1.IPPool{TypeMeta: metav1.TypeMeta{APIVersion: v1alpha1.Group + "/" + v1alpha1.Version, Kind: v1alpha1.IPPoolKind},
-		ObjectMeta: metav1.ObjectMeta{Name: name}}
-	for _, c := range cidrs {
-		if netip.MustParsePrefix(c).Addr().Is4() {
-			if p.Spec.IPv4 == nil {
-				p.Spec.IPv4 = &v1alpha1.PoolFamily{BlockSize: v4bits}
-			}
-			p.Spec.IPv4.CIDRs = append(p.Spec.IPv4.CIDRs, c)
-		} else {
-			if p.Spec.IPv6 == nil {
-				p.Spec.IPv6 = &v1alpha1.PoolFamily{BlockSize: v6bits}
-			}
-			p.Spec.IPv6.CIDRs = append(p.Spec.IPv6.CIDRs, c)
-		}
-	}
-	u, err := v1alpha1.ToUnstructured(&p)
-	if err != nil {
-		return err
-	}
-	if _, err := dyn.Resource(v1alpha1.IPPoolResource).Create(ctx, u, metav1.CreateOptions{}); err != nil {
-		return fmt.Errorf("create IPPool %s: %w", name, err)
-	}
-	return nil
-}
 
 // CreateNode registers a Node (no podCIDRs: the pool source needs none)
 // and returns its UID.

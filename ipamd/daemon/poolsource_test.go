@@ -69,7 +69,7 @@ func startPoolEnv(t *testing.T, nodeName string, cidrs ...string) *poolEnv {
 	if err := clusterfixture.InstallCRDs(t.Context(), kc.Dynamic, testsupport.Root(t)); err != nil {
 		t.Fatal(err)
 	}
-	if err := pooltest.CreatePool(t.Context(), kc.Dynamic, "default", 29, 125, cidrs...); err != nil {
+	if err := clusterfixture.CreatePool(t.Context(), kc.Dynamic, "default", 29, 125, cidrs...); err != nil {
 		t.Fatal(err)
 	}
 	uid, err := pooltest.CreateNode(t.Context(), kc, nodeName)

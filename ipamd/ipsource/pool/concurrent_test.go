@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/sandboxipam/sandboxipam/internal/clusterfixture"
 	"github.com/sandboxipam/sandboxipam/internal/pooltest"
 	"github.com/sandboxipam/sandboxipam/internal/testsupport"
 	"github.com/sandboxipam/sandboxipam/ipamd/datastore"
@@ -30,7 +31,7 @@ func TestPoolNodesClaimConcurrently(t *testing.T) {
 	a, admin := pooltest.Start(t)
 	ctx, cancel := context.WithCancel(t.Context())
 	defer cancel()
-	if err := pooltest.CreatePool(ctx, admin.Dynamic, "default", 29, 125, "198.18.16.0/27", "fd00:16::/123"); err != nil {
+	if err := clusterfixture.CreatePool(ctx, admin.Dynamic, "default", 29, 125, "198.18.16.0/27", "fd00:16::/123"); err != nil {
 		t.Fatal(err)
 	}
 	cfg := pool.DefaultConfig()

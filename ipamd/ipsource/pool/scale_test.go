@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/sandboxipam/sandboxipam/internal/clusterfixture"
 	"github.com/sandboxipam/sandboxipam/internal/pooltest"
 	"github.com/sandboxipam/sandboxipam/internal/testsupport"
 	"github.com/sandboxipam/sandboxipam/ipamd/datastore"
@@ -36,7 +37,7 @@ func BenchmarkPoolClaimScale(b *testing.B) {
 	a, admin := pooltest.Start(b)
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel() // before the nodes' clean-ups, which wait for their sources to stop
-	if err := pooltest.CreatePool(ctx, admin.Dynamic, "default", 26, 122, "198.18.0.0/15"); err != nil {
+	if err := clusterfixture.CreatePool(ctx, admin.Dynamic, "default", 26, 122, "198.18.0.0/15"); err != nil {
 		b.Fatal(err)
 	}
 	dir := shmDir(b)
