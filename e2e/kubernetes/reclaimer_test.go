@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"net/url"
 	"testing"
@@ -22,10 +23,11 @@ import (
 // The reclaimer as the pool test runs it: the shortest grace it accepts,
 // a pass every 2 s.
 const (
-	reclaimerGrace     = reclaim.MinGrace
-	reclaimerInterval  = 2 * time.Second
-	reclaimerLease     = "/apis/coordination.k8s.io/v1/namespaces/kube-system/leases/" + deploy.ReclaimerName
-	reclaimerDecisions = "127.0.0.1:61681" // its --decisions-address, on its node's loopback (hostNetwork)
+	reclaimerGrace         = reclaim.MinGrace
+	reclaimerInterval      = 2 * time.Second
+	reclaimerLease         = "/apis/coordination.k8s.io/v1/namespaces/kube-system/leases/" + deploy.ReclaimerName
+	reclaimerDecisionsPort = "61681"
+	reclaimerDecisions     = "127.0.0.1:" + reclaimerDecisionsPort // its --decisions-address, on its node's loopback (hostNetwork)
 )
 
 // configureReclaimer sets the rendered reclaimer's image to the one the
@@ -76,26 +78,33 @@ func (c *cluster) reclaimerLeader(ctx context.Context) (corev1.Pod, error) {
 }
 
 // reclaimerDecisions reads the leading reclaimer's last pass, as an
-// operator would: GET /v1/decisions on its node's loopback (the reclaimer
-// is hostNetwork).
+// operator on its node would: GET /v1/decisions on the node's loopback
+// (the reclaimer is hostNetwork).
 func (c *cluster) reclaimerDecisions(ctx context.Context) (reclaim.Decisions, error) {
-	var d reclaim.Decisions
 	leader, err := c.reclaimerLeader(ctx)
 	if err != nil {
-		return d, err
+		return reclaim.Decisions{}, err
 	}
 	n := c.node(leader.Spec.NodeName)
 	if n == nil {
-		return d, fmt.Errorf("the leader %s runs on %q, not a node of the cluster", leader.Name, leader.Spec.NodeName)
+		return reclaim.Decisions{}, fmt.Errorf("the leader %s runs on %q, not a node of the cluster", leader.Name, leader.Spec.NodeName)
 	}
-	hc := &http.Client{Transport: &http.Transport{DialContext: netnsDialer(n.netns), DisableKeepAlives: true}, Timeout: 10 * time.Second}
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+reclaimerDecisions+reclaim.PathDecisions, nil)
+	return getDecisions(ctx, netnsDialer(n.netns), reclaimerDecisions, n.name+"'s loopback", leader.Name)
+}
+
+// getDecisions GETs /v1/decisions from addr, dialled with dial, and
+// returns the pass of the reclaimer named leader; where names the route
+// in errors.
+func getDecisions(ctx context.Context, dial func(ctx context.Context, network, addr string) (net.Conn, error), addr, where, leader string) (reclaim.Decisions, error) {
+	var d reclaim.Decisions
+	hc := &http.Client{Transport: &http.Transport{DialContext: dial, DisableKeepAlives: true}, Timeout: 10 * time.Second}
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+addr+reclaim.PathDecisions, nil)
 	if err != nil {
 		return d, err
 	}
 	resp, err := hc.Do(req)
 	if err != nil {
-		return d, err
+		return d, fmt.Errorf("GET %s through %s: %w", reclaim.PathDecisions, where, err)
 	}
 	defer resp.Body.Close()
 	body, err := io.ReadAll(resp.Body)
@@ -103,13 +112,13 @@ func (c *cluster) reclaimerDecisions(ctx context.Context) (reclaim.Decisions, er
 		return d, err
 	}
 	if resp.StatusCode != http.StatusOK {
-		return d, fmt.Errorf("GET %s on %s: %s: %s", reclaim.PathDecisions, n.name, resp.Status, body)
+		return d, fmt.Errorf("GET %s through %s: %s: %s", reclaim.PathDecisions, where, resp.Status, body)
 	}
 	if err := json.Unmarshal(body, &d); err != nil {
-		return d, fmt.Errorf("GET %s on %s: %w", reclaim.PathDecisions, n.name, err)
+		return d, fmt.Errorf("GET %s through %s: %w", reclaim.PathDecisions, where, err)
 	}
-	if d.Identity != leader.Name || d.Pass == nil {
-		return d, fmt.Errorf("%s's reclaimer %q has no pass yet (the Lease names %s)", n.name, d.Identity, leader.Name)
+	if d.Identity != leader || d.Pass == nil {
+		return d, fmt.Errorf("the reclaimer %q through %s has no pass yet (the Lease names %s)", d.Identity, where, leader)
 	}
 	return d, nil
 }

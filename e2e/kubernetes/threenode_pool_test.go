@@ -48,6 +48,9 @@ const ipblocksPath = "/apis/sandboxipam.io/v1alpha1/ipblocks"
 //     comparison finds nothing on the live cluster and exactly the
 //     duplicate the test makes by hand; every node routes the others'
 //     blocks, and TCP runs between pods on node 1 and node 3;
+//   - the leading reclaimer's decisions, on its node's loopback only, are
+//     read from elsewhere through kubectl port-forward's path (the API
+//     server, the leader's kubelet, its runtime);
 //   - node 3 dies (kubelet stopped, Node deleted) with its pods in the
 //     API: the reclaimer keeps its blocks past the grace for exactly those
 //     pods; force-deleted, they go, the blocks are reclaimed (one Event
@@ -88,6 +91,7 @@ func TestThreeNodePool(t *testing.T) {
 	c.checkBlockRoutes(t, state)
 	c.handedOut(t, state, c.nodes[1], adopted)
 	c.checkClusterShowsADuplicate(t, state)
+	c.decisionsThroughPortForward(t)
 
 	dead := c.nodeDies(t, state)
 	c.deadNodeKept(t, dead)
