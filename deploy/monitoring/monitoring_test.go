@@ -14,6 +14,7 @@ import (
 
 	"github.com/sandboxipam/sandboxipam/internal/testsupport"
 	"github.com/sandboxipam/sandboxipam/ipamd/datastore"
+	"github.com/sandboxipam/sandboxipam/ipamd/ipsource/pool"
 	"github.com/sandboxipam/sandboxipam/ipamd/metrics"
 	"github.com/sandboxipam/sandboxipam/ipamd/reconcile"
 )
@@ -53,7 +54,7 @@ func runPromtool(t *testing.T, stdin []byte, args ...string) string {
 }
 
 func TestRulesPassPromtool(t *testing.T) {
-	if out := runPromtool(t, nil, "check", "rules", "ipamd.rules.yaml"); !strings.Contains(out, "SUCCESS: 7 rules found") {
+	if out := runPromtool(t, nil, "check", "rules", "ipamd.rules.yaml"); !strings.Contains(out, "SUCCESS: 8 rules found") {
 		t.Fatalf("promtool check rules:\n%s", out)
 	}
 	runPromtool(t, nil, "test", "rules", "ipamd.rules.test.yaml")
@@ -64,8 +65,8 @@ func TestRulesPassPromtool(t *testing.T) {
 func TestEveryAlertFiresInItsUnitTest(t *testing.T) {
 	rules, tests := read(t, "ipamd.rules.yaml"), read(t, "ipamd.rules.test.yaml")
 	alerts := regexp.MustCompile(`(?m)^\s+- alert: (\w+)$`).FindAllStringSubmatch(rules, -1)
-	if len(alerts) != 7 {
-		t.Fatalf("found %d alerts, want 7", len(alerts))
+	if len(alerts) != 8 {
+		t.Fatalf("found %d alerts, want 8", len(alerts))
 	}
 	firing := regexp.MustCompile(`(?m)alertname: (\w+)\n\s+exp_alerts:\n\s+- exp_labels`).FindAllStringSubmatch(tests, -1)
 	fired := map[string]bool{}
@@ -79,7 +80,8 @@ func TestEveryAlertFiresInItsUnitTest(t *testing.T) {
 	}
 }
 
-// exported is every metric name a fully wired ipamd exposes.
+// exported is every metric name a fully wired ipamd exposes (with the
+// pool source).
 func exported(t *testing.T) (names map[string]bool, scrape []byte) {
 	t.Helper()
 	m := metrics.New(metrics.Sources{
@@ -90,6 +92,13 @@ func exported(t *testing.T) (names map[string]bool, scrape []byte) {
 		AdapterState:    func() string { return "healthy" },
 		ReconcileGrace:  30 * time.Second,
 	})
+	// The pool source's metrics, which ipamd registers with ipSource.type
+	// pool; nothing of it but its status is read.
+	src, err := pool.New(pool.DefaultConfig(), "node-a", nil, nil, nil, pool.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	m.MustRegister(src.Collectors()...)
 	m.ObserveCall("Add", time.Millisecond, nil)
 	m.ObserveReconcile(reconcile.Result{At: time.Now()})
 	mfs, err := m.Registry().Gather()

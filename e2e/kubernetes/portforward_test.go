@@ -1,14 +1,12 @@
 package kubernetes
 
 import (
-	"bytes"
 	"context"
 	"fmt"
 	"net/http"
 	"net/url"
 	"runtime"
 	"strconv"
-	"sync"
 	"testing"
 	"time"
 
@@ -67,7 +65,7 @@ func (c *cluster) portForward(t *testing.T, namespace, pod, remotePort string) (
 	}
 	dialer := spdy.NewDialer(upgrader, &http.Client{Transport: rt}, http.MethodPost, u)
 	stopCh, ready := make(chan struct{}), make(chan struct{})
-	var out, errOut lockedBuffer
+	var out, errOut testsupport.Buffer
 	fw, err := portforward.NewOnAddresses(dialer, []string{"127.0.0.1"}, []string{":" + remotePort}, stopCh, ready, &out, &errOut)
 	if err != nil {
 		t.Fatal(err)
@@ -121,23 +119,4 @@ func forwardInNetNS(nsPath string, fw *portforward.PortForwarder) error {
 		runtime.UnlockOSThread()
 	}
 	return err
-}
-
-// lockedBuffer is a bytes.Buffer the forwarder's goroutines may write
-// while the test reads it.
-type lockedBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *lockedBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *lockedBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
 }

@@ -219,6 +219,18 @@ func nodeUID(t *testing.T, cs kubernetes.Interface, name string) string {
 	return string(n.UID)
 }
 
+// mustDel DELs each of ids, which must release its addresses, and takes
+// its sandbox away from the runtime, as the sandbox goes after its DEL.
+func mustDel(t *testing.T, c cniClient, n *node, ids ...string) {
+	t.Helper()
+	for _, id := range ids {
+		if released, err := c.del(t.Context(), id); err != nil || !released {
+			t.Fatalf("DEL %s = %v, %v", id, released, err)
+		}
+		n.removeSandbox(id)
+	}
+}
+
 // mustAddIPs ADDs and returns every address (one per family).
 func mustAddIPs(t *testing.T, c cniClient, id string) []string {
 	t.Helper()

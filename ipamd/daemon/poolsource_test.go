@@ -184,7 +184,6 @@ func TestPoolSourceGrowsAndReturns(t *testing.T) {
 	n := poolNode(t, e, name)
 	clock := &fakeClock{now: time.Date(2026, 12, 3, 18, 0, 0, 0, time.UTC)}
 	d, kc, cni, intro := startPoolDaemon(t, e, n, clock)
-	ctx := t.Context()
 
 	testsupport.Wait(t, "the first runtime listing to prove the new store", func() (bool, string) {
 		return !d.Store().Unproven(), readyWhy(t, intro)
@@ -242,11 +241,7 @@ func TestPoolSourceGrowsAndReturns(t *testing.T) {
 	// All DEL: 12 free > high 8, and 6 >= low 2 without a block: past the
 	// grace, one block (the lower) goes; then 6 <= 8 keeps the other.
 	for i := range 7 {
-		id := fmt.Sprintf("sandbox-%d", i)
-		if released, err := cni.del(ctx, id); err != nil || !released {
-			t.Fatalf("DEL %s = %v, %v", id, released, err)
-		}
-		n.removeSandbox(id)
+		mustDel(t, cni, n, fmt.Sprintf("sandbox-%d", i))
 	}
 	fullPass(d)
 	fullPass(d)
@@ -311,6 +306,18 @@ func startProvenPool(t *testing.T, name string) provenPool {
 	first := waitBlocks(t, intro, 1)[0]
 	waitReady(t, cni)
 	return provenPool{e: e, n: n, clock: clock, d: d, cni: cni, intro: intro, first: first}
+}
+
+// addFirstTwo ADDs sandbox-0 and sandbox-1, which get the first two
+// addresses of the first block.
+func (p provenPool) addFirstTwo(t *testing.T) {
+	t.Helper()
+	for i, id := range []string{"sandbox-0", "sandbox-1"} {
+		p.n.addSandbox(id)
+		if got, want := mustAddIPs(t, p.cni, id), hosts(p.first)[i:i+1]; !slices.Equal(got, want) {
+			t.Fatalf("ADD %s got %v, want %v", id, got, want)
+		}
+	}
 }
 
 // fullPass waits until a pass of the pool source started and ended after
@@ -464,12 +471,7 @@ func TestPoolSourceNodeRegisteredAgain(t *testing.T) {
 	p := startProvenPool(t, name)
 	e, n, clock, d, cni, intro, old := p.e, p.n, p.clock, p.d, p.cni, p.intro, p.first
 	ctx := t.Context()
-	for i, id := range []string{"sandbox-0", "sandbox-1"} {
-		n.addSandbox(id)
-		if got, want := mustAddIPs(t, cni, id), hosts(old)[i:i+1]; !slices.Equal(got, want) {
-			t.Fatalf("ADD %s got %v, want %v", id, got, want)
-		}
-	}
+	p.addFirstTwo(t)
 
 	oldUID := e.uid
 	if err := e.kube.CoreV1().Nodes().Delete(ctx, name, metav1.DeleteOptions{}); err != nil {
@@ -482,18 +484,10 @@ func TestPoolSourceNodeRegisteredAgain(t *testing.T) {
 	if uid == oldUID {
 		t.Fatalf("the Node registered again kept its UID %s", uid)
 	}
-	var fresh string
-	testsupport.Wait(t, "the old block to retire and a block to be claimed under the new UID", func() (bool, string) {
-		got := poolSet(t, intro)
-		fresh = ""
-		for _, r := range got {
-			if !strings.HasSuffix(r, " retiring") {
-				fresh = r
-			}
-		}
+	fresh := waitRetiredAndNew(t, intro, old)
+	testsupport.Wait(t, "the block claimed under the new UID", func() (bool, string) {
 		rec, _ := d.Store().NodeRecord()
-		return len(got) == 2 && slices.Contains(got, old+" retiring") && fresh != "" && rec.UID == uid,
-			fmt.Sprintf("%v, record UID %s", got, rec.UID)
+		return rec.UID == uid && slices.Equal(rec.PodCIDRs, []netip.Prefix{netip.MustParsePrefix(fresh)}), fmt.Sprintf("record %+v", rec)
 	})
 	bs, err := pooltest.Blocks(ctx, e.kube.Dynamic)
 	if err != nil {
@@ -520,12 +514,7 @@ func TestPoolSourceNodeRegisteredAgain(t *testing.T) {
 	}
 
 	// The old block's pods go: it leaves the pool, its IPBlock is deleted.
-	for _, id := range []string{"sandbox-0", "sandbox-1"} {
-		if released, err := cni.del(ctx, id); err != nil || !released {
-			t.Fatalf("DEL %s = %v, %v", id, released, err)
-		}
-		n.removeSandbox(id)
-	}
+	mustDel(t, cni, n, "sandbox-0", "sandbox-1")
 	waitPoolSet(t, intro, fresh)
 	testsupport.Wait(t, "the retired block's IPBlock to be deleted by ipamd", func() (bool, string) {
 		bs, err := pooltest.Blocks(ctx, e.kube.Dynamic)

@@ -1,7 +1,6 @@
 package reclaim_test
 
 import (
-	"bytes"
 	"fmt"
 	"log/slog"
 	"os"
@@ -69,7 +68,7 @@ func testConfig(grace time.Duration) reclaim.Config {
 	return c
 }
 
-func newReclaimer(t *testing.T, env *clusterfixture.Env, cfg reclaim.Config, id string, clk *clocktesting.FakeClock, logs *syncBuffer, onPass func(reclaim.Pass)) *reclaim.Reclaimer {
+func newReclaimer(t *testing.T, env *clusterfixture.Env, cfg reclaim.Config, id string, clk *clocktesting.FakeClock, logs *testsupport.Buffer, onPass func(reclaim.Pass)) *reclaim.Reclaimer {
 	t.Helper()
 	r, err := reclaim.New(reclaim.Clients{Kube: env.Client, Dynamic: env.Dynamic}, reclaim.Options{Config: cfg, Identity: id, Clock: clk,
 		Logger: slog.New(slog.NewTextHandler(logs, nil)), OnPass: onPass})
@@ -79,7 +78,7 @@ func newReclaimer(t *testing.T, env *clusterfixture.Env, cfg reclaim.Config, id 
 	return r
 }
 
-func newLogger() *slog.Logger { return slog.New(slog.NewTextHandler(&syncBuffer{}, nil)) }
+func newLogger() *slog.Logger { return slog.New(slog.NewTextHandler(&testsupport.Buffer{}, nil)) }
 
 // waitPass runs passes (at the fake clock's present time) until cond holds
 // of one, and returns that pass: the caches catch up with what the test
@@ -117,23 +116,6 @@ func blockGone(t *testing.T, env *clusterfixture.Env, name string) bool {
 		t.Fatal(err)
 	}
 	return apierrors.IsNotFound(err)
-}
-
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
 }
 
 // gauge reads one series of the registry; labels as "k=v" pairs.

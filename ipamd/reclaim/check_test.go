@@ -7,6 +7,7 @@ import (
 
 	clocktesting "k8s.io/utils/clock/testing"
 
+	"github.com/sandboxipam/sandboxipam/internal/testsupport"
 	"github.com/sandboxipam/sandboxipam/ipamd/clustercheck"
 )
 
@@ -20,7 +21,7 @@ func TestCheckExportsDuplicates(t *testing.T) {
 	env.Block(t, "default", "198.18.3.64/26", "ck-n2", b.UID)
 	env.Pod(t, "check", "web-1", "ck-n1", "198.18.3.7")
 	env.Pod(t, "check", "copy", "ck-n2", "198.18.3.7")
-	r := newReclaimer(t, env, testConfig(5*time.Minute), "reclaimer-ck", clocktesting.NewFakeClock(t0), &syncBuffer{}, nil)
+	r := newReclaimer(t, env, testConfig(5*time.Minute), "reclaimer-ck", clocktesting.NewFakeClock(t0), &testsupport.Buffer{}, nil)
 	if err := r.Start(t.Context()); err != nil {
 		t.Fatal(err)
 	}

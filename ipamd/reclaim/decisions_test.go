@@ -9,6 +9,7 @@ import (
 
 	clocktesting "k8s.io/utils/clock/testing"
 
+	"github.com/sandboxipam/sandboxipam/internal/testsupport"
 	"github.com/sandboxipam/sandboxipam/ipamd/reclaim"
 )
 
@@ -19,7 +20,7 @@ import (
 func TestDecisionsNameThePodsThatKeepADeadNodesBlock(t *testing.T) {
 	env := apiServer(t)
 	clk := clocktesting.NewFakeClock(t0)
-	r := newReclaimer(t, env, testConfig(5*time.Minute), "reclaimer-dec", clk, &syncBuffer{}, nil)
+	r := newReclaimer(t, env, testConfig(5*time.Minute), "reclaimer-dec", clk, &testsupport.Buffer{}, nil)
 	if got := decisions(t, r); got.Identity != "reclaimer-dec" || got.Pass != nil {
 		t.Fatalf("before any pass: %+v", got)
 	}

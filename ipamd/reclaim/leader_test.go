@@ -26,7 +26,7 @@ type candidate struct {
 func startCandidate(t *testing.T, cfg reclaim.Config, id string) *candidate {
 	t.Helper()
 	c := &candidate{clk: clocktesting.NewFakeClock(t0), passes: make(chan reclaim.Pass, 64), leaders: make(chan string, 16), done: make(chan error, 1)}
-	c.r = newReclaimer(t, apiServer(t), cfg, id, c.clk, &syncBuffer{}, func(p reclaim.Pass) { c.passes <- p })
+	c.r = newReclaimer(t, apiServer(t), cfg, id, c.clk, &testsupport.Buffer{}, func(p reclaim.Pass) { c.passes <- p })
 	ctx, cancel := context.WithCancel(context.Background())
 	c.cancel = cancel
 	go func() { c.done <- c.r.Run(ctx, reclaim.Elector{OnNewLeader: func(id string) { c.leaders <- id }}) }()

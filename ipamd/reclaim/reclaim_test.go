@@ -8,6 +8,7 @@ import (
 
 	clocktesting "k8s.io/utils/clock/testing"
 
+	"github.com/sandboxipam/sandboxipam/internal/testsupport"
 	"github.com/sandboxipam/sandboxipam/ipamd/api/pool/v1alpha1"
 	"github.com/sandboxipam/sandboxipam/ipamd/reclaim"
 )
@@ -22,7 +23,7 @@ import (
 func TestReclaimOnlyOnEvidence(t *testing.T) {
 	env := apiServer(t)
 	clk := clocktesting.NewFakeClock(t0)
-	logs := &syncBuffer{}
+	logs := &testsupport.Buffer{}
 	r := newReclaimer(t, env, testConfig(5*time.Minute), "reclaimer-ev", clk, logs, nil)
 	if err := r.Start(t.Context()); err != nil {
 		t.Fatal(err)

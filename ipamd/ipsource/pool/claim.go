@@ -133,7 +133,10 @@ func (s *Source) create(ctx context.Context, p netip.Prefix) (bool, error) {
 	case err != nil:
 		return false, fmt.Errorf("create IPBlock %s: %w", obj.Name, err)
 	}
-	s.setStatus(func(st *Status) { st.Claims++ })
+	s.mu.Lock()
+	s.unseen[p] = unseenPasses
+	s.status.Claims++
+	s.mu.Unlock()
 	return true, nil
 }
 

@@ -5,7 +5,8 @@ import (
 )
 
 // Collectors are the pool source's metrics, read from its status: claims,
-// conflicts and returns since start, adopted blocks, the current blocks,
+// conflicts and returns since start, adopted and restored blocks, blocks
+// another node claimed under addresses held here, the current blocks,
 // and whether growth waits (an exhausted node answers ADD "try again
 // later" while it does).
 func (s *Source) Collectors() []prometheus.Collector {
@@ -23,6 +24,10 @@ func (s *Source) Collectors() []prometheus.Collector {
 			func(st Status) int { return st.Conflicts }),
 		counter("returns_total", "Empty blocks returned (IPBlocks deleted) since ipamd started.", func(st Status) int { return st.Returns }),
 		counter("adopted_total", "IPBlocks of this Node adopted at start that the checkpoint lacked.", func(st Status) int { return st.Adopted }),
+		counter("restored_total", "IPBlocks claimed again since ipamd started: gone from the API server while addresses of their blocks were busy here.",
+			func(st Status) int { return st.Restored }),
+		gauge("foreign_blocks", "Blocks with addresses busy here that the API server records as another node's: that node may hand them out again (ipamctl check --cluster).",
+			func(st Status) int { return len(st.Foreign) }),
 		gauge("blocks", "Blocks this node holds (current, not retiring).", func(st Status) int { return len(st.Blocks) }),
 		gauge("growth_waiting", "1 while the pool cannot grow (the reason is in the log and ADD's answer), else 0.",
 			func(st Status) int { return btoi(st.Waiting != "") }),

@@ -39,7 +39,8 @@ func (s *Source) usage() usage {
 }
 
 // pass compares the pool with the watermarks once: adopt at the first
-// pass (and when the Node's UID changed), claim below the low watermark,
+// pass (and when the Node's UID changed), keep every busy address inside
+// an IPBlock of this node (guard), claim below the low watermark,
 // return an empty block above the high one, and delete this node's
 // blocks that left the pool.
 func (s *Source) pass(ctx context.Context) {
@@ -59,6 +60,7 @@ func (s *Source) pass(ctx context.Context) {
 			return
 		}
 	}
+	s.guard(ctx)
 	fams, err := s.poolFamilies()
 	if err != nil {
 		s.wait(err.Error())

@@ -22,7 +22,10 @@
 // (datastore.SetGrowthWaiting).
 //
 // At start, blocks whose spec.nodeUID is this Node's UID are adopted: a
-// crash between the create and the record leaks nothing. The informers
+// crash between the create and the record leaks nothing. Every pass, a
+// block whose IPBlock has gone from the API server retires, and is
+// claimed again while any of its addresses is busy here, so no other
+// node can claim it and hand those addresses out again (guard.go). The informers
 // watch one IPPool (field-selected by name), this node's IPBlocks
 // (label-selected by v1alpha1.NodeLabel) and this Node (field-selected).
 //
@@ -34,6 +37,7 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"maps"
 	"net/netip"
 	"sync"
 	"time"
@@ -49,6 +53,10 @@ import (
 
 // Group is the pool group of the pool source's blocks.
 const Group = "pool"
+
+// unseenPasses is how many passes guard trusts that an IPBlock this
+// source created is only late in the informer.
+const unseenPasses = 100
 
 // maxProbes bounds the creates one claim tries before it waits for the
 // next pass, so a full pool costs a bounded number of requests.
@@ -117,6 +125,13 @@ type Source struct {
 
 	mu     sync.Mutex
 	status Status
+	// unseen holds the blocks this source created whose IPBlock the
+	// informer has not delivered yet, each with the passes it may still
+	// lag: missing from its cache, they are not gone (guard asks the API
+	// server only about the others, so a claim costs its create and
+	// nothing more). The bound covers an IPBlock the informer never
+	// delivers: created and deleted while its watch was down.
+	unseen map[netip.Prefix]int
 	passes chan struct{}
 }
 
@@ -130,11 +145,17 @@ type Status struct {
 	Waiting string   `json:"waiting,omitempty"`
 	// Claims, Conflicts and Returns count creates that won, creates
 	// answered AlreadyExists, and blocks given back, since start.
-	Claims    int    `json:"claims"`
-	Conflicts int    `json:"conflicts"`
-	Returns   int    `json:"returns"`
-	Adopted   int    `json:"adopted"`
-	LastError string `json:"lastError,omitempty"`
+	Claims    int `json:"claims"`
+	Conflicts int `json:"conflicts"`
+	Returns   int `json:"returns"`
+	Adopted   int `json:"adopted"`
+	// Restored counts IPBlocks claimed again since start: gone from the
+	// API server while addresses of their blocks were busy here.
+	Restored int `json:"restored"`
+	// Foreign maps each block with busy addresses here that the API
+	// server records as another node's to that node (see guard).
+	Foreign   map[string]string `json:"foreign,omitempty"`
+	LastError string            `json:"lastError,omitempty"`
 }
 
 // New checks cfg. kube reads the Node; dyn the IPPool and IPBlocks.
@@ -155,7 +176,7 @@ func New(cfg Config, nodeName string, kube kubernetes.Interface, dyn dynamic.Int
 		opts.Now = time.Now
 	}
 	return &Source{cfg: cfg, nodeName: nodeName, kube: kube, dyn: dyn, store: store, opts: opts,
-		log: opts.Logger, emptySince: map[netip.Prefix]time.Time{}, full: map[string]fullPool{}, cursor: map[string]int{}, passes: make(chan struct{}, 1),
+		log: opts.Logger, emptySince: map[netip.Prefix]time.Time{}, full: map[string]fullPool{}, cursor: map[string]int{}, unseen: map[netip.Prefix]int{}, passes: make(chan struct{}, 1),
 		status: Status{Pool: cfg.Pool, Node: nodeName, Blocks: []string{}}}, nil
 }
 
@@ -213,6 +234,7 @@ func (s *Source) Status() Status {
 	defer s.mu.Unlock()
 	st := s.status
 	st.Blocks = append([]string(nil), st.Blocks...)
+	st.Foreign = maps.Clone(st.Foreign)
 	return st
 }
 

@@ -33,6 +33,12 @@ func (s *Source) Run(ctx context.Context) error {
 		}).Informer()
 	s.blocks = dynamicinformer.NewFilteredDynamicInformer(s.dyn, v1alpha1.IPBlockResource, "", 0, cache.Indexers{},
 		s.blockSelector).Informer()
+	if _, err := s.blocks.AddEventHandler(cache.ResourceEventHandlerFuncs{
+		AddFunc:    s.delivered,
+		UpdateFunc: func(_, obj any) { s.delivered(obj) },
+	}); err != nil {
+		return fmt.Errorf("pool source: watch IPBlocks: %w", err)
+	}
 	nodeFactory.Start(ctx.Done())
 	defer nodeFactory.Shutdown()
 	go s.pools.Run(ctx.Done())
@@ -123,4 +129,22 @@ func (s *Source) myBlocks() []v1alpha1.IPBlock {
 		}
 	}
 	return out
+}
+
+// delivered notes that the informer has delivered an IPBlock (see
+// Source.unseen).
+func (s *Source) delivered(obj any) {
+	u, _ := obj.(*unstructured.Unstructured)
+	if u == nil {
+		return
+	}
+	b, err := v1alpha1.BlockFrom(u)
+	if err != nil {
+		return
+	}
+	if p, err := b.Spec.Prefix(); err == nil {
+		s.mu.Lock()
+		delete(s.unseen, p)
+		s.mu.Unlock()
+	}
 }

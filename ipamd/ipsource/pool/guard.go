@@ -1,0 +1,170 @@
+package pool
+
+import (
+	"context"
+	"log/slog"
+	"net/netip"
+	"slices"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/sandboxipam/sandboxipam/ipamd/api/pool/v1alpha1"
+)
+
+// guard keeps every busy address of this node's blocks inside an IPBlock
+// of this node. An IPBlock can go from the API server while pods here
+// hold addresses of its block (a kubectl delete, etcd restored from an
+// older backup); the block is then free for any other node to claim,
+// which would hand those addresses out a second time. So, every pass:
+//
+//   - a block of the pool whose IPBlock is missing from the informer, and
+//     that this source did not just create (Source.unseen), is looked up
+//     on the API server itself (no request on any ADD, nor on a claim);
+//   - a block whose IPBlock is gone, or is another node's, retires:
+//     nothing more is handed out of it, and it leaves once none of its
+//     addresses is held, cooling or quarantined (and while the store is
+//     unproven none counts as free);
+//   - while any of its addresses is busy, a gone block is claimed again
+//     under this Node's UID, said as an error, and counted
+//     (ipamd_pool_restored_total); its IPBlock is deleted as any retired
+//     block's is, once the block has left;
+//   - a block another node claimed meanwhile cannot be taken back: it is
+//     said as an error and shown (Status.Foreign, ipamd_pool_foreign_blocks)
+//     until its last busy address goes; `ipamctl check --cluster` names any
+//     address two pods then hold.
+func (s *Source) guard(ctx context.Context) {
+	missing := s.missingBlocks(ctx)
+	var retire []netip.Prefix
+	for _, p := range s.current {
+		if _, ok := missing[p]; ok {
+			retire = append(retire, p)
+		}
+	}
+	if len(retire) > 0 {
+		// Retired first: no ADD gets an address of them while they are
+		// claimed again, and the busy counts below are final.
+		next := slices.DeleteFunc(slices.Clone(s.current), func(p netip.Prefix) bool { return slices.Contains(retire, p) })
+		if err := s.record(ctx, s.uid, next); err != nil {
+			s.log.Error("could not retire blocks whose IPBlock is gone or another node's", slog.Any("blocks", retire), slog.Any("error", err))
+			return
+		}
+		s.log.Error("blocks retire: their IPBlocks are gone from the API server or another node's; nothing more is handed out of them",
+			slog.Any("blocks", retire), slog.String("pool", s.cfg.Pool))
+	}
+	foreign := map[string]string{}
+	for _, r := range s.store.Ranges() {
+		p := r.Range.Prefix.Masked()
+		owner, ok := missing[p]
+		busy := r.Assigned + r.Cooling + r.Quarantined
+		if r.Range.Group != Group || !ok || busy == 0 {
+			continue
+		}
+		if owner == "" {
+			owner = s.claimAgain(ctx, p, busy)
+		}
+		if owner != "" && owner != s.nodeName {
+			foreign[p.String()] = owner
+		}
+	}
+	s.reportForeign(foreign)
+}
+
+// missingBlocks maps each block of the pool whose IPBlock is not this
+// node's to the node the API server's IPBlock names ("" when there is
+// none). Only blocks missing from the informer, and not just created
+// here, are looked up; a failed lookup waits for the next pass.
+func (s *Source) missingBlocks(ctx context.Context) map[netip.Prefix]string {
+	inAPI := map[netip.Prefix]bool{}
+	for _, b := range s.myBlocks() {
+		if p, err := b.Spec.Prefix(); err == nil {
+			inAPI[p] = true
+		}
+	}
+	missing := map[netip.Prefix]string{}
+	for _, r := range s.store.Ranges() {
+		p := r.Range.Prefix.Masked()
+		if r.Range.Group != Group || inAPI[p] || s.lagging(p) {
+			continue
+		}
+		owner, err := s.blockOwner(ctx, p)
+		switch {
+		case err != nil:
+			s.log.Warn("could not look up a block's IPBlock missing from the informer; trying again at the next pass",
+				slog.String("block", p.String()), slog.Any("error", err))
+		case owner != s.nodeName: // this node's: the informer lags, or the IPBlock lost its node label
+			missing[p] = owner
+		}
+	}
+	return missing
+}
+
+// blockOwner is the node the API server's IPBlock of p names, "" when
+// there is none.
+func (s *Source) blockOwner(ctx context.Context, p netip.Prefix) (string, error) {
+	u, err := s.dyn.Resource(v1alpha1.IPBlockResource).Get(ctx, v1alpha1.BlockName(p), metav1.GetOptions{})
+	if apierrors.IsNotFound(err) {
+		return "", nil
+	}
+	if err != nil {
+		return "", err
+	}
+	b, err := v1alpha1.BlockFrom(u)
+	if err != nil {
+		return "", err
+	}
+	return b.Spec.NodeName, nil
+}
+
+// claimAgain creates the IPBlock of p, gone while busy addresses of it
+// are held here, and returns the node that holds it now: this one, the
+// one whose create came first, or "" when neither could be learnt.
+func (s *Source) claimAgain(ctx context.Context, p netip.Prefix, busy uint64) string {
+	won, err := s.create(ctx, p)
+	if err != nil {
+		s.log.Error("the IPBlock of a block with busy addresses here is gone, and claiming it again failed; trying again at the next pass",
+			slog.String("block", p.String()), slog.Uint64("busy", busy), slog.Any("error", err))
+		return ""
+	}
+	if won {
+		s.setStatus(func(st *Status) { st.Restored++ })
+		s.log.Error("the IPBlock of a block with busy addresses here was gone from the API server; claimed it again so no other node hands them out; the block retires",
+			slog.String("block", p.String()), slog.Uint64("busy", busy), slog.String("pool", s.cfg.Pool))
+		return s.nodeName
+	}
+	owner, err := s.blockOwner(ctx, p)
+	if err != nil {
+		return ""
+	}
+	return owner
+}
+
+// reportForeign shows the blocks with busy addresses here that another
+// node claimed, and says so once for each that is new.
+func (s *Source) reportForeign(foreign map[string]string) {
+	prev := s.Status().Foreign
+	for block, owner := range foreign {
+		if _, seen := prev[block]; !seen {
+			s.log.Error("addresses held on this node lie in a block the API server records as another node's: that node may hand them out again; run ipamctl check --cluster",
+				slog.String("block", block), slog.String("owner", owner), slog.String("pool", s.cfg.Pool))
+		}
+	}
+	if len(foreign) == 0 {
+		foreign = nil
+	}
+	s.setStatus(func(st *Status) { st.Foreign = foreign })
+}
+
+// lagging reports whether p is a block this source created that the
+// informer has not delivered yet, counting down its passes.
+func (s *Source) lagging(p netip.Prefix) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	n := s.unseen[p]
+	if n <= 1 {
+		delete(s.unseen, p)
+		return n == 1
+	}
+	s.unseen[p] = n - 1
+	return true
+}
