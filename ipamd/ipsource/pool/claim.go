@@ -125,6 +125,10 @@ func (s *Source) create(ctx context.Context, p netip.Prefix) (bool, error) {
 	if err != nil {
 		return false, err
 	}
+	// Held across the create: the informer may deliver the new IPBlock
+	// before Create returns, and its delivery must find p marked.
+	s.unseenMu.Lock()
+	defer s.unseenMu.Unlock()
 	_, err = s.dyn.Resource(v1alpha1.IPBlockResource).Create(ctx, un, metav1.CreateOptions{})
 	switch {
 	case apierrors.IsAlreadyExists(err):
@@ -133,10 +137,8 @@ func (s *Source) create(ctx context.Context, p netip.Prefix) (bool, error) {
 	case err != nil:
 		return false, fmt.Errorf("create IPBlock %s: %w", obj.Name, err)
 	}
-	s.mu.Lock()
-	s.unseen[p] = unseenPasses
-	s.status.Claims++
-	s.mu.Unlock()
+	s.unseen[p] = true
+	s.setStatus(func(st *Status) { st.Claims++ })
 	return true, nil
 }
 

@@ -156,15 +156,9 @@ func (s *Source) reportForeign(foreign map[string]string) {
 }
 
 // lagging reports whether p is a block this source created that the
-// informer has not delivered yet, counting down its passes.
+// informer has not delivered yet.
 func (s *Source) lagging(p netip.Prefix) bool {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	n := s.unseen[p]
-	if n <= 1 {
-		delete(s.unseen, p)
-		return n == 1
-	}
-	s.unseen[p] = n - 1
-	return true
+	s.unseenMu.Lock()
+	defer s.unseenMu.Unlock()
+	return s.unseen[p]
 }

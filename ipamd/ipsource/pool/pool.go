@@ -54,10 +54,6 @@ import (
 // Group is the pool group of the pool source's blocks.
 const Group = "pool"
 
-// unseenPasses is how many passes guard trusts that an IPBlock this
-// source created is only late in the informer.
-const unseenPasses = 100
-
 // maxProbes bounds the creates one claim tries before it waits for the
 // next pass, so a full pool costs a bounded number of requests.
 const maxProbes = 64
@@ -126,13 +122,13 @@ type Source struct {
 	mu     sync.Mutex
 	status Status
 	// unseen holds the blocks this source created whose IPBlock the
-	// informer has not delivered yet, each with the passes it may still
-	// lag: missing from its cache, they are not gone (guard asks the API
-	// server only about the others, so a claim costs its create and
-	// nothing more). The bound covers an IPBlock the informer never
-	// delivers: created and deleted while its watch was down.
-	unseen map[netip.Prefix]int
-	passes chan struct{}
+	// informer has not delivered yet: missing from its cache, they are
+	// not gone (guard asks the API server only about the others, so a
+	// claim costs its create and nothing more). A failed watch clears it
+	// (watchFailed).
+	unseenMu sync.Mutex
+	unseen   map[netip.Prefix]bool
+	passes   chan struct{}
 }
 
 // Status is the source's view for introspection and tests.
@@ -176,7 +172,7 @@ func New(cfg Config, nodeName string, kube kubernetes.Interface, dyn dynamic.Int
 		opts.Now = time.Now
 	}
 	return &Source{cfg: cfg, nodeName: nodeName, kube: kube, dyn: dyn, store: store, opts: opts,
-		log: opts.Logger, emptySince: map[netip.Prefix]time.Time{}, full: map[string]fullPool{}, cursor: map[string]int{}, unseen: map[netip.Prefix]int{}, passes: make(chan struct{}, 1),
+		log: opts.Logger, emptySince: map[netip.Prefix]time.Time{}, full: map[string]fullPool{}, cursor: map[string]int{}, unseen: map[netip.Prefix]bool{}, passes: make(chan struct{}, 1),
 		status: Status{Pool: cfg.Pool, Node: nodeName, Blocks: []string{}}}, nil
 }
 

@@ -39,6 +39,9 @@ func (s *Source) Run(ctx context.Context) error {
 	}); err != nil {
 		return fmt.Errorf("pool source: watch IPBlocks: %w", err)
 	}
+	if err := s.blocks.SetWatchErrorHandlerWithContext(s.watchFailed); err != nil {
+		return fmt.Errorf("pool source: watch IPBlocks: %w", err)
+	}
 	nodeFactory.Start(ctx.Done())
 	defer nodeFactory.Shutdown()
 	go s.pools.Run(ctx.Done())
@@ -131,6 +134,16 @@ func (s *Source) myBlocks() []v1alpha1.IPBlock {
 	return out
 }
 
+// watchFailed forgets every created block the informer has not
+// delivered: it lists again, and an IPBlock created and deleted while its
+// watch was down is never delivered at all (see Source.unseen).
+func (s *Source) watchFailed(ctx context.Context, r *cache.Reflector, err error) {
+	s.unseenMu.Lock()
+	clear(s.unseen)
+	s.unseenMu.Unlock()
+	cache.DefaultWatchErrorHandler(ctx, r, err)
+}
+
 // delivered notes that the informer has delivered an IPBlock (see
 // Source.unseen).
 func (s *Source) delivered(obj any) {
@@ -143,8 +156,8 @@ func (s *Source) delivered(obj any) {
 		return
 	}
 	if p, err := b.Spec.Prefix(); err == nil {
-		s.mu.Lock()
+		s.unseenMu.Lock()
 		delete(s.unseen, p)
-		s.mu.Unlock()
+		s.unseenMu.Unlock()
 	}
 }
