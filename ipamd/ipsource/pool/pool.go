@@ -25,9 +25,11 @@
 // crash between the create and the record leaks nothing. Every pass, a
 // block whose IPBlock has gone from the API server retires, and is
 // claimed again while any of its addresses is busy here, so no other
-// node can claim it and hand those addresses out again (guard.go). The informers
-// watch one IPPool (field-selected by name), this node's IPBlocks
-// (label-selected by v1alpha1.NodeLabel) and this Node (field-selected).
+// node can claim it and hand those addresses out again (guard.go).
+//
+// The informers watch one IPPool (field-selected by name), this node's
+// IPBlocks (label-selected by v1alpha1.NodeLabel) and this Node
+// (field-selected).
 //
 // See docs/architecture.md for where this package sits and the life of an
 // ADD, a DEL, a reconcile pass and a restart through the daemon.
