@@ -129,3 +129,40 @@ func sortedOf(s ...string) []string {
 	slices.Sort(s)
 	return s
 }
+
+// This Node deleted (its kubelet stopped, say) while its pods' sandboxes
+// still run here, and then the IPBlock of a block they hold addresses of
+// goes too, as the reclaimer deletes it once the pods are force-deleted
+// from the API: ipamd cannot claim it again (a claim under a gone Node's
+// UID would be reclaimed again), so it retires the block and shows it as
+// foreign with no owner (any node may claim it) until its last holder
+// goes.
+func TestPoolSourceNodeGoneShowsUnclaimedBlocks(t *testing.T) {
+	const name = "node-p6"
+	p := startProvenPool(t, name)
+	e, n, d, cni, intro, first := p.e, p.n, p.d, p.cni, p.intro, p.first
+	p.addFirstTwo(t)
+	if err := e.kube.CoreV1().Nodes().Delete(t.Context(), name, metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	deleteIPBlock(t, e, first)
+	waitPoolSet(t, intro, first+" retiring")
+	wantForeign := map[string]string{first: ""}
+	testsupport.Wait(t, "the unclaimed block shown as foreign", func() (bool, string) {
+		st := d.PoolSource().Status()
+		return maps.Equal(st.Foreign, wantForeign), fmt.Sprintf("%+v", st)
+	})
+	fullPass(d)
+	if got := apiBlocks(t, e); len(got) != 0 {
+		t.Fatalf("IPBlocks %v with this Node gone, want none (no claim under a gone Node's UID)", got)
+	}
+	if st := d.PoolSource().Status(); st.Restored != 0 || st.Claims != 1 {
+		t.Fatalf("status %+v, want no claim beyond the first block", st)
+	}
+	mustDel(t, cni, n, "sandbox-0", "sandbox-1")
+	waitPoolSet(t, intro)
+	testsupport.Wait(t, "nothing foreign once the pods left", func() (bool, string) {
+		st := d.PoolSource().Status()
+		return len(st.Foreign) == 0, fmt.Sprintf("%+v", st)
+	})
+}

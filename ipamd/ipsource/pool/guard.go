@@ -32,8 +32,14 @@ import (
 //   - a block another node claimed meanwhile cannot be taken back: it is
 //     said as an error and shown (Status.Foreign, ipamd_pool_foreign_blocks)
 //     until its last busy address goes; `ipamctl check --cluster` names any
-//     address two pods then hold.
-func (s *Source) guard(ctx context.Context) {
+//     address two pods then hold;
+//   - without claim (this Node is gone, so a claim under its UID would be
+//     reclaimed again), a gone block with busy addresses is shown the
+//     same way, with no owner: any node may claim it. Pods force-deleted
+//     from the API while their sandboxes still run here are the case:
+//     the API server no longer shows those addresses, so only this node
+//     can say so.
+func (s *Source) guard(ctx context.Context, claim bool) {
 	missing := s.missingBlocks(ctx)
 	var retire []netip.Prefix
 	for _, p := range s.current {
@@ -60,10 +66,14 @@ func (s *Source) guard(ctx context.Context) {
 		if r.Range.Group != Group || !ok || busy == 0 {
 			continue
 		}
-		if owner == "" {
-			owner = s.claimAgain(ctx, p, busy)
-		}
-		if owner != "" && owner != s.nodeName {
+		switch {
+		case owner == "" && !claim:
+			foreign[p.String()] = ""
+		case owner == "":
+			if owner = s.claimAgain(ctx, p, busy); owner != "" && owner != s.nodeName {
+				foreign[p.String()] = owner
+			}
+		default:
 			foreign[p.String()] = owner
 		}
 	}
@@ -140,11 +150,17 @@ func (s *Source) claimAgain(ctx context.Context, p netip.Prefix, busy uint64) st
 }
 
 // reportForeign shows the blocks with busy addresses here that another
-// node claimed, and says so once for each that is new.
+// node claimed (or, owner "", nobody while this Node is gone), and says
+// so once for each that is new.
 func (s *Source) reportForeign(foreign map[string]string) {
 	prev := s.Status().Foreign
 	for block, owner := range foreign {
-		if _, seen := prev[block]; !seen {
+		switch _, seen := prev[block]; {
+		case seen:
+		case owner == "":
+			s.log.Error("addresses held on this node lie in a block with no IPBlock while this Node is gone: any node may claim it and hand them out again",
+				slog.String("block", block), slog.String("pool", s.cfg.Pool))
+		default:
 			s.log.Error("addresses held on this node lie in a block the API server records as another node's: that node may hand them out again; run ipamctl check --cluster",
 				slog.String("block", block), slog.String("owner", owner), slog.String("pool", s.cfg.Pool))
 		}

@@ -26,7 +26,7 @@ func (s *Source) Collectors() []prometheus.Collector {
 		counter("adopted_total", "IPBlocks of this Node adopted at start that the checkpoint lacked.", func(st Status) int { return st.Adopted }),
 		counter("restored_total", "IPBlocks claimed again since ipamd started: gone from the API server while addresses of their blocks were busy here.",
 			func(st Status) int { return st.Restored }),
-		gauge("foreign_blocks", "Blocks with addresses busy here that the API server records as another node's: that node may hand them out again (ipamctl check --cluster).",
+		gauge("foreign_blocks", "Blocks with addresses busy here that the API server records as another node's, or as nobody's while this Node is gone: another node may hand them out again.",
 			func(st Status) int { return len(st.Foreign) }),
 		gauge("blocks", "Blocks this node holds (current, not retiring).", func(st Status) int { return len(st.Blocks) }),
 		gauge("growth_waiting", "1 while the pool cannot grow (the reason is in the log and ADD's answer), else 0.",

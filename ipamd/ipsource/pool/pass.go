@@ -51,6 +51,11 @@ func (s *Source) pass(ctx context.Context) {
 	s.setStatus(func(st *Status) { st.Synced = true })
 	n, err := s.node()
 	if err != nil {
+		if s.adopted {
+			// This Node is gone: report and retire only. A claim under
+			// its UID would be the reclaimer's to free again.
+			s.guard(ctx, false)
+		}
 		s.wait(err.Error())
 		return
 	}
@@ -60,7 +65,7 @@ func (s *Source) pass(ctx context.Context) {
 			return
 		}
 	}
-	s.guard(ctx)
+	s.guard(ctx, true)
 	fams, err := s.poolFamilies()
 	if err != nil {
 		s.wait(err.Error())

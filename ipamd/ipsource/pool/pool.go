@@ -151,7 +151,8 @@ type Status struct {
 	// API server while addresses of their blocks were busy here.
 	Restored int `json:"restored"`
 	// Foreign maps each block with busy addresses here that the API
-	// server records as another node's to that node (see guard).
+	// server records as another node's to that node, or to "" when it
+	// records none while this Node is gone (see guard).
 	Foreign   map[string]string `json:"foreign,omitempty"`
 	LastError string            `json:"lastError,omitempty"`
 }
