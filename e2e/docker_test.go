@@ -21,7 +21,7 @@ import (
 	"github.com/sandboxipam/sandboxipam/conformance/fixture"
 	"github.com/sandboxipam/sandboxipam/internal/scenario"
 	"github.com/sandboxipam/sandboxipam/internal/testenv"
-	"github.com/sandboxipam/sandboxipam/ipamd/introspect/api"
+	"github.com/sandboxipam/sandboxipam/ipamd/introspect/schema"
 )
 
 // fullID is a full-length Docker container ID: what dockershim passed as
@@ -346,7 +346,7 @@ func assertDockerPods(t *testing.T, ctx context.Context, d *scenario.IPAMD, live
 	if err != nil {
 		t.Fatalf("ipamd /v1/pods: %v", err)
 	}
-	byID := map[string]api.Pod{}
+	byID := map[string]schema.Pod{}
 	for _, p := range list.Pods {
 		if !fullID.MatchString(p.SandboxID) {
 			t.Fatalf("ipamd holds %s under %q, not a full container ID", p.IP, p.SandboxID)
@@ -371,8 +371,8 @@ func assertDockerPods(t *testing.T, ctx context.Context, d *scenario.IPAMD, live
 }
 
 // releases reports whether a reconcile pass released id's address ip.
-func releases(pass api.Reconcile, id, ip string) bool {
-	return !pass.DryRun && slices.ContainsFunc(pass.Released, func(p api.Pod) bool { return p.SandboxID == id && p.IP == ip })
+func releases(pass schema.Reconcile, id, ip string) bool {
+	return !pass.DryRun && slices.ContainsFunc(pass.Released, func(p schema.Pod) bool { return p.SandboxID == id && p.IP == ip })
 }
 
 // logNamesRelease reports whether ipamd's log has a reconciler line

@@ -11,18 +11,18 @@ import (
 	"testing"
 	"time"
 
-	"github.com/sandboxipam/sandboxipam/ipamd/check"
 	"github.com/sandboxipam/sandboxipam/ipamd/datastore"
 	"github.com/sandboxipam/sandboxipam/ipamd/history"
 	"github.com/sandboxipam/sandboxipam/ipamd/introspect"
-	"github.com/sandboxipam/sandboxipam/ipamd/introspect/api"
+	"github.com/sandboxipam/sandboxipam/ipamd/introspect/schema"
 	"github.com/sandboxipam/sandboxipam/ipamd/ipsource/static"
+	"github.com/sandboxipam/sandboxipam/ipamd/nodecheck"
 	"github.com/sandboxipam/sandboxipam/runtime"
 )
 
 // serveChecked is an ipamd API whose check finds what found says, with a
 // real store and history behind who.
-func serveChecked(t *testing.T, found []check.Disagreement) string {
+func serveChecked(t *testing.T, found []nodecheck.Disagreement) string {
 	t.Helper()
 	ctx := context.Background()
 	h := history.New(16)
@@ -46,8 +46,8 @@ func serveChecked(t *testing.T, found []check.Disagreement) string {
 		t.Fatal(err)
 	}
 	srv := httptest.NewServer(introspect.Handler(introspect.Deps{Store: store, Source: "static", History: h,
-		Check: func(context.Context) check.Outcome {
-			return check.Outcome{Report: check.Report{Assignments: 1, Disagreements: found}, At: time.Now(), Attempts: 1}
+		Check: func(context.Context) nodecheck.Outcome {
+			return nodecheck.Outcome{Report: nodecheck.Report{Assignments: 1, Disagreements: found}, At: time.Now(), Attempts: 1}
 		},
 		Sandboxes: func(context.Context) ([]runtime.Sandbox, error) {
 			return []runtime.Sandbox{{ID: "sandbox-2", Name: "web", Namespace: "prod", State: runtime.StateReady}}, nil
@@ -65,7 +65,7 @@ func TestCheckExitsNonZeroOnADisagreement(t *testing.T) {
 		t.Fatalf("clean check exit %d:\n%s%s", code, stdout.String(), stderr.String())
 	}
 	stdout.Reset()
-	dirty := serveChecked(t, []check.Disagreement{{Kind: check.NoRoute, Address: "198.18.0.2", SandboxID: "sandbox-2",
+	dirty := serveChecked(t, []nodecheck.Disagreement{{Kind: nodecheck.NoRoute, Address: "198.18.0.2", SandboxID: "sandbox-2",
 		Words: "198.18.0.2 is assigned to sandbox sandbox-2, and the node has no host veth sbx1 for it"}})
 	if code := run([]string{"--addr", dirty, "check"}, &stdout, &stderr); code != 1 ||
 		!strings.Contains(stdout.String(), "assigned-no-route    198.18.0.2 is assigned to sandbox sandbox-2") {
@@ -75,7 +75,7 @@ func TestCheckExitsNonZeroOnADisagreement(t *testing.T) {
 	if code := run([]string{"--addr", dirty, "-o", "json", "check"}, &stdout, &stderr); code != 1 {
 		t.Fatalf("check -o json exit %d", code)
 	}
-	var v api.Check
+	var v schema.Check
 	if err := json.Unmarshal(stdout.Bytes(), &v); err != nil || len(v.Disagreements) != 1 || v.Disagreements[0].Address != "198.18.0.2" {
 		t.Fatalf("check -o json = %+v, %v", v, err)
 	}
@@ -97,7 +97,7 @@ func TestWhoShowsHolderRuntimeAndHistory(t *testing.T) {
 	if code := run([]string{"--addr", addr, "-o", "json", "who", "prod/web"}, &stdout, &stderr); code != 0 {
 		t.Fatalf("who prod/web exit %d: %s", code, stderr.String())
 	}
-	var v api.Who
+	var v schema.Who
 	if err := json.Unmarshal(stdout.Bytes(), &v); err != nil {
 		t.Fatal(err)
 	}

@@ -13,9 +13,9 @@ import (
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 
-	"github.com/sandboxipam/sandboxipam/ipamd/clustercheck"
-	"github.com/sandboxipam/sandboxipam/ipamd/clustercheck/kubesnap"
-	"github.com/sandboxipam/sandboxipam/ipamd/ctl"
+	"github.com/sandboxipam/sandboxipam/cluster/clustercheck"
+	"github.com/sandboxipam/sandboxipam/cluster/clustercheck/kubesnap"
+	"github.com/sandboxipam/sandboxipam/ipamd/introspect/client"
 )
 
 // errClusterFindings: ipamctl check --cluster found something (exit 1).
@@ -48,7 +48,7 @@ func (c command) check(ctx context.Context, args []string) error {
 
 func (c command) checkNode(ctx context.Context) error {
 	v, err := c.client.Check(ctx)
-	if perr := c.print(v, err, func() error { return ctl.RenderCheck(c.out, v) }); perr != nil {
+	if perr := c.print(v, err, func() error { return client.RenderCheck(c.out, v) }); perr != nil {
 		return perr
 	}
 	if n := len(v.Disagreements); n > 0 {
@@ -71,7 +71,7 @@ func (c command) checkCluster(ctx context.Context, kubeconfig string) error {
 		return fmt.Errorf("kubernetes dynamic client: %w", err)
 	}
 	v, err := kubesnap.Check(ctx, cs, dyn)
-	if perr := c.print(v, err, func() error { return ctl.RenderClusterCheck(c.out, v) }); perr != nil {
+	if perr := c.print(v, err, func() error { return client.RenderClusterCheck(c.out, v) }); perr != nil {
 		return perr
 	}
 	if n := len(v.Findings); n > 0 {

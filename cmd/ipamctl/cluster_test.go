@@ -12,10 +12,10 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 
+	"github.com/sandboxipam/sandboxipam/cluster/clustercheck"
+	"github.com/sandboxipam/sandboxipam/cluster/clustercheck/kubesnap"
 	"github.com/sandboxipam/sandboxipam/internal/clusterfixture"
 	"github.com/sandboxipam/sandboxipam/internal/testsupport"
-	"github.com/sandboxipam/sandboxipam/ipamd/clustercheck"
-	"github.com/sandboxipam/sandboxipam/ipamd/clustercheck/kubesnap"
 )
 
 // TestCheckClusterAgainstARealAPIServer builds a cluster's objects in a

@@ -15,8 +15,8 @@ import (
 	"time"
 
 	"github.com/sandboxipam/sandboxipam/internal/version"
-	"github.com/sandboxipam/sandboxipam/ipamd/ctl"
-	"github.com/sandboxipam/sandboxipam/ipamd/introspect/api"
+	"github.com/sandboxipam/sandboxipam/ipamd/introspect/client"
+	"github.com/sandboxipam/sandboxipam/ipamd/introspect/schema"
 )
 
 func main() {
@@ -85,8 +85,8 @@ Flags:
 func run(args []string, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("ipamctl", flag.ContinueOnError)
 	fs.SetOutput(stderr)
-	addr := fs.String("addr", envOr("IPAMCTL_ADDR", ctl.DefaultAddr), "ipamd's introspection `host:port`, for the reads (env IPAMCTL_ADDR)")
-	admin := fs.String("admin-socket", envOr("IPAMCTL_ADMIN_SOCKET", ctl.DefaultAdminSocket),
+	addr := fs.String("addr", envOr("IPAMCTL_ADDR", client.DefaultAddr), "ipamd's introspection `host:port`, for the reads (env IPAMCTL_ADDR)")
+	admin := fs.String("admin-socket", envOr("IPAMCTL_ADMIN_SOCKET", client.DefaultAdminSocket),
 		"ipamd's admin socket `path` (introspection.adminSocket), for reconcile and release: they change state, so ipamd serves them only there, to root and its own uid (env IPAMCTL_ADMIN_SOCKET)")
 	output := fs.String("o", "table", "output `format`: table or json")
 	timeout := fs.Duration("timeout", 30*time.Second, "give up after this long")
@@ -107,7 +107,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), *timeout)
 	defer cancel()
-	cmd := command{client: ctl.New(*addr, nil), admin: ctl.NewAdmin(*admin), json: *output == "json", out: stdout}
+	cmd := command{client: client.New(*addr, nil), admin: client.NewAdmin(*admin), json: *output == "json", out: stdout}
 	if err := cmd.run(ctx, fs.Arg(0), fs.Args()[1:]); err != nil {
 		fmt.Fprintln(stderr, "ipamctl:", err)
 		if errors.Is(err, errUsage) {
@@ -125,7 +125,7 @@ var errDisagree = errors.New("disagreements between ipamd, the runtime and the k
 
 type command struct {
 	// client reads over TCP; admin, on the admin socket, changes state.
-	client, admin *ctl.Client
+	client, admin *client.Client
 	json          bool
 	out           io.Writer
 }
@@ -134,19 +134,19 @@ func (c command) run(ctx context.Context, name string, args []string) error {
 	switch name {
 	case "pods":
 		v, err := c.client.Pods(ctx)
-		return c.print(v, err, func() error { return ctl.RenderPods(c.out, v) })
+		return c.print(v, err, func() error { return client.RenderPods(c.out, v) })
 	case "pool":
 		v, err := c.client.Pool(ctx)
-		return c.print(v, err, func() error { return ctl.RenderPool(c.out, v) })
+		return c.print(v, err, func() error { return client.RenderPool(c.out, v) })
 	case "adapter":
 		v, err := c.client.Adapter(ctx)
-		return c.print(v, err, func() error { return ctl.RenderAdapter(c.out, v) })
+		return c.print(v, err, func() error { return client.RenderAdapter(c.out, v) })
 	case "enis":
 		v, err := c.client.ENIs(ctx)
 		return c.print(v, err, func() error { _, err := fmt.Fprintf(c.out, "%s\n", v); return err })
 	case "routes":
 		v, err := c.client.Routes(ctx)
-		return c.print(v, err, func() error { return ctl.RenderRoutes(c.out, v) })
+		return c.print(v, err, func() error { return client.RenderRoutes(c.out, v) })
 	case "reconcile":
 		fs := flag.NewFlagSet("reconcile", flag.ContinueOnError)
 		dryRun := fs.Bool("dry-run", false, "only report what would be released")
@@ -157,7 +157,7 @@ func (c command) run(ctx context.Context, name string, args []string) error {
 		if err != nil && v.At.IsZero() {
 			return err
 		}
-		if perr := c.print(v, nil, func() error { return ctl.RenderReconcile(c.out, v) }); perr != nil {
+		if perr := c.print(v, nil, func() error { return client.RenderReconcile(c.out, v) }); perr != nil {
 			return perr
 		}
 		return err
@@ -170,7 +170,7 @@ func (c command) run(ctx context.Context, name string, args []string) error {
 			return fmt.Errorf("%w: who ADDRESS|SANDBOX-ID|POD-NAME", errUsage)
 		}
 		v, err := c.client.Who(ctx, args[0])
-		return c.print(v, err, func() error { return ctl.RenderWho(c.out, v) })
+		return c.print(v, err, func() error { return client.RenderWho(c.out, v) })
 	default:
 		return fmt.Errorf("%w: unknown command %q (pods, pool, adapter, reconcile, release, enis, routes, check, who; see ipamctl --help)", errUsage, name)
 	}
@@ -186,7 +186,7 @@ func (c command) release(ctx context.Context, args []string) error {
 	if err := fs.Parse(args); err != nil || fs.NArg() != 1 {
 		return fmt.Errorf("%w: release [--network NAME] [--ifname eth0] [--force] SANDBOX-ID", errUsage)
 	}
-	req := api.ReleaseRequest{Network: *network, SandboxID: fs.Arg(0), IfName: *ifName, Force: *force}
+	req := schema.ReleaseRequest{Network: *network, SandboxID: fs.Arg(0), IfName: *ifName, Force: *force}
 	if req.Network == "" {
 		pods, err := c.admin.Pods(ctx)
 		if err != nil {
@@ -217,7 +217,7 @@ func (c command) release(ctx context.Context, args []string) error {
 	})
 }
 
-func podLabel(p api.Pod) string {
+func podLabel(p schema.Pod) string {
 	if p.Name == "" {
 		return "pod unknown"
 	}

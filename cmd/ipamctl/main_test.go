@@ -13,7 +13,7 @@ import (
 	"github.com/sandboxipam/sandboxipam/ipamd/adminsock"
 	"github.com/sandboxipam/sandboxipam/ipamd/datastore"
 	"github.com/sandboxipam/sandboxipam/ipamd/introspect"
-	"github.com/sandboxipam/sandboxipam/ipamd/introspect/api"
+	"github.com/sandboxipam/sandboxipam/ipamd/introspect/schema"
 	"github.com/sandboxipam/sandboxipam/ipamd/ipsource/static"
 	"github.com/sandboxipam/sandboxipam/ipamd/server"
 )
@@ -36,9 +36,9 @@ func serveIpamd(t *testing.T) (addr, admin string) {
 		t.Fatal(err)
 	}
 	deps := introspect.Deps{Store: store, Source: "static", AdminSocket: filepath.Join(t.TempDir(), "admin.sock"),
-		Release: func(ctx context.Context, req api.ReleaseRequest) (api.Release, error) {
+		Release: func(ctx context.Context, req schema.ReleaseRequest) (schema.Release, error) {
 			a, _, err := store.ReleaseFor(ctx, datastore.Key{Network: req.Network, SandboxID: req.SandboxID, IfName: req.IfName}, datastore.ReasonOperator)
-			return api.Release{Released: introspect.PodView(a, a.AssignedAt), Forced: req.Force}, err
+			return schema.Release{Released: introspect.PodView(a, a.AssignedAt), Forced: req.Force}, err
 		}}
 	srv := httptest.NewServer(introspect.Handler(deps))
 	t.Cleanup(srv.Close)
@@ -62,7 +62,7 @@ func TestCommands(t *testing.T) {
 	if code := run([]string{"--addr", addr, "-o", "json", "pool"}, &stdout, &stderr); code != 0 {
 		t.Fatalf("pool -o json exit %d: %s", code, stderr.String())
 	}
-	var pool api.Pool
+	var pool schema.Pool
 	if err := json.Unmarshal(stdout.Bytes(), &pool); err != nil || pool.Total != 6 || pool.Assigned != 1 {
 		t.Errorf("pool json = %+v, %v", pool, err)
 	}

@@ -1,6 +1,6 @@
 // Command sandboxipam-reclaimer returns dead nodes' IPBlocks to the
 // cluster pool, only on evidence, and runs the cluster-wide check for the
-// metrics (package ipamd/reclaim says how). Run two replicas: they contend
+// metrics (package cluster/reclaim says how). Run two replicas: they contend
 // for one Lease and only the leader acts. main only maps flags onto
 // reclaim.Config.
 package main
@@ -25,8 +25,8 @@ import (
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 
+	"github.com/sandboxipam/sandboxipam/cluster/reclaim"
 	"github.com/sandboxipam/sandboxipam/internal/version"
-	"github.com/sandboxipam/sandboxipam/ipamd/reclaim"
 )
 
 // DefaultMetricsAddress serves /metrics and /healthz, on every address:

@@ -15,9 +15,9 @@ import (
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/sandboxipam/sandboxipam/cluster/reclaim"
 	"github.com/sandboxipam/sandboxipam/internal/clusterfixture"
 	"github.com/sandboxipam/sandboxipam/internal/testsupport"
-	"github.com/sandboxipam/sandboxipam/ipamd/reclaim"
 )
 
 // TestBinaryLeadsChecksAndReleases runs the built command against a real

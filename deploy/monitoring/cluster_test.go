@@ -8,7 +8,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
-	"github.com/sandboxipam/sandboxipam/ipamd/reclaim"
+	"github.com/sandboxipam/sandboxipam/cluster/reclaim"
 )
 
 func TestClusterRulesPassPromtool(t *testing.T) {

@@ -16,8 +16,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/sandboxipam/sandboxipam/cluster/api/v1alpha1"
 	"github.com/sandboxipam/sandboxipam/internal/testsupport"
-	"github.com/sandboxipam/sandboxipam/ipamd/api/pool/v1alpha1"
 )
 
 // claimHold stands in, on one node, for the kubernetes Service's address

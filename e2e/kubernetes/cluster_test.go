@@ -24,7 +24,7 @@ import (
 	"github.com/sandboxipam/sandboxipam/internal/kubeenv"
 	"github.com/sandboxipam/sandboxipam/internal/testenv"
 	"github.com/sandboxipam/sandboxipam/internal/testsupport"
-	introspect "github.com/sandboxipam/sandboxipam/ipamd/introspect/api"
+	introspect "github.com/sandboxipam/sandboxipam/ipamd/introspect/schema"
 )
 
 // The Deployment the cluster test runs on the node.

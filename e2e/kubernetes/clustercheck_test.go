@@ -9,10 +9,10 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 
+	"github.com/sandboxipam/sandboxipam/cluster/clustercheck"
+	"github.com/sandboxipam/sandboxipam/cluster/clustercheck/kubesnap"
 	"github.com/sandboxipam/sandboxipam/internal/clusterfixture"
 	"github.com/sandboxipam/sandboxipam/internal/kubeenv"
-	"github.com/sandboxipam/sandboxipam/ipamd/clustercheck"
-	"github.com/sandboxipam/sandboxipam/ipamd/clustercheck/kubesnap"
 )
 
 // clusterEnv is client-go's view of the cluster's API server, for the

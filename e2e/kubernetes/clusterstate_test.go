@@ -14,7 +14,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 
 	"github.com/sandboxipam/sandboxipam/internal/testsupport"
-	introspect "github.com/sandboxipam/sandboxipam/ipamd/introspect/api"
+	introspect "github.com/sandboxipam/sandboxipam/ipamd/introspect/schema"
 )
 
 // clusterPod is one pod of the Deployment on which the API server, its

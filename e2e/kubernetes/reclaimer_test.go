@@ -15,9 +15,9 @@ import (
 	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
 
+	"github.com/sandboxipam/sandboxipam/cluster/reclaim"
 	deploy "github.com/sandboxipam/sandboxipam/deploy/kubernetes"
 	"github.com/sandboxipam/sandboxipam/internal/testsupport"
-	"github.com/sandboxipam/sandboxipam/ipamd/reclaim"
 )
 
 // The reclaimer as the pool test runs it: the shortest grace it accepts,

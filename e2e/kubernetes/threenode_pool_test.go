@@ -12,9 +12,9 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 
+	"github.com/sandboxipam/sandboxipam/cluster/api/v1alpha1"
 	deploy "github.com/sandboxipam/sandboxipam/deploy/kubernetes"
 	"github.com/sandboxipam/sandboxipam/internal/testsupport"
-	"github.com/sandboxipam/sandboxipam/ipamd/api/pool/v1alpha1"
 )
 
 // The pool test's IPPool: 16 blocks per family, /28 (14 usable) and /124

@@ -17,7 +17,7 @@ import (
 	deploy "github.com/sandboxipam/sandboxipam/deploy/kubernetes"
 
 	"github.com/sandboxipam/sandboxipam/internal/testsupport"
-	introspect "github.com/sandboxipam/sandboxipam/ipamd/introspect/api"
+	introspect "github.com/sandboxipam/sandboxipam/ipamd/introspect/schema"
 )
 
 // routeProtocol is the route protocol number ipamd marks its routes with.

@@ -16,8 +16,8 @@ import (
 	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 	"k8s.io/client-go/dynamic"
 
+	"github.com/sandboxipam/sandboxipam/cluster/api/v1alpha1"
 	"github.com/sandboxipam/sandboxipam/internal/testsupport"
-	"github.com/sandboxipam/sandboxipam/ipamd/api/pool/v1alpha1"
 )
 
 // CRDFile is the pool's CRDs' path from the module root: the very file

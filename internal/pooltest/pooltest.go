@@ -21,9 +21,9 @@ import (
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 
+	"github.com/sandboxipam/sandboxipam/cluster/api/v1alpha1"
 	"github.com/sandboxipam/sandboxipam/internal/clusterfixture"
 	"github.com/sandboxipam/sandboxipam/internal/kubeenv"
-	"github.com/sandboxipam/sandboxipam/ipamd/api/pool/v1alpha1"
 	"github.com/sandboxipam/sandboxipam/ipamd/kubeclient"
 )
 

@@ -14,8 +14,8 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	yaml "k8s.io/apimachinery/pkg/util/yaml"
 
+	"github.com/sandboxipam/sandboxipam/cluster/api/v1alpha1"
 	"github.com/sandboxipam/sandboxipam/internal/testsupport"
-	"github.com/sandboxipam/sandboxipam/ipamd/api/pool/v1alpha1"
 )
 
 // The shipped CRDs on a real kube-apiserver: they install (Start), the

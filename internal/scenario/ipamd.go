@@ -13,7 +13,7 @@ import (
 	"time"
 
 	"github.com/sandboxipam/sandboxipam/internal/testsupport"
-	"github.com/sandboxipam/sandboxipam/ipamd/ctl"
+	"github.com/sandboxipam/sandboxipam/ipamd/introspect/client"
 )
 
 // IPAMD is one ipamd process started from its binary, as an operator runs
@@ -102,7 +102,7 @@ advanced:
 }
 
 // Client talks to ipamd's introspection API.
-func (d *IPAMD) Client() *ctl.Client { return ctl.New(d.Addr, nil) }
+func (d *IPAMD) Client() *client.Client { return client.New(d.Addr, nil) }
 
 // Start launches ipamd and waits until it serves its socket, its adapter
 // is healthy and a first reconcile pass has run.

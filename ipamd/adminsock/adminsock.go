@@ -27,7 +27,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
-	"github.com/sandboxipam/sandboxipam/ipamd/introspect/api"
+	"github.com/sandboxipam/sandboxipam/ipamd/introspect/schema"
 )
 
 // Peer is the process at the other end of a unix socket connection, as
@@ -136,7 +136,7 @@ func (s *Server) guard(next http.Handler) http.Handler {
 		w.Header().Set("Content-Type", "application/json")
 		w.Header().Set("Connection", "close")
 		w.WriteHeader(http.StatusForbidden)
-		_ = json.NewEncoder(w).Encode(api.Error{Error: msg})
+		_ = json.NewEncoder(w).Encode(schema.Error{Error: msg})
 	})
 }
 

@@ -8,7 +8,7 @@ import (
 	"sync"
 
 	"github.com/sandboxipam/sandboxipam/ipamd/config"
-	"github.com/sandboxipam/sandboxipam/ipamd/introspect/api"
+	"github.com/sandboxipam/sandboxipam/ipamd/introspect/schema"
 	"github.com/sandboxipam/sandboxipam/runtime"
 	"github.com/sandboxipam/sandboxipam/runtime/plugin"
 )
@@ -118,11 +118,11 @@ func (h *adapterHandle) restarts() int {
 }
 
 // view renders /v1/adapter, less the reconcile fields.
-func (h *adapterHandle) view() api.Adapter {
+func (h *adapterHandle) view() schema.Adapter {
 	h.mu.Lock()
 	sel, selErr, refused, sup := h.sel, h.selErr, h.refused, h.sup
 	h.mu.Unlock()
-	v := api.Adapter{Name: sel.Adapter, Binary: sel.Binary, Args: sel.Args, Reason: sel.Reason, AlsoFound: sel.AlsoFound}
+	v := schema.Adapter{Name: sel.Adapter, Binary: sel.Binary, Args: sel.Args, Reason: sel.Reason, AlsoFound: sel.AlsoFound}
 	if v.Args == nil {
 		v.Args = []string{}
 	}
@@ -133,13 +133,13 @@ func (h *adapterHandle) view() api.Adapter {
 		v.Error = selErr.Error()
 	}
 	if sup == nil {
-		v.Health = api.Health{State: "none"}
+		v.Health = schema.Health{State: "none"}
 		return v
 	}
 	hl := sup.Health()
-	v.Health = api.Health{State: hl.State.String(), Healthy: hl.State == plugin.HealthHealthy, PID: hl.PID, Restarts: hl.Restarts,
+	v.Health = schema.Health{State: hl.State.String(), Healthy: hl.State == plugin.HealthHealthy, PID: hl.PID, Restarts: hl.Restarts,
 		LastError: hl.LastError, LastChange: hl.LastChange}
-	v.Runtime = api.RuntimeInfo{AdapterName: hl.Info.AdapterName, AdapterVersion: hl.Info.AdapterVersion,
+	v.Runtime = schema.RuntimeInfo{AdapterName: hl.Info.AdapterName, AdapterVersion: hl.Info.AdapterVersion,
 		RuntimeName: hl.Info.RuntimeName, RuntimeVersion: hl.Info.RuntimeVersion, Endpoint: hl.Info.Endpoint}
 	return v
 }

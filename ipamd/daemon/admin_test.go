@@ -21,10 +21,10 @@ import (
 
 	"github.com/sandboxipam/sandboxipam/internal/testsupport"
 	"github.com/sandboxipam/sandboxipam/ipamd/api/wire"
-	"github.com/sandboxipam/sandboxipam/ipamd/ctl"
 	"github.com/sandboxipam/sandboxipam/ipamd/daemon"
 	"github.com/sandboxipam/sandboxipam/ipamd/datastore"
-	"github.com/sandboxipam/sandboxipam/ipamd/introspect/api"
+	"github.com/sandboxipam/sandboxipam/ipamd/introspect/client"
+	"github.com/sandboxipam/sandboxipam/ipamd/introspect/schema"
 )
 
 // nobody is the unprivileged caller of the issue's reproduction.
@@ -63,7 +63,7 @@ func (l *logBuffer) lines(parts ...string) []string {
 }
 
 // startLogged is startInProcess with ipamd's log kept.
-func startLogged(t *testing.T, n *node) (*daemon.Daemon, cniClient, *ctl.Client, *logBuffer) {
+func startLogged(t *testing.T, n *node) (*daemon.Daemon, cniClient, *client.Client, *logBuffer) {
 	t.Helper()
 	logs := &logBuffer{t: t}
 	d := daemon.New(n.cfg, daemon.Options{Logger: slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug}))})
@@ -75,14 +75,14 @@ func startLogged(t *testing.T, n *node) (*daemon.Daemon, cniClient, *ctl.Client,
 			t.Errorf("Stop: %v", err)
 		}
 	})
-	return d, cniClient{socket: n.cfg.Socket}, ctl.NewAdmin(n.cfg.AdminSocketPath()), logs
+	return d, cniClient{socket: n.cfg.Socket}, client.NewAdmin(n.cfg.AdminSocketPath()), logs
 }
 
 // The victim: a pod the runtime lists, Ready, reporting the address ipamd
 // gave it, as in the issue.
 const victim = "0b5a1f1d6e4c4a3b9f8e7d6c5b4a39281706f5e4d3c2b1a0f9e8d7c6b5a49382"
 
-func startWithVictim(t *testing.T) (*node, *daemon.Daemon, cniClient, *ctl.Client, *logBuffer) {
+func startWithVictim(t *testing.T) (*node, *daemon.Daemon, cniClient, *client.Client, *logBuffer) {
 	t.Helper()
 	n := newNode(t, "198.18.0.0/28")
 	d, cni, admin, logs := startLogged(t, n)
@@ -161,11 +161,11 @@ func TestHelperUnprivilegedCaller(t *testing.T) {
 	body := fmt.Sprintf(`{"network":%q,"sandboxID":%q,"ifName":"eth0","force":true}`, os.Getenv("SBX_NETWORK"), os.Getenv("SBX_VICTIM"))
 	base := "http://" + os.Getenv("SBX_TCP")
 	r := callerReport{UID: os.Getuid(), PID: os.Getpid(), Calls: map[string]callResult{
-		"tcp pods":        call(tcp, "GET", base+api.PathPods, ""),
-		"tcp release":     call(tcp, "POST", base+api.PathRelease, body),
-		"tcp reconcile":   call(tcp, "POST", base+api.PathReconcile, ""),
-		"admin release":   call(admin, "POST", "http://admin"+api.PathRelease, body),
-		"admin reconcile": call(admin, "POST", "http://admin"+api.PathReconcile, ""),
+		"tcp pods":        call(tcp, "GET", base+schema.PathPods, ""),
+		"tcp release":     call(tcp, "POST", base+schema.PathRelease, body),
+		"tcp reconcile":   call(tcp, "POST", base+schema.PathReconcile, ""),
+		"admin release":   call(admin, "POST", "http://admin"+schema.PathRelease, body),
+		"admin reconcile": call(admin, "POST", "http://admin"+schema.PathReconcile, ""),
 	}}
 	out, _ := json.Marshal(r)
 	fmt.Println("REPORT " + string(out))
@@ -187,7 +187,7 @@ func call(c *http.Client, method, url, body string) callResult {
 
 // victimIntact checks that the victim still holds exactly its address,
 // in the store and as the admin API reports it.
-func victimIntact(t *testing.T, d *daemon.Daemon, admin *ctl.Client) {
+func victimIntact(t *testing.T, d *daemon.Daemon, admin *client.Client) {
 	t.Helper()
 	a, ok := d.Store().Lookup(datastore.Key{Network: testNetwork, SandboxID: victim, IfName: "eth0"})
 	if !ok || a.Address.IP.String() != "198.18.0.1" {

@@ -14,7 +14,7 @@ import (
 	"go.yaml.in/yaml/v3"
 
 	"github.com/sandboxipam/sandboxipam/internal/testsupport"
-	"github.com/sandboxipam/sandboxipam/ipamd/ctl"
+	"github.com/sandboxipam/sandboxipam/ipamd/introspect/client"
 )
 
 // buildIpamd compiles cmd/ipamd once per test process, with the
@@ -73,7 +73,7 @@ type process struct {
 // startOnPort is startBinary for a node whose introspection port the test
 // holds: it lets the port go just before ipamd starts, and takes it back
 // when this run of ipamd is killed or stopped.
-func startOnPort(t testing.TB, port *testsupport.Port, bin, cfgPath, logPath string, cni cniClient, intro *ctl.Client) *process {
+func startOnPort(t testing.TB, port *testsupport.Port, bin, cfgPath, logPath string, cni cniClient, intro *client.Client) *process {
 	t.Helper()
 	port.Release()
 	p := startBinary(t, bin, cfgPath, logPath, cni, intro, true)
@@ -86,7 +86,7 @@ func startOnPort(t testing.TB, port *testsupport.Port, bin, cfgPath, logPath str
 // startBinary starts ipamd and waits until it serves: with a healthy
 // adapter and ready for ADD when wantAdapter, else only until the CNI
 // socket answers (the runtime is down or the store unproven on purpose).
-func startBinary(t testing.TB, bin, cfgPath, logPath string, cni cniClient, intro *ctl.Client, wantAdapter bool) *process {
+func startBinary(t testing.TB, bin, cfgPath, logPath string, cni cniClient, intro *client.Client, wantAdapter bool) *process {
 	t.Helper()
 	logFile, err := os.OpenFile(logPath, os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o600)
 	if err != nil {

@@ -15,8 +15,8 @@ import (
 	"github.com/prometheus/client_golang/prometheus/testutil/promlint"
 	"github.com/sandboxipam/sandboxipam/internal/testsupport"
 	"github.com/sandboxipam/sandboxipam/ipamd/api/hostveth"
-	"github.com/sandboxipam/sandboxipam/ipamd/ctl"
-	"github.com/sandboxipam/sandboxipam/ipamd/introspect/api"
+	"github.com/sandboxipam/sandboxipam/ipamd/introspect/client"
+	"github.com/sandboxipam/sandboxipam/ipamd/introspect/schema"
 	"github.com/sandboxipam/sandboxipam/runtime"
 	"github.com/vishvananda/netlink"
 	"github.com/vishvananda/netns"
@@ -119,7 +119,7 @@ func hostRoute(t *testing.T, h *netlink.Handle, link, ip string, metric int) *ne
 		Scope: netlink.SCOPE_LINK, Priority: metric}
 }
 
-func checkKinds(t *testing.T, c *ctl.Client) (api.Check, []string) {
+func checkKinds(t *testing.T, c *client.Client) (schema.Check, []string) {
 	t.Helper()
 	v, err := c.Check(t.Context())
 	if err != nil {
@@ -136,12 +136,12 @@ func checkKinds(t *testing.T, c *ctl.Client) (api.Check, []string) {
 	return v, out
 }
 
-func expectCheck(t *testing.T, c *ctl.Client, want ...string) api.Check {
+func expectCheck(t *testing.T, c *client.Client, want ...string) schema.Check {
 	t.Helper()
 	v, got := checkKinds(t, c)
 	if strings.Join(got, "\n") != strings.Join(want, "\n") {
 		var buf bytes.Buffer
-		_ = ctl.RenderCheck(&buf, v)
+		_ = client.RenderCheck(&buf, v)
 		t.Fatalf("check found:\n%s\nwant:\n%s\n\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"), buf.String())
 	}
 	return v

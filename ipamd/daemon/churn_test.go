@@ -11,7 +11,7 @@ import (
 	"github.com/sandboxipam/sandboxipam/internal/testadapter"
 	"github.com/sandboxipam/sandboxipam/ipamd/api/wire"
 	"github.com/sandboxipam/sandboxipam/ipamd/config"
-	"github.com/sandboxipam/sandboxipam/ipamd/ctl"
+	"github.com/sandboxipam/sandboxipam/ipamd/introspect/client"
 	"github.com/sandboxipam/sandboxipam/runtime"
 )
 
@@ -34,7 +34,7 @@ func TestChurnWithLostDELsEndsWithNothingLeaked(t *testing.T) {
 	n.cfg.Node.PodWiring = config.PodWiringAuto
 	port := n.reserveIntrospection()
 	bin, cfgPath, logPath := buildIpamd(t), n.writeConfig(), filepath.Join(n.dir, "ipamd.log")
-	cni, intro := cniClient{socket: n.cfg.Socket}, ctl.NewAdmin(n.cfg.AdminSocketPath())
+	cni, intro := cniClient{socket: n.cfg.Socket}, client.NewAdmin(n.cfg.AdminSocketPath())
 	plugin := newIPAMOnlyPlugin(t, n.cfg.Socket)
 	p := startOnPort(t, port, bin, cfgPath, logPath, cni, intro)
 

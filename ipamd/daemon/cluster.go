@@ -8,7 +8,7 @@ import (
 
 	"github.com/sandboxipam/sandboxipam/ipamd/config"
 	"github.com/sandboxipam/sandboxipam/ipamd/datastore"
-	"github.com/sandboxipam/sandboxipam/ipamd/ipsource/node"
+	"github.com/sandboxipam/sandboxipam/ipamd/ipsource/podcidr"
 	"github.com/sandboxipam/sandboxipam/ipamd/kubeclient"
 	"github.com/sandboxipam/sandboxipam/ipamd/routes"
 )
@@ -39,8 +39,8 @@ func startNode(ctx, runCtx context.Context, d *Daemon, store *datastore.Store, w
 	if err != nil {
 		return nil, err
 	}
-	src, err := node.New(node.Config{NodeName: d.cfg.IPSource.NodeName}, client, store,
-		node.Options{Logger: d.log.With("component", "ipsource"), OnChange: d.sourceChanged})
+	src, err := podcidr.New(podcidr.Config{NodeName: d.cfg.IPSource.NodeName}, client, store,
+		podcidr.Options{Logger: d.log.With("component", "ipsource"), OnChange: d.sourceChanged})
 	if err != nil {
 		return nil, fmt.Errorf("ipSource.node: %w", err)
 	}
@@ -110,7 +110,7 @@ func (d *Daemon) announceOnChange(ctx context.Context) {
 func (d *Daemon) Routes() *routes.Keeper { return d.routes }
 
 // NodeSource is the node IP source, nil for other sources.
-func (d *Daemon) NodeSource() *node.Source {
+func (d *Daemon) NodeSource() *podcidr.Source {
 	if d.source == nil {
 		return nil
 	}

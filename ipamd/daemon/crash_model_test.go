@@ -14,7 +14,7 @@ import (
 
 	"github.com/sandboxipam/sandboxipam/internal/testsupport"
 	"github.com/sandboxipam/sandboxipam/ipamd/api/wire"
-	"github.com/sandboxipam/sandboxipam/ipamd/ctl"
+	"github.com/sandboxipam/sandboxipam/ipamd/introspect/client"
 )
 
 // unreported returns, sorted, the sandboxes the runtime lists without an
@@ -178,7 +178,7 @@ func isIPAMOnly(id string) bool {
 // DELed, so the pool can be proven. Then an ADD made now and listed by a
 // pass shows the adapter sees what CNI sees, and that pass releases the
 // pods whose DEL was lost.
-func (m *crashModel) resolve(t *testing.T, rng *rand.Rand, n *node, cni cniClient, intro *ctl.Client, destroyed bool, round int, p *process) {
+func (m *crashModel) resolve(t *testing.T, rng *rand.Rand, n *node, cni cniClient, intro *client.Client, destroyed bool, round int, p *process) {
 	t.Helper()
 	ctx := t.Context()
 	testsupport.Wait(t, "the adapter to be healthy", func() (bool, string) {
@@ -271,7 +271,7 @@ func (m *crashModel) liveSet() map[string]bool {
 
 // reconcile runs a pass that must leave the store proven and release
 // nothing but what may go.
-func (m *crashModel) reconcile(t *testing.T, intro *ctl.Client, mayGo map[string]bool, p *process) {
+func (m *crashModel) reconcile(t *testing.T, intro *client.Client, mayGo map[string]bool, p *process) {
 	t.Helper()
 	res, err := intro.Reconcile(t.Context(), false)
 	if err != nil && len(res.Missing) == 0 {
@@ -313,7 +313,7 @@ func (m *crashModel) holder(ip string) string {
 // showSight ADDs a pod made now and has a pass list it: the adapter
 // shows it sees what CNI sees, and the same pass releases the sandboxes
 // no listing showed whose DEL was lost. The pod is DELed again.
-func (m *crashModel) showSight(t *testing.T, n *node, cni cniClient, intro *ctl.Client, mayGo map[string]bool, round int, p *process) {
+func (m *crashModel) showSight(t *testing.T, n *node, cni cniClient, intro *client.Client, mayGo map[string]bool, round int, p *process) {
 	t.Helper()
 	id := fmt.Sprintf("sight-r%d", round)
 	n.addSandboxNow(id)
@@ -337,7 +337,7 @@ func (m *crashModel) showSight(t *testing.T, n *node, cni cniClient, intro *ctl.
 }
 
 // verify compares ipamd's assignments with the model.
-func (m *crashModel) verify(t *testing.T, round int, intro *ctl.Client, p *process) {
+func (m *crashModel) verify(t *testing.T, round int, intro *client.Client, p *process) {
 	t.Helper()
 	pods := mustPods(t, intro)
 	got := podsByID(pods)
@@ -366,7 +366,7 @@ func (m *crashModel) verify(t *testing.T, round int, intro *ctl.Client, p *proce
 // settle runs a last burst of churn, lost DELs included, without a kill,
 // then waits for two periodic passes that started past the grace after
 // it: by then every address no live pod holds must be free.
-func (m *crashModel) settle(t *testing.T, rng *rand.Rand, n *node, cni cniClient, intro *ctl.Client, p *process) {
+func (m *crashModel) settle(t *testing.T, rng *rand.Rand, n *node, cni cniClient, intro *client.Client, p *process) {
 	t.Helper()
 	stop := new(atomic.Bool)
 	wait := m.startClients(t.Context(), rng, n, cni, stop)

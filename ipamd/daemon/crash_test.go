@@ -14,7 +14,7 @@ import (
 
 	"github.com/sandboxipam/sandboxipam/ipamd/api/wire"
 	"github.com/sandboxipam/sandboxipam/ipamd/config"
-	"github.com/sandboxipam/sandboxipam/ipamd/ctl"
+	"github.com/sandboxipam/sandboxipam/ipamd/introspect/client"
 )
 
 var (
@@ -148,7 +148,7 @@ func TestCrashRecoveryRealBinary(t *testing.T) {
 	cfgPath := n.writeConfig()
 	logPath := filepath.Join(n.dir, "ipamd.log")
 	cni := cniClient{socket: n.cfg.Socket}
-	intro := ctl.NewAdmin(n.cfg.AdminSocketPath())
+	intro := client.NewAdmin(n.cfg.AdminSocketPath())
 	m := &crashModel{live: map[string]string{}, reported: map[string]bool{}, slot: map[string]string{},
 		uncertainAdd: map[string]bool{}, uncertainDel: map[string]bool{}, lostDel: map[string]bool{},
 		plugin: newIPAMOnlyPlugin(t, n.cfg.Socket)}
@@ -213,7 +213,7 @@ func crashSeedValue(t *testing.T) uint64 {
 // ipamd says it lost it and that an ADD well past every grace is refused
 // with code 11 naming every sandbox nothing accounts for, or, when there
 // is none, gets an address no live pod holds.
-func (m *crashModel) checkRefusesUntilProven(t *testing.T, round int, n *node, cni cniClient, intro *ctl.Client, p *process) {
+func (m *crashModel) checkRefusesUntilProven(t *testing.T, round int, n *node, cni cniClient, intro *client.Client, p *process) {
 	t.Helper()
 	pool := mustPool(t, intro)
 	if pool.Recovery.Checkpoint == "loaded" {

@@ -53,9 +53,9 @@ import (
 	"github.com/sandboxipam/sandboxipam/ipamd/config"
 	"github.com/sandboxipam/sandboxipam/ipamd/datastore"
 	"github.com/sandboxipam/sandboxipam/ipamd/history"
+	"github.com/sandboxipam/sandboxipam/ipamd/hostlinks"
 	"github.com/sandboxipam/sandboxipam/ipamd/kubeclient"
 	"github.com/sandboxipam/sandboxipam/ipamd/metrics"
-	"github.com/sandboxipam/sandboxipam/ipamd/nodestate"
 	"github.com/sandboxipam/sandboxipam/ipamd/reconcile"
 	"github.com/sandboxipam/sandboxipam/ipamd/routes"
 	"github.com/sandboxipam/sandboxipam/ipamd/server"
@@ -249,7 +249,7 @@ func (d *Daemon) serveSocket(ctx context.Context) error {
 		return err
 	}
 	opts := server.Options{Logger: d.log.With("component", "server"), Observe: d.metrics.ObserveCall, OnWiringRefused: d.metrics.ObserveWiringRefused,
-		NetNSIdentity: nodestate.NetNSIdentity}
+		NetNSIdentity: hostlinks.NetNSIdentity}
 	if d.cfg.PluginWiresEveryPod() {
 		opts.RefuseIPAMOnly = d.cfg.PodWiringReason()
 	}

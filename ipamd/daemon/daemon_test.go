@@ -12,9 +12,9 @@ import (
 	"time"
 
 	"github.com/sandboxipam/sandboxipam/internal/testsupport"
-	"github.com/sandboxipam/sandboxipam/ipamd/ctl"
 	"github.com/sandboxipam/sandboxipam/ipamd/daemon"
-	"github.com/sandboxipam/sandboxipam/ipamd/introspect/api"
+	"github.com/sandboxipam/sandboxipam/ipamd/introspect/client"
+	"github.com/sandboxipam/sandboxipam/ipamd/introspect/schema"
 )
 
 type testLogWriter struct{ t testing.TB }
@@ -26,7 +26,7 @@ func (w testLogWriter) Write(p []byte) (int, error) {
 
 // startInProcess runs the daemon in the test process and returns the CNI
 // client and an admin socket client (reads, and reconcile and release).
-func startInProcess(t *testing.T, n *node) (*daemon.Daemon, cniClient, *ctl.Client) {
+func startInProcess(t *testing.T, n *node) (*daemon.Daemon, cniClient, *client.Client) {
 	t.Helper()
 	logger := slog.New(slog.NewTextHandler(testLogWriter{t}, &slog.HandlerOptions{Level: slog.LevelDebug}))
 	d := daemon.New(n.cfg, daemon.Options{Logger: logger})
@@ -38,10 +38,10 @@ func startInProcess(t *testing.T, n *node) (*daemon.Daemon, cniClient, *ctl.Clie
 			t.Errorf("Stop: %v", err)
 		}
 	})
-	return d, cniClient{socket: n.cfg.Socket}, ctl.NewAdmin(n.cfg.AdminSocketPath())
+	return d, cniClient{socket: n.cfg.Socket}, client.NewAdmin(n.cfg.AdminSocketPath())
 }
 
-func adapterHealth(t *testing.T, c *ctl.Client) api.Health {
+func adapterHealth(t *testing.T, c *client.Client) schema.Health {
 	t.Helper()
 	a, err := c.Adapter(t.Context())
 	if err != nil {

@@ -10,7 +10,7 @@ import (
 
 	"github.com/sandboxipam/sandboxipam/internal/testsupport"
 	"github.com/sandboxipam/sandboxipam/ipamd/config"
-	"github.com/sandboxipam/sandboxipam/ipamd/ctl"
+	"github.com/sandboxipam/sandboxipam/ipamd/introspect/client"
 )
 
 // The last rule, through the real ipamd and the real plugin as
@@ -31,7 +31,7 @@ func TestIPAMOnlyPodWhoseNetNSStaysKeepsItsAddress(t *testing.T) {
 	n.cfg.Node.PodWiring = config.PodWiringAuto // the default: no inference from a missing pod link
 	port := n.reserveIntrospection()
 	bin, cfgPath, logPath := buildIpamd(t), n.writeConfig(), filepath.Join(n.dir, "ipamd.log")
-	cni, intro := cniClient{socket: n.cfg.Socket}, ctl.NewAdmin(n.cfg.AdminSocketPath())
+	cni, intro := cniClient{socket: n.cfg.Socket}, client.NewAdmin(n.cfg.AdminSocketPath())
 	plugin := newIPAMOnlyPlugin(t, n.cfg.Socket)
 	plugin.netnsDir = t.TempDir()
 	p := startOnPort(t, port, bin, cfgPath, logPath, cni, intro)
@@ -68,7 +68,7 @@ func TestIPAMOnlyPodWhoseNetNSStaysKeepsItsAddress(t *testing.T) {
 		t.Fatal(err)
 	}
 	var out bytes.Buffer
-	if err := ctl.RenderAdapter(&out, a); err != nil {
+	if err := client.RenderAdapter(&out, a); err != nil {
 		t.Fatal(err)
 	}
 	for _, want := range []string{"ADAPTER IS BLIND: it does not list 2 sandbox(es) CNI added", "  " + inNS + "\n", "  " + short + "\n",

@@ -16,7 +16,7 @@ import (
 	"github.com/sandboxipam/sandboxipam/internal/kubeenv"
 	"github.com/sandboxipam/sandboxipam/internal/testsupport"
 	"github.com/sandboxipam/sandboxipam/ipamd/config"
-	"github.com/sandboxipam/sandboxipam/ipamd/ctl"
+	"github.com/sandboxipam/sandboxipam/ipamd/introspect/client"
 )
 
 // startAPIServer runs etcd and kube-apiserver for the test, or skips
@@ -43,7 +43,7 @@ func createNode(t *testing.T, cs kubernetes.Interface, name string, cidrs ...str
 
 // poolRanges renders GET /v1/pool's ranges as "prefix" or "prefix
 // retiring(held N)", and what the pool waits for.
-func poolRanges(t *testing.T, c *ctl.Client) (string, string) {
+func poolRanges(t *testing.T, c *client.Client) (string, string) {
 	t.Helper()
 	p, err := c.Pool(t.Context())
 	if err != nil {
@@ -60,7 +60,7 @@ func poolRanges(t *testing.T, c *ctl.Client) (string, string) {
 	return strings.Join(out, ","), p.Waiting
 }
 
-func waitPool(t *testing.T, c *ctl.Client, want string) {
+func waitPool(t *testing.T, c *client.Client, want string) {
 	t.Helper()
 	testsupport.Wait(t, "the pool's ranges to be "+want, func() (bool, string) {
 		got, waiting := poolRanges(t, c)
@@ -202,7 +202,7 @@ func TestNodeSourceFollowsTheNode(t *testing.T) {
 	}
 }
 
-func readyWhy(t *testing.T, c *ctl.Client) string {
+func readyWhy(t *testing.T, c *client.Client) string {
 	_, why, err := c.Ready(t.Context())
 	if err != nil {
 		return err.Error()

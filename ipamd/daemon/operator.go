@@ -4,11 +4,11 @@ import (
 	"context"
 	"log/slog"
 
-	"github.com/sandboxipam/sandboxipam/ipamd/check"
 	"github.com/sandboxipam/sandboxipam/ipamd/config"
 	"github.com/sandboxipam/sandboxipam/ipamd/datastore"
+	"github.com/sandboxipam/sandboxipam/ipamd/hostlinks"
 	"github.com/sandboxipam/sandboxipam/ipamd/introspect"
-	"github.com/sandboxipam/sandboxipam/ipamd/nodestate"
+	"github.com/sandboxipam/sandboxipam/ipamd/nodecheck"
 	"github.com/sandboxipam/sandboxipam/runtime"
 )
 
@@ -32,7 +32,7 @@ func (d *Daemon) adapterState() string {
 }
 
 // sandboxesNow lists the runtime's sandboxes through the reconciler's
-// adapter, for ipamctl who and check.
+// adapter, for ipamctl who and nodecheck.
 func (d *Daemon) sandboxesNow(ctx context.Context) ([]runtime.Sandbox, error) {
 	rec := d.rec.Load()
 	if rec == nil {
@@ -41,25 +41,25 @@ func (d *Daemon) sandboxesNow(ctx context.Context) ([]runtime.Sandbox, error) {
 	return rec.ListSandboxes(ctx)
 }
 
-// checkNow serves ipamctl check. ipamd reads the kernel itself rather
+// checkNow serves ipamctl nodecheck. ipamd reads the kernel itself rather
 // than leaving it to ipamctl: it runs on the node, in the namespace whose
 // pod links it already reads for proof (node.netNS), with the plugin's
 // hostVethPrefix from its config, so the check reads exactly what the
 // reconciler trusts, and ipamctl works the same from a port-forward. The
 // settle time is the reconcile grace: an ADD still being wired, or a
 // sandbox still being created, is not judged before it.
-func (d *Daemon) checkNow(ctx context.Context) check.Outcome {
-	src := check.Sources{
-		Assignments: d.store.Assignments, Deleted: d.store.DeletedSandboxes, NetNS: nodestate.NetNSAddrs,
+func (d *Daemon) checkNow(ctx context.Context) nodecheck.Outcome {
+	src := nodecheck.Sources{
+		Assignments: d.store.Assignments, Deleted: d.store.DeletedSandboxes, NetNS: hostlinks.NetNSAddrs,
 		VethPrefix: d.cfg.Node.HostVethPrefix, Settle: d.cfg.Reconcile.Grace,
 	}
 	if d.rec.Load() != nil {
 		src.Sandboxes = d.sandboxesNow
 	}
 	if d.cfg.Node.PodWiring != config.PodWiringIPAMOnly {
-		src.Node = nodestate.Reader{Prefix: d.cfg.Node.HostVethPrefix, NetNS: d.cfg.Node.NetNS}.Read
+		src.Node = hostlinks.Reader{Prefix: d.cfg.Node.HostVethPrefix, NetNS: d.cfg.Node.NetNS}.Read
 	}
-	out := check.Run(ctx, src)
+	out := nodecheck.Run(ctx, src)
 	d.log.Info("check compared ipamd, the runtime and the kernel", slog.Int("disagreements", len(out.Disagreements)),
 		slog.Int("attempts", out.Attempts), slog.Bool("raced", out.Raced))
 	return out

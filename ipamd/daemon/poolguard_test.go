@@ -11,10 +11,10 @@ import (
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/sandboxipam/sandboxipam/cluster/api/v1alpha1"
 	"github.com/sandboxipam/sandboxipam/internal/pooltest"
 	"github.com/sandboxipam/sandboxipam/internal/testsupport"
-	"github.com/sandboxipam/sandboxipam/ipamd/api/pool/v1alpha1"
-	"github.com/sandboxipam/sandboxipam/ipamd/ctl"
+	"github.com/sandboxipam/sandboxipam/ipamd/introspect/client"
 )
 
 // An IPBlock deleted from the API server (kubectl delete, an etcd
@@ -108,7 +108,7 @@ func deleteIPBlock(t *testing.T, e *poolEnv, block string) {
 
 // waitRetiredAndNew waits until block retires beside exactly one current
 // block, and returns that one.
-func waitRetiredAndNew(t *testing.T, intro *ctl.Client, block string) string {
+func waitRetiredAndNew(t *testing.T, intro *client.Client, block string) string {
 	t.Helper()
 	var current string
 	testsupport.Wait(t, block+" to retire beside a new block", func() (bool, string) {

@@ -15,16 +15,16 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/tools/clientcmd"
 
+	"github.com/sandboxipam/sandboxipam/cluster/api/v1alpha1"
 	"github.com/sandboxipam/sandboxipam/internal/clusterfixture"
 	"github.com/sandboxipam/sandboxipam/internal/kubeenv"
 	"github.com/sandboxipam/sandboxipam/internal/pooltest"
 	"github.com/sandboxipam/sandboxipam/internal/testsupport"
 	"github.com/sandboxipam/sandboxipam/ipamd/api/apierr"
-	"github.com/sandboxipam/sandboxipam/ipamd/api/pool/v1alpha1"
 	"github.com/sandboxipam/sandboxipam/ipamd/api/wire"
 	"github.com/sandboxipam/sandboxipam/ipamd/config"
-	"github.com/sandboxipam/sandboxipam/ipamd/ctl"
 	"github.com/sandboxipam/sandboxipam/ipamd/daemon"
+	"github.com/sandboxipam/sandboxipam/ipamd/introspect/client"
 	"github.com/sandboxipam/sandboxipam/ipamd/kubeclient"
 )
 
@@ -98,7 +98,7 @@ func poolNode(t *testing.T, e *poolEnv, name string) *node {
 }
 
 // startPoolDaemon runs ipamd in process with its own counted client.
-func startPoolDaemon(t *testing.T, e *poolEnv, n *node, clock *fakeClock) (*daemon.Daemon, *kubeclient.Client, cniClient, *ctl.Client) {
+func startPoolDaemon(t *testing.T, e *poolEnv, n *node, clock *fakeClock) (*daemon.Daemon, *kubeclient.Client, cniClient, *client.Client) {
 	t.Helper()
 	rc, err := clientcmd.BuildConfigFromFlags("", e.api.Kubeconfig)
 	if err != nil {
@@ -119,7 +119,7 @@ func startPoolDaemon(t *testing.T, e *poolEnv, n *node, clock *fakeClock) (*daem
 			_ = d.Stop(context.Background())
 		}
 	})
-	return d, kc, cniClient{socket: n.cfg.Socket}, ctl.NewAdmin(n.cfg.AdminSocketPath())
+	return d, kc, cniClient{socket: n.cfg.Socket}, client.NewAdmin(n.cfg.AdminSocketPath())
 }
 
 // apiBlocks renders the API server's IPBlocks as "cidr@node" sorted.
@@ -141,7 +141,7 @@ func apiBlocks(t *testing.T, e *poolEnv) []string {
 }
 
 // blocksOf lists the pool's current (not retiring) ranges from GET /v1/pool.
-func blocksOf(t *testing.T, c *ctl.Client) []string {
+func blocksOf(t *testing.T, c *client.Client) []string {
 	t.Helper()
 	got, _ := poolRanges(t, c)
 	if got == "" {
@@ -150,7 +150,7 @@ func blocksOf(t *testing.T, c *ctl.Client) []string {
 	return strings.Split(got, ",")
 }
 
-func waitBlocks(t *testing.T, c *ctl.Client, n int) []string {
+func waitBlocks(t *testing.T, c *client.Client, n int) []string {
 	t.Helper()
 	var got []string
 	testsupport.Wait(t, fmt.Sprintf("the pool to hold %d blocks", n), func() (bool, string) {
@@ -292,7 +292,7 @@ type provenPool struct {
 	clock *fakeClock
 	d     *daemon.Daemon
 	cni   cniClient
-	intro *ctl.Client
+	intro *client.Client
 	first string // the first block claimed
 }
 
@@ -523,7 +523,7 @@ func TestPoolSourceNodeRegisteredAgain(t *testing.T) {
 }
 
 // poolSet is GET /v1/pool's ranges ("cidr" or "cidr retiring"), sorted.
-func poolSet(t *testing.T, c *ctl.Client) []string {
+func poolSet(t *testing.T, c *client.Client) []string {
 	t.Helper()
 	got, _ := poolRanges(t, c)
 	if got == "" {
@@ -535,7 +535,7 @@ func poolSet(t *testing.T, c *ctl.Client) []string {
 }
 
 // waitPoolSet waits until the pool's ranges are exactly want, in any order.
-func waitPoolSet(t *testing.T, c *ctl.Client, want ...string) {
+func waitPoolSet(t *testing.T, c *client.Client, want ...string) {
 	t.Helper()
 	slices.Sort(want)
 	testsupport.Wait(t, fmt.Sprintf("the pool's ranges to be %v", want), func() (bool, string) {

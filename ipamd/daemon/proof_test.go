@@ -15,8 +15,8 @@ import (
 	"github.com/sandboxipam/sandboxipam/internal/testsupport"
 	"github.com/sandboxipam/sandboxipam/ipamd/api/wire"
 	"github.com/sandboxipam/sandboxipam/ipamd/config"
-	"github.com/sandboxipam/sandboxipam/ipamd/ctl"
 	"github.com/sandboxipam/sandboxipam/ipamd/daemon"
+	"github.com/sandboxipam/sandboxipam/ipamd/introspect/client"
 )
 
 func wantUnavailable(t *testing.T, err error, mention string) {
@@ -142,12 +142,12 @@ func TestAutoWithTwoRuntimesRefusesToReconcile(t *testing.T) {
 		t.Fatalf("Start: %v", err)
 	}
 	t.Cleanup(func() { _ = d.Stop(context.Background()) })
-	intro := ctl.NewAdmin(n.cfg.AdminSocketPath())
+	intro := client.NewAdmin(n.cfg.AdminSocketPath())
 	testsupport.Wait(t, "the adapter view to say auto refused", func() (bool, string) {
 		a, err := intro.Adapter(t.Context())
 		return err == nil && strings.Contains(a.Error, "/run/containerd/containerd.sock") && strings.Contains(a.Error, "/var/run/docker.sock"), a.Error
 	})
-	var apiErr *ctl.APIError
+	var apiErr *client.APIError
 	if _, err := intro.Reconcile(t.Context(), false); !errors.As(err, &apiErr) || apiErr.Status != 503 || !strings.Contains(err.Error(), "set runtime.adapter") {
 		t.Fatalf("reconcile = %v; want 503 saying to set runtime.adapter", err)
 	}

@@ -6,9 +6,9 @@ import (
 	"log/slog"
 	"time"
 
+	"github.com/sandboxipam/sandboxipam/ipamd/hostlinks"
 	"github.com/sandboxipam/sandboxipam/ipamd/introspect"
-	"github.com/sandboxipam/sandboxipam/ipamd/introspect/api"
-	"github.com/sandboxipam/sandboxipam/ipamd/nodestate"
+	"github.com/sandboxipam/sandboxipam/ipamd/introspect/schema"
 	"github.com/sandboxipam/sandboxipam/ipamd/reconcile"
 	"github.com/sandboxipam/sandboxipam/runtime"
 )
@@ -26,15 +26,15 @@ func (d *Daemon) newReconciler(adapter runtime.RuntimeAdapter) *reconcile.Reconc
 		Network: d.cfg.Network, IfName: d.cfg.IfName,
 		Logger:     d.log.With("component", "reconcile"),
 		OnResult:   d.onReconcile,
-		Node:       nodestate.Reader{Prefix: d.cfg.Node.HostVethPrefix, NetNS: d.cfg.Node.NetNS},
-		NetNS:      nodestate.NetNSAddrs,
+		Node:       hostlinks.Reader{Prefix: d.cfg.Node.HostVethPrefix, NetNS: d.cfg.Node.NetNS},
+		NetNS:      hostlinks.NetNSAddrs,
 		VethPrefix: d.cfg.Node.HostVethPrefix,
 		StartedAt:  d.startedAt,
 		LinkGrace:  d.cfg.Advanced.Reconcile.LinkGrace,
 
 		PluginWiresEveryPod: d.cfg.PluginWiresEveryPod(),
 		// The namespace an ADD named, still on the node, keeps its address.
-		NetNSIdentity: nodestate.NetNSIdentity,
+		NetNSIdentity: hostlinks.NetNSIdentity,
 	})
 }
 
@@ -79,7 +79,7 @@ func (d *Daemon) reconcileLoop(ctx context.Context) {
 }
 
 // adapterView is /v1/adapter: the adapter's health and the last pass.
-func (d *Daemon) adapterView(context.Context) api.Adapter {
+func (d *Daemon) adapterView(context.Context) schema.Adapter {
 	v := d.adapter.view()
 	v.Interval, v.Grace = d.cfg.Reconcile.Interval.String(), d.cfg.Reconcile.Grace.String()
 	if rec := d.rec.Load(); rec != nil {

@@ -7,7 +7,7 @@ import (
 	"testing"
 
 	"github.com/sandboxipam/sandboxipam/internal/testsupport"
-	"github.com/sandboxipam/sandboxipam/ipamd/introspect/api"
+	"github.com/sandboxipam/sandboxipam/ipamd/introspect/schema"
 )
 
 // TestReconcileDryRunThenRelease: POST /v1/reconcile?dryRun=true shows
@@ -35,7 +35,7 @@ func TestReconcileDryRunThenRelease(t *testing.T) {
 	// A dry run changes nothing, so it can be repeated until the grace
 	// (1ms here) has passed for the assignment; a pass that starts within
 	// it rightly protects the assignment.
-	var dry api.Reconcile
+	var dry schema.Reconcile
 	testsupport.Wait(t, "a dry run to find gone past its grace", func() (bool, string) {
 		var err error
 		dry, err = intro.Reconcile(ctx, true)

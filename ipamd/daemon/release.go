@@ -12,9 +12,9 @@ import (
 	"github.com/sandboxipam/sandboxipam/ipamd/adminsock"
 	"github.com/sandboxipam/sandboxipam/ipamd/api/hostveth"
 	"github.com/sandboxipam/sandboxipam/ipamd/datastore"
+	"github.com/sandboxipam/sandboxipam/ipamd/hostlinks"
 	"github.com/sandboxipam/sandboxipam/ipamd/introspect"
-	"github.com/sandboxipam/sandboxipam/ipamd/introspect/api"
-	"github.com/sandboxipam/sandboxipam/ipamd/nodestate"
+	"github.com/sandboxipam/sandboxipam/ipamd/introspect/schema"
 	"github.com/sandboxipam/sandboxipam/ipamd/reconcile"
 	"github.com/sandboxipam/sandboxipam/runtime"
 )
@@ -67,18 +67,18 @@ func (e *evidence) add(hold []netip.Addr, format string, args ...any) {
 // the evidence); with Force it is released, logged at WARN with the
 // caller's uid, counted, and the addresses the evidence shows held are
 // quarantined while it lasts.
-func (d *Daemon) releaseNow(ctx context.Context, req api.ReleaseRequest) (api.Release, error) {
+func (d *Daemon) releaseNow(ctx context.Context, req schema.ReleaseRequest) (schema.Release, error) {
 	key := datastore.Key{Network: req.Network, SandboxID: req.SandboxID, IfName: req.IfName}
 	peer, _ := adminsock.FromContext(ctx)
 	a, ok := d.store.Lookup(key)
 	if !ok {
-		return api.Release{}, d.releaseUnheld(ctx, key, peer, req.Force)
+		return schema.Release{}, d.releaseUnheld(ctx, key, peer, req.Force)
 	}
 	ev := d.releaseEvidence(ctx, a)
 	if len(ev.lines) > 0 && !req.Force {
 		d.log.Warn("operator release refused: the attachment may still be in use", slog.Any("key", key),
 			slog.Uint64("caller_uid", uint64(peer.UID)), slog.Int64("caller_pid", int64(peer.PID)), slog.Any("evidence", ev.lines))
-		return api.Release{}, fmt.Errorf("%w: sandbox %s interface %s not released: %s; if you are sure, release --force (its addresses are then quarantined while the runtime or the node still shows them)",
+		return schema.Release{}, fmt.Errorf("%w: sandbox %s interface %s not released: %s; if you are sure, release --force (its addresses are then quarantined while the runtime or the node still shows them)",
 			introspect.ErrStillInUse, key.SandboxID, key.IfName, strings.Join(ev.lines, "; "))
 	}
 	var hold []netip.Addr
@@ -87,12 +87,12 @@ func (d *Daemon) releaseNow(ctx context.Context, req api.ReleaseRequest) (api.Re
 	}
 	released, found, err := d.store.ReleaseQuarantined(ctx, key, datastore.ReasonOperator, hold)
 	if err != nil {
-		return api.Release{}, fmt.Errorf("release sandbox %s: %w", key.SandboxID, err)
+		return schema.Release{}, fmt.Errorf("release sandbox %s: %w", key.SandboxID, err)
 	}
 	if !found {
-		return api.Release{}, fmt.Errorf("%w: network %q sandbox %q interface %q (released meanwhile)", introspect.ErrNotHeld, key.Network, key.SandboxID, key.IfName)
+		return schema.Release{}, fmt.Errorf("%w: network %q sandbox %q interface %q (released meanwhile)", introspect.ErrNotHeld, key.Network, key.SandboxID, key.IfName)
 	}
-	out := api.Release{Released: introspect.PodView(released, time.Now()), Forced: req.Force, Evidence: ev.lines}
+	out := schema.Release{Released: introspect.PodView(released, time.Now()), Forced: req.Force, Evidence: ev.lines}
 	for _, ip := range released.IPs() {
 		if slices.Contains(hold, ip) {
 			out.Quarantined = append(out.Quarantined, ip.String())
@@ -134,7 +134,7 @@ func (d *Daemon) releaseUnheld(ctx context.Context, key datastore.Key, peer admi
 	return notHeld
 }
 
-func (d *Daemon) logRelease(key datastore.Key, peer adminsock.Peer, out api.Release) {
+func (d *Daemon) logRelease(key datastore.Key, peer adminsock.Peer, out schema.Release) {
 	attrs := []any{slog.Any("key", key), slog.Any("ips", out.Released.IPs),
 		slog.Uint64("caller_uid", uint64(peer.UID)), slog.Int64("caller_pid", int64(peer.PID))}
 	if !out.Forced {
@@ -204,7 +204,7 @@ func (d *Daemon) currentListing(ctx context.Context) (listing, string, error) {
 
 func (d *Daemon) nodeEvidence(ctx context.Context, a datastore.Assignment, ev *evidence) {
 	prefix := d.cfg.Node.HostVethPrefix
-	snap, err := nodestate.Reader{Prefix: prefix, NetNS: d.cfg.Node.NetNS}.Read(ctx)
+	snap, err := hostlinks.Reader{Prefix: prefix, NetNS: d.cfg.Node.NetNS}.Read(ctx)
 	if err != nil {
 		ev.add(nil, "the node's pod links could not be read (%v)", err)
 		return
@@ -214,7 +214,7 @@ func (d *Daemon) nodeEvidence(ctx context.Context, a datastore.Assignment, ev *e
 	if routed, ok := snap.Links[veth]; ok {
 		ev.add(ips, "the node still has its pod link %s (routing %v)", veth, routed)
 	}
-	if on, why := reconcile.NetNSOnNode(nodestate.NetNSIdentity, a.NetNS); on {
+	if on, why := reconcile.NetNSOnNode(hostlinks.NetNSIdentity, a.NetNS); on {
 		ev.add(ips, "%s", why)
 	}
 	links := make([]string, 0, len(snap.Links))

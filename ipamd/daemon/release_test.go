@@ -12,20 +12,20 @@ import (
 	"github.com/sandboxipam/sandboxipam/internal/testsupport"
 	"github.com/sandboxipam/sandboxipam/ipamd/api/hostveth"
 	"github.com/sandboxipam/sandboxipam/ipamd/api/wire"
-	"github.com/sandboxipam/sandboxipam/ipamd/ctl"
 	"github.com/sandboxipam/sandboxipam/ipamd/datastore"
-	"github.com/sandboxipam/sandboxipam/ipamd/introspect/api"
+	"github.com/sandboxipam/sandboxipam/ipamd/introspect/client"
+	"github.com/sandboxipam/sandboxipam/ipamd/introspect/schema"
 )
 
-func releaseReq(id string, force bool) api.ReleaseRequest {
-	return api.ReleaseRequest{Network: testNetwork, SandboxID: id, IfName: "eth0", Force: force}
+func releaseReq(id string, force bool) schema.ReleaseRequest {
+	return schema.ReleaseRequest{Network: testNetwork, SandboxID: id, IfName: "eth0", Force: force}
 }
 
 // wantRefused checks a release was refused with 409 naming each piece of
 // evidence.
 func wantRefused(t *testing.T, err error, evidence ...string) {
 	t.Helper()
-	var apiErr *ctl.APIError
+	var apiErr *client.APIError
 	if !errors.As(err, &apiErr) || apiErr.Status != http.StatusConflict {
 		t.Fatalf("release = %v; want 409 refused", err)
 	}
@@ -36,7 +36,7 @@ func wantRefused(t *testing.T, err error, evidence ...string) {
 	}
 }
 
-func quarantined(t *testing.T, admin *ctl.Client) uint64 {
+func quarantined(t *testing.T, admin *client.Client) uint64 {
 	t.Helper()
 	pool, err := admin.Pool(t.Context())
 	if err != nil || len(pool.Families) != 1 {
@@ -117,7 +117,7 @@ func TestReleaseOfALiveSandboxNeedsForce(t *testing.T) {
 // quarantineLastsWhileReported: 198.18.0.1, released by force while the
 // runtime reports it for sandbox live, stays quarantined through a pass
 // and a full pool, and is handed out again once the runtime drops live.
-func quarantineLastsWhileReported(t *testing.T, n *node, cni cniClient, admin *ctl.Client) {
+func quarantineLastsWhileReported(t *testing.T, n *node, cni cniClient, admin *client.Client) {
 	t.Helper()
 	if _, err := admin.Reconcile(t.Context(), false); err != nil {
 		t.Fatal(err)

@@ -15,8 +15,8 @@ import (
 	"k8s.io/client-go/kubernetes"
 
 	"github.com/sandboxipam/sandboxipam/internal/testsupport"
-	"github.com/sandboxipam/sandboxipam/ipamd/ctl"
 	"github.com/sandboxipam/sandboxipam/ipamd/daemon"
+	"github.com/sandboxipam/sandboxipam/ipamd/introspect/client"
 )
 
 // routesNS makes a network namespace with 198.18.10.1/24 on a veth and
@@ -73,7 +73,7 @@ func TestDaemonRoutesReportSkippedNode(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = d.Stop(t.Context()) })
-	intro := ctl.New(d.IntrospectionAddr().String(), nil)
+	intro := client.New(d.IntrospectionAddr().String(), nil)
 	testsupport.Wait(t, "ipamctl routes to show node-2's route and node-3 skipped", func() (bool, string) {
 		r, err := intro.Routes(t.Context())
 		if err != nil {

@@ -10,7 +10,7 @@ import (
 	"github.com/sandboxipam/sandboxipam/internal/awslocal"
 	"github.com/sandboxipam/sandboxipam/internal/testsupport"
 	"github.com/sandboxipam/sandboxipam/ipamd/config"
-	"github.com/sandboxipam/sandboxipam/ipamd/ctl"
+	"github.com/sandboxipam/sandboxipam/ipamd/introspect/client"
 )
 
 // The seed scenario (issue 12) on a dual-stack pool and on the aws source
@@ -25,7 +25,7 @@ func TestSeedScenarioDualStack(t *testing.T) {
 	if err := n.cfg.Validate(); err != nil {
 		t.Fatal(err)
 	}
-	both := func(intro *ctl.Client, when string) {
+	both := func(intro *client.Client, when string) {
 		pods := mustPods(t, intro)
 		got := map[string][]string{}
 		for _, p := range pods.Pods {
@@ -38,8 +38,8 @@ func TestSeedScenarioDualStack(t *testing.T) {
 	}
 	runSeedScenario(t, seedRun{
 		node: n, initialTotal: 14 + 16, wantA: "198.18.0.1/28", wantB: "198.18.0.2/28",
-		afterAdds:    func(intro *ctl.Client, _ *process) { both(intro, "before the crash") },
-		afterRestart: func(intro *ctl.Client, _ *process) { both(intro, "after the restart") },
+		afterAdds:    func(intro *client.Client, _ *process) { both(intro, "before the crash") },
+		afterRestart: func(intro *client.Client, _ *process) { both(intro, "after the restart") },
 	})
 }
 
@@ -92,7 +92,7 @@ func TestSeedScenarioAWSPrefixDelegation(t *testing.T) {
 		// 198.18.0.0/28 holds the reserved addresses and the primary IP
 		// (.4): the first free /28 is 198.18.0.16/28.
 		node: n, initialTotal: 16, wantA: "198.18.0.16/20", wantB: "198.18.0.17/20",
-		afterAdds: func(intro *ctl.Client, _ *process) {
+		afterAdds: func(intro *client.Client, _ *process) {
 			testsupport.Wait(t, "a second prefix to keep a prefix's worth free", func() (bool, string) {
 				pool := mustPool(t, intro)
 				return pool.Total == 32 && pool.Assigned == 2 && pool.Free == 30, fmt.Sprintf("%+v", pool)
@@ -101,8 +101,8 @@ func TestSeedScenarioAWSPrefixDelegation(t *testing.T) {
 				t.Fatalf("prefixes in EC2 before the crash: %s", got)
 			}
 		},
-		beforeRestart: func(*ctl.Client, *process) { cloud.ResetCalls() },
-		afterRestart: func(intro *ctl.Client, p *process) {
+		beforeRestart: func(*client.Client, *process) { cloud.ResetCalls() },
+		afterRestart: func(intro *client.Client, p *process) {
 			calls := cloud.Calls()
 			for _, action := range growth {
 				if calls[action] != 0 {
@@ -113,7 +113,7 @@ func TestSeedScenarioAWSPrefixDelegation(t *testing.T) {
 				t.Fatalf("pool after the restart = %+v, want both prefixes adopted with A and B", pool)
 			}
 		},
-		atEnd: func(intro *ctl.Client, _ *process) {
+		atEnd: func(intro *client.Client, _ *process) {
 			testsupport.Wait(t, "the second prefix to go back to EC2", func() (bool, string) {
 				got := prefixes()
 				return got == "0:198.18.0.16/28", got

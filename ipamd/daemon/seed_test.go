@@ -16,8 +16,8 @@ import (
 	ipamdv1 "github.com/sandboxipam/sandboxipam/ipamd/api/v1"
 	"github.com/sandboxipam/sandboxipam/ipamd/api/wire"
 	"github.com/sandboxipam/sandboxipam/ipamd/config"
-	"github.com/sandboxipam/sandboxipam/ipamd/ctl"
-	"github.com/sandboxipam/sandboxipam/ipamd/introspect/api"
+	"github.com/sandboxipam/sandboxipam/ipamd/introspect/client"
+	"github.com/sandboxipam/sandboxipam/ipamd/introspect/schema"
 )
 
 // The infra sandbox IDs of the seed bug report's two coredns pods: the
@@ -89,7 +89,7 @@ func TestSeedScenarioAWS(t *testing.T) {
 	growth := []string{"CreateNetworkInterface", "AttachNetworkInterface", "AssignPrivateIpAddresses"}
 	runSeedScenario(t, seedRun{
 		node: n, initialTotal: 4, wantA: wantA, wantB: wantB,
-		afterAdds: func(intro *ctl.Client, p *process) {
+		afterAdds: func(intro *client.Client, p *process) {
 			testsupport.Wait(t, "the pool to grow back to 4 free addresses", func() (bool, string) {
 				pool := mustPool(t, intro)
 				return pool.Total == 6 && pool.Assigned == 2 && pool.Free == 4, fmt.Sprintf("%+v", pool)
@@ -107,8 +107,8 @@ func TestSeedScenarioAWS(t *testing.T) {
 				}
 			}
 		},
-		beforeRestart: func(*ctl.Client, *process) { cloud.ResetCalls() },
-		afterRestart: func(intro *ctl.Client, p *process) {
+		beforeRestart: func(*client.Client, *process) { cloud.ResetCalls() },
+		afterRestart: func(intro *client.Client, p *process) {
 			calls := cloud.Calls()
 			for _, action := range growth {
 				if calls[action] != 0 {
@@ -126,7 +126,7 @@ func TestSeedScenarioAWS(t *testing.T) {
 				t.Fatalf("aws source ready lines = %q, want enis=1 addresses=4 assigned=0, then enis=2 addresses=6 assigned=2", ready)
 			}
 		},
-		atEnd: func(intro *ctl.Client, p *process) {
+		atEnd: func(intro *client.Client, p *process) {
 			calls := cloud.Calls()
 			for _, action := range growth {
 				if calls[action] != 0 {
@@ -224,7 +224,7 @@ type seedRun struct {
 
 // seedHook gets the introspection client and the ipamd run at hand (nil
 // while ipamd is down).
-type seedHook func(intro *ctl.Client, p *process)
+type seedHook func(intro *client.Client, p *process)
 
 // runSeedScenario is the seed scenario through the real binary: ADD A and
 // B under their sandbox IDs, SIGKILL, pod B deleted while ipamd is down,
@@ -245,7 +245,7 @@ func runSeedScenario(t *testing.T, r seedRun) {
 	cfgPath := n.writeConfig()
 	logPath := filepath.Join(n.dir, "ipamd.log")
 	cni := cniClient{socket: n.cfg.Socket}
-	intro := ctl.NewAdmin(n.cfg.AdminSocketPath())
+	intro := client.NewAdmin(n.cfg.AdminSocketPath())
 	ctx := t.Context()
 	run := func(hook seedHook, p *process) {
 		if hook != nil {
@@ -342,7 +342,7 @@ func runSeedScenario(t *testing.T, r seedRun) {
 
 // mustReconcile asks for a pass (POST /v1/reconcile) and requires it to
 // list exactly wantListed sandboxes; the caller checks what it released.
-func mustReconcile(t testing.TB, intro *ctl.Client, wantListed int) api.Reconcile {
+func mustReconcile(t testing.TB, intro *client.Client, wantListed int) schema.Reconcile {
 	t.Helper()
 	res, err := intro.Reconcile(t.Context(), false)
 	if err != nil || res.Listed != wantListed {
@@ -351,7 +351,7 @@ func mustReconcile(t testing.TB, intro *ctl.Client, wantListed int) api.Reconcil
 	return res
 }
 
-func mustPool(t testing.TB, c *ctl.Client) api.Pool {
+func mustPool(t testing.TB, c *client.Client) schema.Pool {
 	t.Helper()
 	p, err := c.Pool(t.Context())
 	if err != nil {
@@ -360,7 +360,7 @@ func mustPool(t testing.TB, c *ctl.Client) api.Pool {
 	return p
 }
 
-func mustPods(t testing.TB, c *ctl.Client) api.Pods {
+func mustPods(t testing.TB, c *client.Client) schema.Pods {
 	t.Helper()
 	p, err := c.Pods(t.Context())
 	if err != nil {
@@ -370,7 +370,7 @@ func mustPods(t testing.TB, c *ctl.Client) api.Pods {
 }
 
 // podsByID maps sandbox ID to address (CIDR notation).
-func podsByID(p api.Pods) map[string]string {
+func podsByID(p schema.Pods) map[string]string {
 	out := make(map[string]string, len(p.Pods))
 	for _, pod := range p.Pods {
 		out[pod.SandboxID] = pod.Prefix

@@ -10,7 +10,7 @@ import (
 	"github.com/sandboxipam/sandboxipam/ipamd/datastore"
 	"github.com/sandboxipam/sandboxipam/ipamd/ipsource"
 	"github.com/sandboxipam/sandboxipam/ipamd/ipsource/aws"
-	"github.com/sandboxipam/sandboxipam/ipamd/ipsource/node"
+	"github.com/sandboxipam/sandboxipam/ipamd/ipsource/podcidr"
 	"github.com/sandboxipam/sandboxipam/ipamd/ipsource/pool"
 	"github.com/sandboxipam/sandboxipam/ipamd/ipsource/static"
 )
@@ -21,7 +21,7 @@ type sourceHandle struct {
 	// enis renders /v1/enis; nil for sources without ENIs.
 	enis func(ctx context.Context) (any, error)
 	// node is the node source; nil for the others.
-	node *node.Source
+	node *podcidr.Source
 	// pool is the pool source; nil for the others.
 	pool *pool.Source
 }

@@ -12,8 +12,8 @@ import (
 
 	"github.com/sandboxipam/sandboxipam/internal/testsupport"
 	"github.com/sandboxipam/sandboxipam/ipamd/config"
-	"github.com/sandboxipam/sandboxipam/ipamd/ctl"
-	"github.com/sandboxipam/sandboxipam/ipamd/introspect/api"
+	"github.com/sandboxipam/sandboxipam/ipamd/introspect/client"
+	"github.com/sandboxipam/sandboxipam/ipamd/introspect/schema"
 )
 
 // ipamPods are the five pods, wired by another main plugin with
@@ -71,7 +71,7 @@ func stateLossCase(t *testing.T, bin string, fault func(*testing.T, *node)) {
 	}
 	port := n.reserveIntrospection()
 	cfgPath, logPath := n.writeConfig(), filepath.Join(n.dir, "ipamd.log")
-	cni, intro := cniClient{socket: n.cfg.Socket}, ctl.NewAdmin(n.cfg.AdminSocketPath())
+	cni, intro := cniClient{socket: n.cfg.Socket}, client.NewAdmin(n.cfg.AdminSocketPath())
 	plugin := newIPAMOnlyPlugin(t, n.cfg.Socket)
 	p := startOnPort(t, port, bin, cfgPath, logPath, cni, intro)
 	for i, id := range ipamPods {
@@ -108,7 +108,7 @@ func stateLossCase(t *testing.T, bin string, fault func(*testing.T, *node)) {
 	}
 	n.removeSandbox("ipam-pod-3")
 	// It is alive in the runtime, so the word needs --force.
-	_, err := intro.Release(t.Context(), api.ReleaseRequest{Network: testNetwork, SandboxID: "ipam-pod-4", IfName: "eth0", Force: true})
+	_, err := intro.Release(t.Context(), schema.ReleaseRequest{Network: testNetwork, SandboxID: "ipam-pod-4", IfName: "eth0", Force: true})
 	if err == nil || !strings.Contains(err.Error(), "counts that sandbox as holding nothing") {
 		t.Fatalf("ipamctl release ipam-pod-4 = %v; want it taken as the operator's word", err)
 	}
@@ -128,9 +128,9 @@ func stateLossCase(t *testing.T, bin string, fault func(*testing.T, *node)) {
 
 // waitUnaccounted waits for a pass that leaves ipamd unproven naming every
 // one of ids (an event, not a sleep), and returns the pool it saw.
-func waitUnaccounted(t *testing.T, intro *ctl.Client, p *process, ids []string) api.Pool {
+func waitUnaccounted(t *testing.T, intro *client.Client, p *process, ids []string) schema.Pool {
 	t.Helper()
-	var pool api.Pool
+	var pool schema.Pool
 	testsupport.Wait(t, "a pass naming the unaccounted sandboxes", func() (bool, string) {
 		var err error
 		pool, err = intro.Pool(t.Context())
@@ -170,7 +170,7 @@ func TestIPAMOnlyADDRefusedWhereThePluginWiresEveryPod(t *testing.T) {
 	n := newNode(t, "198.18.0.0/24")
 	n.cfg.Node.PodWiring = config.PodWiringPlugin
 	port := n.reserveIntrospection()
-	cni, intro := cniClient{socket: n.cfg.Socket}, ctl.NewAdmin(n.cfg.AdminSocketPath())
+	cni, intro := cniClient{socket: n.cfg.Socket}, client.NewAdmin(n.cfg.AdminSocketPath())
 	p := startOnPort(t, port, buildIpamd(t), n.writeConfig(), filepath.Join(n.dir, "ipamd.log"), cni, intro)
 	defer p.stop()
 	n.addSandbox("first-pod")

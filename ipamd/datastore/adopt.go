@@ -9,13 +9,13 @@ import (
 
 	"github.com/sandboxipam/sandboxipam/ipamd/datastore/proof"
 	"github.com/sandboxipam/sandboxipam/ipamd/datastore/state"
-	"github.com/sandboxipam/sandboxipam/ipamd/nodeview"
+	"github.com/sandboxipam/sandboxipam/ipamd/join"
 )
 
 // adoptLocked makes the assignments proof.Adoptions picks from the view:
 // for each sandbox holding addresses that no assignment records, one per
 // family, running sandboxes first.
-func (s *Store) adoptLocked(ev Evidence, view nodeview.View) int {
+func (s *Store) adoptLocked(ev Evidence, view join.View) int {
 	pods := make(map[string]Pod, len(ev.Holdings))
 	for _, h := range ev.Holdings {
 		if _, ok := pods[h.SandboxID]; !ok {

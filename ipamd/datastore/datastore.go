@@ -62,7 +62,7 @@
 // walk; the pool's blocks, and so whether an address is in the pool, stay
 // here. The operations are ops.go; Observe, adoption, quarantine and
 // proof (observe.go, adopt.go, quarantine.go, proof.go) apply what package
-// proof decides from one nodeview.Join (nodeview.go), the join the
+// proof decides from one join.Join (join.go), the join the
 // reconciler and ipamctl check read too, and its Tracker keeps what an
 // unproven store remembers between listings. Load and the unproven start
 // are load.go; the one read model is view.go (Store.View). The node

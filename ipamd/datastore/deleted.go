@@ -12,7 +12,7 @@ const maxDeleted = 4096
 // a completed pod's last sandbox until the pod is deleted, so a completed
 // Job pod's sandbox does so for as long as it exists): such a report is
 // stale, not a holding, and must neither be adopted nor quarantine the
-// address the DEL released (nodeview.Join drops it: see viewLocked). Only
+// address the DEL released (join.Join drops it: see viewLocked). Only
 // the store knows the DEL came. Kept in
 // memory only, until a listing no longer shows the sandbox: after a
 // restart the report is treated as a holding again (adopted by an

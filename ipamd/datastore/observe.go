@@ -1,8 +1,8 @@
 package datastore
 
 // Observe: a runtime listing's evidence applied to the store in one
-// write. It joins the evidence with the assignments by one nodeview.Join
-// (viewLocked, nodeview.go); package proof decides from those rows what to
+// write. It joins the evidence with the assignments by one join.Join
+// (viewLocked, join.go); package proof decides from those rows what to
 // adopt and what to quarantine; the store applies it: adopt.go,
 // quarantine.go, and proof.go for the unproven state.
 
@@ -117,7 +117,7 @@ func (s *Store) Observe(ctx context.Context, ev Evidence) (ObserveReport, error)
 }
 
 // observeLocked applies the evidence and returns the batch that records
-// it. Adoption and quarantine judge by one nodeview.Join of the evidence
+// it. Adoption and quarantine judge by one join.Join of the evidence
 // with the store's assignments (viewLocked), taken again after adopting.
 func (s *Store) observeLocked(ev Evidence) (ObserveReport, *persist.Batch) {
 	wasUnproven := s.st.Unproven()

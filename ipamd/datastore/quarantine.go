@@ -9,13 +9,13 @@ import (
 
 	"github.com/sandboxipam/sandboxipam/ipamd/datastore/proof"
 	"github.com/sandboxipam/sandboxipam/ipamd/datastore/state"
-	"github.com/sandboxipam/sandboxipam/ipamd/nodeview"
+	"github.com/sandboxipam/sandboxipam/ipamd/join"
 )
 
 // foreignLocked returns the pool addresses proof.Foreign finds in the
 // view: claimed by another than the one assignment recording them (by
 // anyone, when none does), with that claim.
-func (s *Store) foreignLocked(view nodeview.View) map[netip.Addr]Holding {
+func (s *Store) foreignLocked(view join.View) map[netip.Addr]Holding {
 	foreign := map[netip.Addr]Holding{}
 	for ip, c := range proof.Foreign(view, s.inPoolLocked) {
 		foreign[ip] = Holding{IP: ip, SandboxID: c.SandboxID, Ready: c.Ready, Source: c.Source}

@@ -13,7 +13,7 @@ import (
 	"strings"
 	"unicode"
 
-	"github.com/sandboxipam/sandboxipam/ipamd/introspect/api"
+	"github.com/sandboxipam/sandboxipam/ipamd/introspect/schema"
 )
 
 // Errors of an operator's release, which callers branch on.
@@ -39,8 +39,8 @@ const maxField = 256
 // DecodeRelease decodes POST /v1/release's body strictly: one JSON object,
 // no unknown field, nothing after it, every field present, printable and
 // at most maxField bytes. Errors wrap ErrBadRequest and name the field.
-func DecodeRelease(body io.Reader) (api.ReleaseRequest, error) {
-	var req api.ReleaseRequest
+func DecodeRelease(body io.Reader) (schema.ReleaseRequest, error) {
+	var req schema.ReleaseRequest
 	data, err := io.ReadAll(io.LimitReader(body, maxRequestBody+1))
 	if err != nil {
 		return req, fmt.Errorf("%w: read release request: %w", ErrBadRequest, err)
@@ -51,14 +51,14 @@ func DecodeRelease(body io.Reader) (api.ReleaseRequest, error) {
 	dec := json.NewDecoder(bytes.NewReader(data))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(&req); err != nil {
-		return api.ReleaseRequest{}, fmt.Errorf("%w: decode release request: %w", ErrBadRequest, err)
+		return schema.ReleaseRequest{}, fmt.Errorf("%w: decode release request: %w", ErrBadRequest, err)
 	}
 	if _, err := dec.Token(); !errors.Is(err, io.EOF) {
-		return api.ReleaseRequest{}, fmt.Errorf("%w: release request: data after the JSON object", ErrBadRequest)
+		return schema.ReleaseRequest{}, fmt.Errorf("%w: release request: data after the JSON object", ErrBadRequest)
 	}
 	for _, f := range []struct{ name, value string }{{"network", req.Network}, {"sandboxID", req.SandboxID}, {"ifName", req.IfName}} {
 		if err := checkField(f.name, f.value); err != nil {
-			return api.ReleaseRequest{}, err
+			return schema.ReleaseRequest{}, err
 		}
 	}
 	return req, nil
@@ -106,7 +106,7 @@ func ParseReconcile(rawQuery string) (dryRun bool, err error) {
 // of an unknown path is 404; anything else, and the paths of the calls
 // that change state whatever the method, 403 naming the admin socket.
 func (h *handlers) refuseChange(w http.ResponseWriter, r *http.Request) {
-	changes := r.URL.Path == api.PathRelease || r.URL.Path == api.PathReconcile
+	changes := r.URL.Path == schema.PathRelease || r.URL.Path == schema.PathReconcile
 	if !changes && (r.Method == http.MethodGet || r.Method == http.MethodHead) {
 		writeError(w, http.StatusNotFound, fmt.Errorf("no such path %q", r.URL.Path))
 		return

@@ -11,7 +11,7 @@ import (
 	"unicode"
 
 	"github.com/sandboxipam/sandboxipam/ipamd/introspect"
-	"github.com/sandboxipam/sandboxipam/ipamd/introspect/api"
+	"github.com/sandboxipam/sandboxipam/ipamd/introspect/schema"
 	"github.com/sandboxipam/sandboxipam/ipamd/reconcile"
 )
 
@@ -26,17 +26,17 @@ func FuzzDecodeRelease(f *testing.F) {
 	} {
 		f.Add([]byte(s))
 	}
-	var seen []api.ReleaseRequest
+	var seen []schema.ReleaseRequest
 	h := introspect.AdminHandler(introspect.Deps{Store: newStore(f),
-		Release: func(_ context.Context, req api.ReleaseRequest) (api.Release, error) {
+		Release: func(_ context.Context, req schema.ReleaseRequest) (schema.Release, error) {
 			seen = append(seen, req)
-			return api.Release{}, nil
+			return schema.Release{}, nil
 		}})
 	f.Fuzz(func(t *testing.T, body []byte) {
 		seen = seen[:0]
 		req, err := introspect.DecodeRelease(bytes.NewReader(body))
 		rec := httptest.NewRecorder()
-		h.ServeHTTP(rec, httptest.NewRequest(http.MethodPost, api.PathRelease, bytes.NewReader(body)))
+		h.ServeHTTP(rec, httptest.NewRequest(http.MethodPost, schema.PathRelease, bytes.NewReader(body)))
 		if err != nil {
 			if rec.Code != http.StatusBadRequest || len(seen) != 0 {
 				t.Fatalf("rejected body %q answered %d and reached Release %d times", body, rec.Code, len(seen))
@@ -74,7 +74,7 @@ func FuzzParseReconcile(f *testing.F) {
 	f.Fuzz(func(t *testing.T, query string) {
 		runs = runs[:0]
 		dryRun, err := introspect.ParseReconcile(query)
-		r := httptest.NewRequest(http.MethodPost, api.PathReconcile, nil)
+		r := httptest.NewRequest(http.MethodPost, schema.PathReconcile, nil)
 		r.URL.RawQuery = query
 		rec := httptest.NewRecorder()
 		h.ServeHTTP(rec, r)

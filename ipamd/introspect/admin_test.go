@@ -9,7 +9,7 @@ import (
 
 	"github.com/sandboxipam/sandboxipam/ipamd/datastore"
 	"github.com/sandboxipam/sandboxipam/ipamd/introspect"
-	"github.com/sandboxipam/sandboxipam/ipamd/introspect/api"
+	"github.com/sandboxipam/sandboxipam/ipamd/introspect/schema"
 	"github.com/sandboxipam/sandboxipam/ipamd/reconcile"
 )
 
@@ -25,13 +25,16 @@ func TestTCPHandlerServesReadsOnly(t *testing.T) {
 	calls := 0
 	srv := httptest.NewServer(introspect.Handler(introspect.Deps{Store: store, Source: "static", AdminSocket: "/run/x/admin.sock",
 		Reconcile: func(context.Context, bool) (reconcile.Result, error) { calls++; return reconcile.Result{}, nil },
-		Release:   func(context.Context, api.ReleaseRequest) (api.Release, error) { calls++; return api.Release{}, nil }}))
+		Release: func(context.Context, schema.ReleaseRequest) (schema.Release, error) {
+			calls++
+			return schema.Release{}, nil
+		}}))
 	defer srv.Close()
 	for _, c := range []struct{ method, path string }{
-		{"POST", api.PathRelease}, {"POST", api.PathReconcile}, {"POST", api.PathReconcile + "?dryRun=true"},
-		{"PUT", api.PathRelease}, {"DELETE", api.PathPods}, {"GET", api.PathRelease}, {"POST", api.PathPods}, {"PATCH", "/v1/other"},
+		{"POST", schema.PathRelease}, {"POST", schema.PathReconcile}, {"POST", schema.PathReconcile + "?dryRun=true"},
+		{"PUT", schema.PathRelease}, {"DELETE", schema.PathPods}, {"GET", schema.PathRelease}, {"POST", schema.PathPods}, {"PATCH", "/v1/other"},
 	} {
-		var e api.Error
+		var e schema.Error
 		if code := get(t, srv, c.method, c.path, &e); code != http.StatusForbidden ||
 			!strings.Contains(e.Error, "reads only") || !strings.Contains(e.Error, "admin socket /run/x/admin.sock") {
 			t.Errorf("%s %s = %d %q; want 403 naming the admin socket", c.method, c.path, code, e.Error)
@@ -40,8 +43,8 @@ func TestTCPHandlerServesReadsOnly(t *testing.T) {
 	if calls != 0 {
 		t.Errorf("release or reconcile ran %d times through the TCP handler", calls)
 	}
-	var pods api.Pods
-	if code := get(t, srv, "GET", api.PathPods, &pods); code != 200 || len(pods.Pods) != 1 || pods.Pods[0].SandboxID != "victim" || pods.Pods[0].IP != "198.18.0.2" {
+	var pods schema.Pods
+	if code := get(t, srv, "GET", schema.PathPods, &pods); code != 200 || len(pods.Pods) != 1 || pods.Pods[0].SandboxID != "victim" || pods.Pods[0].IP != "198.18.0.2" {
 		t.Errorf("GET /v1/pods = %d %+v", code, pods)
 	}
 	if code := get(t, srv, "GET", "/v1/nothing", nil); code != http.StatusNotFound {
@@ -55,12 +58,12 @@ func TestTCPHandlerServesReadsOnly(t *testing.T) {
 // The admin handler maps the release errors callers branch on to their
 // status codes and passes the decoded request through unchanged.
 func TestAdminReleaseStatusCodes(t *testing.T) {
-	var got []api.ReleaseRequest
+	var got []schema.ReleaseRequest
 	errs := map[string]error{"gone": introspect.ErrNotHeld, "alive": introspect.ErrStillInUse}
 	srv := httptest.NewServer(introspect.AdminHandler(introspect.Deps{Store: newStore(t),
-		Release: func(_ context.Context, req api.ReleaseRequest) (api.Release, error) {
+		Release: func(_ context.Context, req schema.ReleaseRequest) (schema.Release, error) {
 			got = append(got, req)
-			return api.Release{Released: api.Pod{SandboxID: req.SandboxID}, Forced: req.Force}, errs[req.SandboxID]
+			return schema.Release{Released: schema.Pod{SandboxID: req.SandboxID}, Forced: req.Force}, errs[req.SandboxID]
 		}}))
 	defer srv.Close()
 	for _, c := range []struct {
@@ -74,7 +77,7 @@ func TestAdminReleaseStatusCodes(t *testing.T) {
 		{`{"network":"n","sandboxID":"x","ifName":"eth0","uid":0}`, 400},
 		{`{"network":"n","sandboxID":"x","ifName":"eth0"}{}`, 400},
 	} {
-		resp, err := srv.Client().Post(srv.URL+api.PathRelease, "application/json", strings.NewReader(c.body))
+		resp, err := srv.Client().Post(srv.URL+schema.PathRelease, "application/json", strings.NewReader(c.body))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -83,7 +86,7 @@ func TestAdminReleaseStatusCodes(t *testing.T) {
 			t.Errorf("release %s = %d, want %d", c.body, resp.StatusCode, c.code)
 		}
 	}
-	want := []api.ReleaseRequest{{Network: "n", SandboxID: "ok", IfName: "eth0", Force: true},
+	want := []schema.ReleaseRequest{{Network: "n", SandboxID: "ok", IfName: "eth0", Force: true},
 		{Network: "n", SandboxID: "gone", IfName: "eth0"}, {Network: "n", SandboxID: "alive", IfName: "eth0"}}
 	if len(got) != len(want) || got[0] != want[0] || got[1] != want[1] || got[2] != want[2] {
 		t.Errorf("Release saw %+v, want %+v", got, want)

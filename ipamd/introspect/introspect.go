@@ -3,7 +3,7 @@
 // runtime adapter's health with the last reconcile pass. For operators
 // chasing a leak it compares ipamd, the runtime and the kernel (/v1/check)
 // and says who holds an address and who held it before (/v1/who). The
-// documents are the types of package introspect/api; ipamctl renders them.
+// documents are the types of package introspect/schema; ipamctl renders them.
 //
 // Two handlers, for two audiences. Handler serves reads only, on the
 // loopback TCP listener that every local process and every hostNetwork
@@ -29,11 +29,11 @@ import (
 	"strings"
 	"time"
 
-	"github.com/sandboxipam/sandboxipam/ipamd/check"
 	"github.com/sandboxipam/sandboxipam/ipamd/datastore"
 	"github.com/sandboxipam/sandboxipam/ipamd/history"
-	"github.com/sandboxipam/sandboxipam/ipamd/introspect/api"
+	"github.com/sandboxipam/sandboxipam/ipamd/introspect/schema"
 	"github.com/sandboxipam/sandboxipam/ipamd/ipsource"
+	"github.com/sandboxipam/sandboxipam/ipamd/nodecheck"
 	"github.com/sandboxipam/sandboxipam/ipamd/reconcile"
 	"github.com/sandboxipam/sandboxipam/runtime"
 )
@@ -51,14 +51,14 @@ type Deps struct {
 	// Source names the IP source ("static", "aws").
 	Source string
 	// Adapter describes the runtime adapter for /v1/adapter.
-	Adapter func(ctx context.Context) api.Adapter
+	Adapter func(ctx context.Context) schema.Adapter
 	// Reconcile runs one pass now; nil answers 503 with ErrNoAdapter.
 	// Served by AdminHandler only.
 	Reconcile func(ctx context.Context, dryRun bool) (reconcile.Result, error)
 	// Release frees one attachment on an operator's word once the evidence
 	// allows it (ErrNotHeld, ErrStillInUse); nil answers 503. Served by
 	// AdminHandler only.
-	Release func(ctx context.Context, req api.ReleaseRequest) (api.Release, error)
+	Release func(ctx context.Context, req schema.ReleaseRequest) (schema.Release, error)
 	// AdminSocket is where the calls that change state are served, named
 	// in the TCP listener's refusal.
 	AdminSocket string
@@ -66,7 +66,7 @@ type Deps struct {
 	ENIs func(ctx context.Context) (any, error)
 	// Routes reports the routes to other nodes; nil answers 404
 	// (routes.nodes is off).
-	Routes func() api.Routes
+	Routes func() schema.Routes
 	// Metrics, when set, is served at /metrics.
 	Metrics http.Handler
 	// Ready says whether ipamd is ready to answer ADD, and when not, why
@@ -74,7 +74,7 @@ type Deps struct {
 	Ready func() (ready bool, why []string)
 	// Check compares ipamd, the runtime and the kernel (GET /v1/check);
 	// nil answers 503.
-	Check func(ctx context.Context) check.Outcome
+	Check func(ctx context.Context) nodecheck.Outcome
 	// Sandboxes lists the runtime's sandboxes through ipamd's adapter,
 	// for who; nil means there is no adapter.
 	Sandboxes func(ctx context.Context) ([]runtime.Sandbox, error)
@@ -99,8 +99,8 @@ func Handler(d Deps) http.Handler {
 // admin socket; its listener must admit only the node's administrator.
 func AdminHandler(d Deps) http.Handler {
 	h, mux := newMux(d)
-	mux.HandleFunc("POST "+api.PathReconcile, h.reconcile)
-	mux.HandleFunc("POST "+api.PathRelease, h.release)
+	mux.HandleFunc("POST "+schema.PathReconcile, h.reconcile)
+	mux.HandleFunc("POST "+schema.PathRelease, h.release)
 	return mux
 }
 
@@ -113,17 +113,17 @@ func newMux(d Deps) (*handlers, *http.ServeMux) {
 	}
 	h := &handlers{Deps: d}
 	mux := http.NewServeMux()
-	mux.HandleFunc("GET "+api.PathPods, h.pods)
-	mux.HandleFunc("GET "+api.PathPool, h.pool)
-	mux.HandleFunc("GET "+api.PathAdapter, h.adapter)
-	mux.HandleFunc("GET "+api.PathENIs, h.enis)
-	mux.HandleFunc("GET "+api.PathRoutes, h.routes)
-	mux.HandleFunc("GET "+api.PathHealthz, h.healthz)
-	mux.HandleFunc("GET "+api.PathReadyz, h.readyz)
-	mux.HandleFunc("GET "+api.PathCheck, h.check)
-	mux.HandleFunc("GET "+api.PathWho, h.who)
+	mux.HandleFunc("GET "+schema.PathPods, h.pods)
+	mux.HandleFunc("GET "+schema.PathPool, h.pool)
+	mux.HandleFunc("GET "+schema.PathAdapter, h.adapter)
+	mux.HandleFunc("GET "+schema.PathENIs, h.enis)
+	mux.HandleFunc("GET "+schema.PathRoutes, h.routes)
+	mux.HandleFunc("GET "+schema.PathHealthz, h.healthz)
+	mux.HandleFunc("GET "+schema.PathReadyz, h.readyz)
+	mux.HandleFunc("GET "+schema.PathCheck, h.check)
+	mux.HandleFunc("GET "+schema.PathWho, h.who)
 	if d.Metrics != nil {
-		mux.Handle("GET "+api.PathMetrics, d.Metrics)
+		mux.Handle("GET "+schema.PathMetrics, d.Metrics)
 	}
 	return h, mux
 }
@@ -133,11 +133,11 @@ type handlers struct{ Deps }
 func (h *handlers) pods(w http.ResponseWriter, _ *http.Request) {
 	now := h.Now()
 	as := h.Store.Assignments()
-	out := api.Pods{Pods: make([]api.Pod, 0, len(as))}
+	out := schema.Pods{Pods: make([]schema.Pod, 0, len(as))}
 	for _, a := range as {
 		out.Pods = append(out.Pods, PodView(a, now))
 	}
-	slices.SortFunc(out.Pods, func(a, b api.Pod) int {
+	slices.SortFunc(out.Pods, func(a, b schema.Pod) int {
 		return strings.Compare(a.Network+"\x00"+a.SandboxID+"\x00"+a.IfName, b.Network+"\x00"+b.SandboxID+"\x00"+b.IfName)
 	})
 	writeJSON(w, http.StatusOK, out)
@@ -149,19 +149,19 @@ func (h *handlers) pool(w http.ResponseWriter, _ *http.Request) {
 	v := h.Store.View()
 	st := v.Stats
 	rec := h.Store.Recovery()
-	out := api.Pool{
+	out := schema.Pool{
 		Source: h.Source, Total: st.Total, Assigned: st.Assigned, Free: st.Free, Cooling: st.Cooling, Unproven: st.Quarantined,
-		Groups:   []api.Group{},
-		Recovery: api.Recovery{Checkpoint: string(rec.Checkpoint), Detail: rec.Detail, Assignments: rec.Assignments, Unproven: rec.Quarantined},
+		Groups:   []schema.Group{},
+		Recovery: schema.Recovery{Checkpoint: string(rec.Checkpoint), Detail: rec.Detail, Assignments: rec.Assignments, Unproven: rec.Quarantined},
 	}
 	pr := v.Proof
-	out.Proof = api.Proof{Unproven: pr.Unproven, Quarantined: pr.Quarantined, Waiting: pr.Waiting}
+	out.Proof = schema.Proof{Unproven: pr.Unproven, Quarantined: pr.Quarantined, Waiting: pr.Waiting}
 	for _, g := range v.Usage() {
 		free := max(g.Total-g.Assigned-g.Cooling, 0)
 		if g.Total == math.MaxInt {
 			free = math.MaxInt // saturated: an IPv6 /64 holds 2^64 addresses
 		}
-		out.Groups = append(out.Groups, api.Group{Group: g.Group, Total: g.Total, Assigned: g.Assigned, Cooling: g.Cooling, Free: free})
+		out.Groups = append(out.Groups, schema.Group{Group: g.Group, Total: g.Total, Assigned: g.Assigned, Cooling: g.Cooling, Free: free})
 	}
 	out.Families, out.Ranges = RangesView(v.Ranges)
 	out.Waiting = h.Store.PoolWaiting()
@@ -200,14 +200,14 @@ func (h *handlers) enis(w http.ResponseWriter, r *http.Request) {
 // RangesView sums the pool's blocks per family and lists those of more
 // than one address (a static CIDR, a delegated prefix; the aws source's
 // secondary IPs are blocks of one, counted in the families only).
-func RangesView(rs []datastore.RangeInfo) ([]api.Family, []api.Range) {
-	families := []api.Family{}
-	ranges := []api.Range{}
+func RangesView(rs []datastore.RangeInfo) ([]schema.Family, []schema.Range) {
+	families := []schema.Family{}
+	ranges := []schema.Range{}
 	index := map[string]int{}
 	for _, r := range rs {
 		if r.Retiring {
 			// Not the pool's any more: listed, never counted as free.
-			ranges = append(ranges, api.Range{Prefix: r.Range.Prefix.String(), Family: r.Family, Group: r.Range.Group,
+			ranges = append(ranges, schema.Range{Prefix: r.Range.Prefix.String(), Family: r.Family, Group: r.Range.Group,
 				First: r.Range.First.String(), Last: r.Range.Last.String(), Size: r.Size, Assigned: r.Assigned, Retiring: true})
 			continue
 		}
@@ -216,7 +216,7 @@ func RangesView(rs []datastore.RangeInfo) ([]api.Family, []api.Range) {
 		if !ok {
 			i = len(families)
 			index[r.Family] = i
-			families = append(families, api.Family{Family: r.Family})
+			families = append(families, schema.Family{Family: r.Family})
 		}
 		f := &families[i]
 		f.Total, f.Assigned = ipsource.SatAdd(f.Total, r.Size), f.Assigned+r.Assigned
@@ -224,7 +224,7 @@ func RangesView(rs []datastore.RangeInfo) ([]api.Family, []api.Range) {
 		if r.Size <= 1 {
 			continue
 		}
-		v := api.Range{Prefix: r.Range.Prefix.String(), Family: r.Family, Group: r.Range.Group,
+		v := schema.Range{Prefix: r.Range.Prefix.String(), Family: r.Family, Group: r.Range.Group,
 			First: r.Range.First.String(), Last: r.Range.Last.String(),
 			Size: r.Size, Assigned: r.Assigned, Cooling: r.Cooling, Quarantined: r.Quarantined, Free: free}
 		if r.Range.Gateway.IsValid() {
@@ -232,14 +232,14 @@ func RangesView(rs []datastore.RangeInfo) ([]api.Family, []api.Range) {
 		}
 		ranges = append(ranges, v)
 	}
-	slices.SortFunc(families, func(a, b api.Family) int { return strings.Compare(a.Family, b.Family) })
+	slices.SortFunc(families, func(a, b schema.Family) int { return strings.Compare(a.Family, b.Family) })
 	return families, ranges
 }
 
 // PodView renders one assignment.
-func PodView(a datastore.Assignment, now time.Time) api.Pod {
+func PodView(a datastore.Assignment, now time.Time) schema.Pod {
 	age := now.Sub(a.AssignedAt)
-	p := api.Pod{
+	p := schema.Pod{
 		SandboxID: a.SandboxID, Network: a.Network, IfName: a.IfName,
 		Name: a.Pod.Name, Namespace: a.Pod.Namespace, UID: a.Pod.UID,
 		IP: a.Address.IP.String(), Group: a.Address.Group,
@@ -263,8 +263,8 @@ func PodView(a datastore.Assignment, now time.Time) api.Pod {
 }
 
 // ReconcileView renders one reconcile pass.
-func ReconcileView(r reconcile.Result, now time.Time) api.Reconcile {
-	out := api.Reconcile{At: r.At, DryRun: r.DryRun, Listed: r.Listed, Adopted: r.Adopted, Error: r.Err, Released: []api.Pod{},
+func ReconcileView(r reconcile.Result, now time.Time) schema.Reconcile {
+	out := schema.Reconcile{At: r.At, DryRun: r.DryRun, Listed: r.Listed, Adopted: r.Adopted, Error: r.Err, Released: []schema.Pod{},
 		Confirmed: r.Confirmed, Conflicts: r.Conflicts, Quarantined: r.Quarantined, Unproven: r.Unproven,
 		Unaccounted: r.Unaccounted, Missing: r.Missing}
 	for _, a := range r.Released {
@@ -282,7 +282,7 @@ func writeJSON(w http.ResponseWriter, code int, v any) {
 }
 
 func writeError(w http.ResponseWriter, code int, err error) {
-	writeJSON(w, code, api.Error{Error: err.Error()})
+	writeJSON(w, code, schema.Error{Error: err.Error()})
 }
 
 // healthz answers while ipamd's HTTP side runs: a liveness probe.

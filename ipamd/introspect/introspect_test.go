@@ -15,7 +15,7 @@ import (
 
 	"github.com/sandboxipam/sandboxipam/ipamd/datastore"
 	"github.com/sandboxipam/sandboxipam/ipamd/introspect"
-	"github.com/sandboxipam/sandboxipam/ipamd/introspect/api"
+	"github.com/sandboxipam/sandboxipam/ipamd/introspect/schema"
 	"github.com/sandboxipam/sandboxipam/ipamd/ipsource/static"
 	"github.com/sandboxipam/sandboxipam/ipamd/reconcile"
 )
@@ -68,11 +68,11 @@ func TestPodsAndPool(t *testing.T) {
 		Now: func() time.Time { return t0.Add(90 * time.Second) }}))
 	defer srv.Close()
 
-	var pods api.Pods
-	if code := get(t, srv, "GET", api.PathPods, &pods); code != 200 {
+	var pods schema.Pods
+	if code := get(t, srv, "GET", schema.PathPods, &pods); code != 200 {
 		t.Fatalf("GET /v1/pods = %d", code)
 	}
-	want := api.Pod{SandboxID: key.SandboxID, Network: "net", IfName: "eth0", Name: "coredns", Namespace: "kube-system",
+	want := schema.Pod{SandboxID: key.SandboxID, Network: "net", IfName: "eth0", Name: "coredns", Namespace: "kube-system",
 		UID: "83f10b53", IP: "198.18.0.2", Prefix: "198.18.0.2/29", Gateway: "198.18.0.1", Group: "static",
 		IPs: []string{"198.18.0.2"}, Prefixes: []string{"198.18.0.2/29"},
 		AssignedAt: t0, AgeSeconds: 90, AgeFormatted: "1m30s"}
@@ -80,12 +80,12 @@ func TestPodsAndPool(t *testing.T) {
 		t.Fatalf("pods = %+v\nwant %+v", pods.Pods, want)
 	}
 
-	var pool api.Pool
-	if code := get(t, srv, "GET", api.PathPool, &pool); code != 200 {
+	var pool schema.Pool
+	if code := get(t, srv, "GET", schema.PathPool, &pool); code != 200 {
 		t.Fatalf("GET /v1/pool = %d", code)
 	}
 	if pool.Source != "static" || pool.Total != 5 || pool.Assigned != 1 || pool.Free != 4 || pool.Cooling != 0 ||
-		len(pool.Groups) != 1 || pool.Groups[0] != (api.Group{Group: "static", Total: 5, Assigned: 1, Free: 4}) ||
+		len(pool.Groups) != 1 || pool.Groups[0] != (schema.Group{Group: "static", Total: 5, Assigned: 1, Free: 4}) ||
 		pool.Recovery.Checkpoint != "missing" {
 		t.Fatalf("pool = %+v", pool)
 	}
@@ -94,17 +94,17 @@ func TestPodsAndPool(t *testing.T) {
 func TestWithoutAdapterOrENIs(t *testing.T) {
 	srv := httptest.NewServer(introspect.AdminHandler(introspect.Deps{Store: newStore(t), Source: "static"}))
 	defer srv.Close()
-	var e api.Error
-	if code := get(t, srv, "GET", api.PathAdapter, &e); code != 503 || e.Error != introspect.ErrNoAdapter.Error() {
+	var e schema.Error
+	if code := get(t, srv, "GET", schema.PathAdapter, &e); code != 503 || e.Error != introspect.ErrNoAdapter.Error() {
 		t.Errorf("GET /v1/adapter = %d %q", code, e.Error)
 	}
-	if code := get(t, srv, "POST", api.PathReconcile+"?dryRun=true", &e); code != 503 {
+	if code := get(t, srv, "POST", schema.PathReconcile+"?dryRun=true", &e); code != 503 {
 		t.Errorf("POST /v1/reconcile = %d", code)
 	}
-	if code := get(t, srv, "GET", api.PathENIs, &e); code != 404 || !strings.Contains(e.Error, "ipSource.type aws") {
+	if code := get(t, srv, "GET", schema.PathENIs, &e); code != 404 || !strings.Contains(e.Error, "ipSource.type aws") {
 		t.Errorf("GET /v1/enis = %d %q", code, e.Error)
 	}
-	if code := get(t, srv, "GET", api.PathReconcile, nil); code != 405 {
+	if code := get(t, srv, "GET", schema.PathReconcile, nil); code != 405 {
 		t.Errorf("GET /v1/reconcile = %d, want 405 (POST only)", code)
 	}
 }
@@ -118,15 +118,15 @@ func TestReconcileDryRunParameter(t *testing.T) {
 			return reconcile.Result{At: t0, DryRun: dryRun, Listed: 3}, nil
 		}}))
 	defer srv.Close()
-	var r api.Reconcile
-	if code := get(t, srv, "POST", api.PathReconcile+"?dryRun=true", &r); code != 200 || !r.DryRun || r.Listed != 3 {
+	var r schema.Reconcile
+	if code := get(t, srv, "POST", schema.PathReconcile+"?dryRun=true", &r); code != 200 || !r.DryRun || r.Listed != 3 {
 		t.Errorf("dry run = %d %+v", code, r)
 	}
-	if code := get(t, srv, "POST", api.PathReconcile, &r); code != 200 || r.DryRun {
+	if code := get(t, srv, "POST", schema.PathReconcile, &r); code != 200 || r.DryRun {
 		t.Errorf("real run = %d %+v", code, r)
 	}
-	var e api.Error
-	if code := get(t, srv, "POST", api.PathReconcile+"?dryRun=maybe", &e); code != 400 || e.Error != `bad request: dryRun must be true or false, got "maybe"` {
+	var e schema.Error
+	if code := get(t, srv, "POST", schema.PathReconcile+"?dryRun=maybe", &e); code != 400 || e.Error != `bad request: dryRun must be true or false, got "maybe"` {
 		t.Errorf("bad dryRun = %d %q", code, e.Error)
 	}
 	if len(gotDry) != 2 || !gotDry[0] || gotDry[1] {

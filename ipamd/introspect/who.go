@@ -6,10 +6,10 @@ import (
 	"net/netip"
 	"strings"
 
-	"github.com/sandboxipam/sandboxipam/ipamd/check"
 	"github.com/sandboxipam/sandboxipam/ipamd/datastore"
 	"github.com/sandboxipam/sandboxipam/ipamd/history"
-	"github.com/sandboxipam/sandboxipam/ipamd/introspect/api"
+	"github.com/sandboxipam/sandboxipam/ipamd/introspect/schema"
+	"github.com/sandboxipam/sandboxipam/ipamd/nodecheck"
 	"github.com/sandboxipam/sandboxipam/runtime"
 )
 
@@ -27,11 +27,11 @@ func (h *handlers) check(w http.ResponseWriter, r *http.Request) {
 }
 
 // CheckView renders a check's outcome.
-func CheckView(o check.Outcome) api.Check {
-	out := api.Check{At: o.At, Assignments: o.Assignments, Sandboxes: o.Sandboxes, PodLinks: o.PodLinks, Settling: o.Settling,
-		Attempts: o.Attempts, Raced: o.Raced, Notes: o.Notes, Disagreements: make([]api.Disagreement, 0, len(o.Disagreements))}
+func CheckView(o nodecheck.Outcome) schema.Check {
+	out := schema.Check{At: o.At, Assignments: o.Assignments, Sandboxes: o.Sandboxes, PodLinks: o.PodLinks, Settling: o.Settling,
+		Attempts: o.Attempts, Raced: o.Raced, Notes: o.Notes, Disagreements: make([]schema.Disagreement, 0, len(o.Disagreements))}
 	for _, d := range o.Disagreements {
-		out.Disagreements = append(out.Disagreements, api.Disagreement{Kind: string(d.Kind), Address: d.Address, SandboxID: d.SandboxID, Link: d.Link, Words: d.Words})
+		out.Disagreements = append(out.Disagreements, schema.Disagreement{Kind: string(d.Kind), Address: d.Address, SandboxID: d.SandboxID, Link: d.Link, Words: d.Words})
 	}
 	return out
 }
@@ -55,9 +55,9 @@ type whoQuery struct {
 	sb    func(runtime.Sandbox) bool
 }
 
-func (h *handlers) answerWho(ctx context.Context, q string) api.Who {
+func (h *handlers) answerWho(ctx context.Context, q string) schema.Who {
 	var sandboxes []runtime.Sandbox
-	out := api.Who{Query: q, Holders: []api.Holder{}, History: []api.Event{}}
+	out := schema.Who{Query: q, Holders: []schema.Holder{}, History: []schema.Event{}}
 	if h.Sandboxes == nil {
 		out.RuntimeError = ErrNoAdapter.Error()
 	} else if sbs, err := h.Sandboxes(ctx); err != nil {
@@ -75,7 +75,7 @@ func (h *handlers) answerWho(ctx context.Context, q string) api.Who {
 			continue
 		}
 		held[a.SandboxID] = true
-		holder := api.Holder{Pod: PodView(a, now)}
+		holder := schema.Holder{Pod: PodView(a, now)}
 		if sandboxes != nil {
 			st := runtimeView(sandboxes, a.SandboxID)
 			holder.Runtime = &st
@@ -85,7 +85,7 @@ func (h *handlers) answerWho(ctx context.Context, q string) api.Who {
 	for _, sb := range sandboxes {
 		if wq.sb(sb) && !held[sb.ID] {
 			if out.Sandboxes == nil {
-				out.Sandboxes = map[string]api.RuntimeSandbox{}
+				out.Sandboxes = map[string]schema.RuntimeSandbox{}
 			}
 			out.Sandboxes[sb.ID] = runtimeView(sandboxes, sb.ID)
 		}
@@ -145,23 +145,23 @@ func hasIP(sb runtime.Sandbox, ip netip.Addr) bool {
 	return false
 }
 
-func runtimeView(sbs []runtime.Sandbox, id string) api.RuntimeSandbox {
+func runtimeView(sbs []runtime.Sandbox, id string) schema.RuntimeSandbox {
 	for _, sb := range sbs {
 		if sb.ID != id {
 			continue
 		}
-		v := api.RuntimeSandbox{Listed: true, State: sb.State.String(), CreatedAt: sb.CreatedAt}
+		v := schema.RuntimeSandbox{Listed: true, State: sb.State.String(), CreatedAt: sb.CreatedAt}
 		for _, ip := range sb.IPs {
 			v.IPs = append(v.IPs, ip.String())
 		}
 		return v
 	}
-	return api.RuntimeSandbox{}
+	return schema.RuntimeSandbox{}
 }
 
-func eventView(e datastore.Event) api.Event {
+func eventView(e datastore.Event) schema.Event {
 	a := e.Assignment
-	v := api.Event{At: e.At, Kind: string(e.Kind), Reason: e.Reason, IP: a.Address.IP.String(), SandboxID: a.SandboxID,
+	v := schema.Event{At: e.At, Kind: string(e.Kind), Reason: e.Reason, IP: a.Address.IP.String(), SandboxID: a.SandboxID,
 		Network: a.Network, IfName: a.IfName}
 	if a.Pod.Name != "" {
 		v.Pod = a.Pod.Namespace + "/" + a.Pod.Name

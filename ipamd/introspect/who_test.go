@@ -12,7 +12,7 @@ import (
 	"github.com/sandboxipam/sandboxipam/ipamd/datastore"
 	"github.com/sandboxipam/sandboxipam/ipamd/history"
 	"github.com/sandboxipam/sandboxipam/ipamd/introspect"
-	"github.com/sandboxipam/sandboxipam/ipamd/introspect/api"
+	"github.com/sandboxipam/sandboxipam/ipamd/introspect/schema"
 	"github.com/sandboxipam/sandboxipam/runtime"
 )
 
@@ -33,11 +33,11 @@ func getPath(h http.Handler, path string) *httptest.ResponseRecorder {
 }
 
 func TestWhoRejectsAnEmptyQueryNamingTheField(t *testing.T) {
-	rec := getPath(whoHandler(t, newStore(t)), api.PathWho+"?q=%20")
+	rec := getPath(whoHandler(t, newStore(t)), schema.PathWho+"?q=%20")
 	if rec.Code != http.StatusBadRequest || !strings.Contains(rec.Body.String(), "q is empty") {
 		t.Fatalf("GET /v1/who?q= = %d %s", rec.Code, rec.Body.String())
 	}
-	rec = getPath(introspect.Handler(introspect.Deps{Store: newStore(t)}), api.PathCheck)
+	rec = getPath(introspect.Handler(introspect.Deps{Store: newStore(t)}), schema.PathCheck)
 	if rec.Code != http.StatusServiceUnavailable {
 		t.Fatalf("GET /v1/check without a checker = %d, want 503", rec.Code)
 	}
@@ -49,14 +49,14 @@ func TestWhoReadsTheQuery(t *testing.T) {
 		"198.18.0.3": "address", "::ffff:198.18.0.3": "address", "abcdef": "sandbox", "abcde": "pod",
 		"feedface99": "sandbox", "prod/db-0": "pod", "db-0": "pod",
 	} {
-		rec := getPath(h, api.PathWho+"?q="+url.QueryEscape(q))
-		var v api.Who
+		rec := getPath(h, schema.PathWho+"?q="+url.QueryEscape(q))
+		var v schema.Who
 		if err := json.Unmarshal(rec.Body.Bytes(), &v); err != nil || rec.Code != http.StatusOK || v.QueryKind != kind {
 			t.Errorf("who %q = %d %s, want kind %s", q, rec.Code, rec.Body.String(), kind)
 		}
 	}
-	var v api.Who
-	_ = json.Unmarshal(getPath(h, api.PathWho+"?q=prod/db-0").Body.Bytes(), &v)
+	var v schema.Who
+	_ = json.Unmarshal(getPath(h, schema.PathWho+"?q=prod/db-0").Body.Bytes(), &v)
 	if sb, ok := v.Sandboxes["feedface99"]; !ok || !sb.Listed || sb.State != "Ready" {
 		t.Fatalf("who prod/db-0 did not show the runtime's sandbox that holds nothing: %+v", v)
 	}
@@ -70,10 +70,10 @@ func FuzzWho(f *testing.F) {
 	}
 	h := whoHandler(f, newStore(f))
 	f.Fuzz(func(t *testing.T, q string) {
-		rec := getPath(h, api.PathWho+"?q="+url.QueryEscape(q))
+		rec := getPath(h, schema.PathWho+"?q="+url.QueryEscape(q))
 		switch rec.Code {
 		case http.StatusOK:
-			var v api.Who
+			var v schema.Who
 			if err := json.Unmarshal(rec.Body.Bytes(), &v); err != nil || v.Holders == nil || v.History == nil {
 				t.Fatalf("who %q: %v: %s", q, err, rec.Body.String())
 			}

@@ -9,14 +9,14 @@ import (
 
 	"github.com/sandboxipam/sandboxipam/internal/testadapter"
 	"github.com/sandboxipam/sandboxipam/ipamd/api/hostveth"
-	"github.com/sandboxipam/sandboxipam/ipamd/check"
 	"github.com/sandboxipam/sandboxipam/ipamd/datastore"
-	"github.com/sandboxipam/sandboxipam/ipamd/nodestate"
+	"github.com/sandboxipam/sandboxipam/ipamd/hostlinks"
+	"github.com/sandboxipam/sandboxipam/ipamd/nodecheck"
 	"github.com/sandboxipam/sandboxipam/runtime"
 )
 
 // The reconciler (with the datastore's proof) and ipamctl check read the
-// node through one nodeview.Join: what the pass quarantines, the check
+// node through one join.Join: what the pass quarantines, the check
 // reports, and what the check passes, the pass leaves alone.
 func TestCheckReportsExactlyWhatThePassQuarantines(t *testing.T) {
 	n := newNode(t)
@@ -55,10 +55,10 @@ func TestCheckReportsExactlyWhatThePassQuarantines(t *testing.T) {
 }
 
 func checkNode(n *node, sandboxes []runtime.Sandbox, links fakeNode) []string {
-	out := check.Run(context.Background(), check.Sources{
+	out := nodecheck.Run(context.Background(), nodecheck.Sources{
 		Assignments: n.store.Assignments, Deleted: n.store.DeletedSandboxes,
 		Sandboxes:  func(context.Context) ([]runtime.Sandbox, error) { return sandboxes, nil },
-		Node:       func(context.Context) (nodestate.Snapshot, error) { return nodestate.Snapshot{Links: links}, nil },
+		Node:       func(context.Context) (hostlinks.Snapshot, error) { return hostlinks.Snapshot{Links: links}, nil },
 		VethPrefix: hostveth.DefaultPrefix, Now: n.clock.Now, Settle: time.Second,
 	})
 	var got []string

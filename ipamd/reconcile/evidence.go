@@ -10,18 +10,18 @@ import (
 	"time"
 
 	"github.com/sandboxipam/sandboxipam/ipamd/datastore"
-	"github.com/sandboxipam/sandboxipam/ipamd/nodestate"
-	"github.com/sandboxipam/sandboxipam/ipamd/nodeview"
+	"github.com/sandboxipam/sandboxipam/ipamd/hostlinks"
+	"github.com/sandboxipam/sandboxipam/ipamd/join"
 	"github.com/sandboxipam/sandboxipam/runtime"
 )
 
-// NodeReader reads the node's pod links (nodestate.Reader on Linux).
+// NodeReader reads the node's pod links (hostlinks.Reader on Linux).
 type NodeReader interface {
-	Read(ctx context.Context) (nodestate.Snapshot, error)
+	Read(ctx context.Context) (hostlinks.Snapshot, error)
 }
 
 // NetNSReader reads the addresses inside a pod's network namespace
-// (nodestate.NetNSAddrs on Linux).
+// (hostlinks.NetNSAddrs on Linux).
 type NetNSReader func(path string) ([]netip.Addr, error)
 
 // node is what a pass knows of the node: its pod links, or why it could
@@ -43,10 +43,10 @@ func (r *Reconciler) readNode(ctx context.Context) node {
 }
 
 // join joins the assignments with the listing and the node's pod links:
-// the one nodeview.Join that ipamd/check and the datastore's proof use
+// the one join.Join that ipamd/nodecheck and the datastore's proof use
 // too.
-func (r *Reconciler) join(assignments []datastore.Assignment, sandboxes []runtime.Sandbox, n node) nodeview.View {
-	return nodeview.Join(nodeview.Input{Assignments: datastore.NodeView(assignments), Sandboxes: sandboxes,
+func (r *Reconciler) join(assignments []datastore.Assignment, sandboxes []runtime.Sandbox, n node) join.View {
+	return join.Join(join.Input{Assignments: datastore.NodeView(assignments), Sandboxes: sandboxes,
 		Links: n.links, VethPrefix: r.cfg.VethPrefix, IfName: r.cfg.IfName, LinkName: r.names.name})
 }
 
@@ -75,7 +75,7 @@ func (r *Reconciler) join(assignments []datastore.Assignment, sandboxes []runtim
 // owns is held by a pod the adapter does not list: its addresses are
 // held, and it is unaccounted for too (the adapter may be looking at the
 // wrong runtime).
-func (r *Reconciler) buildEvidence(sandboxes []runtime.Sandbox, view nodeview.View, n node, at time.Time, unproven bool) datastore.Evidence {
+func (r *Reconciler) buildEvidence(sandboxes []runtime.Sandbox, view join.View, n node, at time.Time, unproven bool) datastore.Evidence {
 	ev := datastore.Evidence{Network: r.cfg.Network, IfName: r.cfg.IfName, At: at, Listed: make(map[string]struct{}, len(sandboxes))}
 	for _, sb := range sandboxes {
 		// A host-network sandbox is listed too: the adapter sees it, so
@@ -119,7 +119,7 @@ func (r *Reconciler) buildEvidence(sandboxes []runtime.Sandbox, view nodeview.Vi
 
 // sandboxAddrs finds a listed sandbox's addresses, or says why nothing
 // could.
-func (r *Reconciler) sandboxAddrs(row nodeview.SandboxRow, n node, unproven bool) (ips []netip.Addr, source, unaccounted string) {
+func (r *Reconciler) sandboxAddrs(row join.SandboxRow, n node, unproven bool) (ips []netip.Addr, source, unaccounted string) {
 	sb, veth := row.Sandbox, row.Link
 	if len(sb.IPs) > 0 {
 		return sb.IPs, "runtime", ""

@@ -6,7 +6,7 @@ import (
 	"log/slog"
 
 	"github.com/sandboxipam/sandboxipam/ipamd/datastore"
-	"github.com/sandboxipam/sandboxipam/ipamd/nodestate"
+	"github.com/sandboxipam/sandboxipam/ipamd/hostlinks"
 )
 
 // A pod's network namespace is a trace of the pod, like its pod link, and
@@ -31,7 +31,7 @@ func (r *Reconciler) netnsOnNode(a datastore.Assignment) (bool, string) {
 }
 
 // NetNSOnNode reports whether the pod's network namespace ns is still on
-// the node, as identify (nodestate.NetNSIdentity) sees it, and says why
+// the node, as identify (hostlinks.NetNSIdentity) sees it, and says why
 // when it is; nil identify sees nothing.
 func NetNSOnNode(identify func(path string) (dev, ino uint64, err error), ns datastore.NetNS) (bool, string) {
 	if ns.Path == "" || identify == nil {
@@ -43,7 +43,7 @@ func NetNSOnNode(identify func(path string) (dev, ino uint64, err error), ns dat
 		return false, "" // another namespace at the pod's path
 	case err == nil:
 		return true, "its network namespace " + ns.Path + " is on the node"
-	case errors.Is(err, fs.ErrNotExist), errors.Is(err, nodestate.ErrNotNetNS):
+	case errors.Is(err, fs.ErrNotExist), errors.Is(err, hostlinks.ErrNotNetNS):
 		return false, ""
 	case ns.Identified():
 		return true, "its network namespace " + ns.Path + ", seen at ADD, cannot be checked now (" + err.Error() + ")"

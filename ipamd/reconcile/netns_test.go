@@ -14,7 +14,7 @@ import (
 	"github.com/sandboxipam/sandboxipam/internal/testadapter"
 	"github.com/sandboxipam/sandboxipam/internal/testsupport"
 	"github.com/sandboxipam/sandboxipam/ipamd/datastore"
-	"github.com/sandboxipam/sandboxipam/ipamd/nodestate"
+	"github.com/sandboxipam/sandboxipam/ipamd/hostlinks"
 	"github.com/sandboxipam/sandboxipam/ipamd/reconcile"
 	"github.com/sandboxipam/sandboxipam/runtime"
 )
@@ -25,7 +25,7 @@ func nsNode(t *testing.T) (*node, *reconcile.Reconciler) {
 	testsupport.RequireRoot(t, "unshare", "umount")
 	n := newNode(t)
 	r := reconcile.New(n.store, n.adapter, reconcile.Config{Network: "pods", Now: n.clock.Now, Logger: discard(),
-		Node: fakeNode{}, StartedAt: t0, NetNSIdentity: nodestate.NetNSIdentity})
+		Node: fakeNode{}, StartedAt: t0, NetNSIdentity: hostlinks.NetNSIdentity})
 	n.clock.Set(t0.Add(time.Second))
 	n.assignWired("proof", "198.18.0.1", datastore.WiringMainPlugin)
 	n.setRuntime(testadapter.State{Sandboxes: []runtime.Sandbox{sandbox("proof", runtime.StateReady)}})
@@ -45,7 +45,7 @@ func (n *node) assignInNS(sandbox, want, path, identity string) {
 	ns := datastore.NetNS{Path: path}
 	if identity != "" {
 		var err error
-		if ns.Dev, ns.Ino, err = nodestate.NetNSIdentity(identity); err != nil {
+		if ns.Dev, ns.Ino, err = hostlinks.NetNSIdentity(identity); err != nil {
 			n.t.Fatal(err)
 		}
 	}
@@ -163,7 +163,7 @@ func TestNetNSOnNode(t *testing.T) {
 		{"another namespace", answer(4, 4026532999, nil), identified, ""},
 		{"unidentified, there", answer(4, 4026532999, nil), bare, "its network namespace " + path + " is on the node"},
 		{"absent", answer(0, 0, fs.ErrNotExist), identified, ""},
-		{"not a namespace", answer(0, 0, nodestate.ErrNotNetNS), identified, ""},
+		{"not a namespace", answer(0, 0, hostlinks.ErrNotNetNS), identified, ""},
 		{"identified, unreadable now", answer(0, 0, fs.ErrPermission), identified,
 			"its network namespace " + path + ", seen at ADD, cannot be checked now (permission denied)"},
 		{"never identified, unreadable", answer(0, 0, fs.ErrPermission), bare, ""},

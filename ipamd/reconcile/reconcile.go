@@ -6,7 +6,7 @@
 // listing counts: a failed or timed-out one releases nothing, because an
 // empty or partial picture of the node would free addresses that live pods
 // still use. Each successful listing is joined with the assignments and
-// the node's pod links by nodeview.Join (the one join ipamctl check and
+// the node's pod links by join.Join (the one join ipamctl check and
 // the datastore's proof use too), turned into evidence (see
 // buildEvidence) and handed to the datastore (Store.Observe), which marks
 // the assignments whose sandbox it shows, adopts and proves after a lost
@@ -50,7 +50,7 @@ import (
 
 	"github.com/sandboxipam/sandboxipam/ipamd/api/hostveth"
 	"github.com/sandboxipam/sandboxipam/ipamd/datastore"
-	"github.com/sandboxipam/sandboxipam/ipamd/nodeview"
+	"github.com/sandboxipam/sandboxipam/ipamd/join"
 	"github.com/sandboxipam/sandboxipam/runtime"
 )
 
@@ -88,7 +88,7 @@ type Config struct {
 	// adapter reports its path; nil means it is not read.
 	NetNS NetNSReader
 	// NetNSIdentity identifies the network namespace at a path
-	// (nodestate.NetNSIdentity on Linux): an assignment whose sandbox the
+	// (hostlinks.NetNSIdentity on Linux): an assignment whose sandbox the
 	// listing does not show is kept while the namespace its ADD named is
 	// still on the node. Nil means namespaces are not looked at.
 	NetNSIdentity func(path string) (dev, ino uint64, err error)
@@ -266,7 +266,7 @@ func (r *Reconciler) pass(ctx context.Context, dryRun bool) (Result, error) {
 	}
 	// A pod whose link is still on the node is alive, whatever the
 	// listing says.
-	stale := pick(assignments, view, func(row nodeview.AssignmentRow) bool { return staleBy(cutoff)(row) && !row.LinkFound })
+	stale := pick(assignments, view, func(row join.AssignmentRow) bool { return staleBy(cutoff)(row) && !row.LinkFound })
 	// Nor is one whose network namespace is still there (netns.go).
 	stale = slices.DeleteFunc(stale, r.keptByNetNS)
 	stale = append(stale, settled...)

@@ -14,7 +14,7 @@ import (
 	"github.com/sandboxipam/sandboxipam/internal/testadapter"
 	"github.com/sandboxipam/sandboxipam/ipamd/api/hostveth"
 	"github.com/sandboxipam/sandboxipam/ipamd/datastore"
-	"github.com/sandboxipam/sandboxipam/ipamd/nodestate"
+	"github.com/sandboxipam/sandboxipam/ipamd/hostlinks"
 	"github.com/sandboxipam/sandboxipam/ipamd/reconcile"
 	"github.com/sandboxipam/sandboxipam/runtime"
 )
@@ -275,11 +275,11 @@ func TestFirstStartIsProvenByTheRuntime(t *testing.T) {
 }
 
 // fakeNode is the node's pod links as a test sets them; the netlink
-// reader itself is tested against real links in ipamd/nodestate.
+// reader itself is tested against real links in ipamd/hostlinks.
 type fakeNode map[string][]netip.Addr
 
-func (f fakeNode) Read(context.Context) (nodestate.Snapshot, error) {
-	return nodestate.Snapshot{Links: f}, nil
+func (f fakeNode) Read(context.Context) (hostlinks.Snapshot, error) {
+	return hostlinks.Snapshot{Links: f}, nil
 }
 
 func (n *node) lose() {

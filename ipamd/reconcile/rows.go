@@ -5,16 +5,16 @@ import (
 	"time"
 
 	"github.com/sandboxipam/sandboxipam/ipamd/datastore"
-	"github.com/sandboxipam/sandboxipam/ipamd/nodeview"
+	"github.com/sandboxipam/sandboxipam/ipamd/join"
 	"github.com/sandboxipam/sandboxipam/runtime"
 )
 
-// The pass picks assignments by their nodeview rows; these are the
+// The pass picks assignments by their join rows; these are the
 // pickers, and the exported forms tests and benchmarks call.
 
 // pick returns the assignments whose row (the view was joined from
 // assignments, in order) keep accepts.
-func pick(assignments []datastore.Assignment, view nodeview.View, keep func(nodeview.AssignmentRow) bool) []datastore.Assignment {
+func pick(assignments []datastore.Assignment, view join.View, keep func(join.AssignmentRow) bool) []datastore.Assignment {
 	var out []datastore.Assignment
 	for i, row := range view.Assignments {
 		if keep(row) {
@@ -25,13 +25,13 @@ func pick(assignments []datastore.Assignment, view nodeview.View, keep func(node
 }
 
 // unlisted: the listing does not show the sandbox as a pod-network one.
-func unlisted(row nodeview.AssignmentRow) bool { return !row.PodListed() }
+func unlisted(row join.AssignmentRow) bool { return !row.PodListed() }
 
 // staleBy: a listing once showed the sandbox (ListedAt set), this one
 // does not (host-network sandboxes do not count), and the assignment was
 // made before cutoff.
-func staleBy(cutoff time.Time) func(nodeview.AssignmentRow) bool {
-	return func(row nodeview.AssignmentRow) bool {
+func staleBy(cutoff time.Time) func(join.AssignmentRow) bool {
+	return func(row join.AssignmentRow) bool {
 		return !row.PodListed() && !row.ListedAt.IsZero() && row.AssignedAt.Before(cutoff)
 	}
 }
@@ -39,8 +39,8 @@ func staleBy(cutoff time.Time) func(nodeview.AssignmentRow) bool {
 // missingBy: no listing has shown the sandbox yet, it was made before
 // cutoff, and this listing lacks it (host-network sandboxes count as
 // seen): CNI added it and the adapter does not see it.
-func missingBy(cutoff time.Time) func(nodeview.AssignmentRow) bool {
-	return func(row nodeview.AssignmentRow) bool {
+func missingBy(cutoff time.Time) func(join.AssignmentRow) bool {
+	return func(row join.AssignmentRow) bool {
 		return !row.Listed() && row.ListedAt.IsZero() && row.AssignedAt.Before(cutoff)
 	}
 }
@@ -55,8 +55,8 @@ func sandboxIDs(as []datastore.Assignment) []string {
 	return slices.Compact(ids)
 }
 
-func listingView(assignments []datastore.Assignment, sandboxes []runtime.Sandbox) nodeview.View {
-	return nodeview.Join(nodeview.Input{Assignments: datastore.NodeView(assignments), Sandboxes: sandboxes})
+func listingView(assignments []datastore.Assignment, sandboxes []runtime.Sandbox) join.View {
+	return join.Join(join.Input{Assignments: datastore.NodeView(assignments), Sandboxes: sandboxes})
 }
 
 // Unlisted returns the assignments whose sandbox the listing does not

@@ -7,7 +7,7 @@ import (
 	"time"
 
 	"github.com/sandboxipam/sandboxipam/ipamd/datastore"
-	"github.com/sandboxipam/sandboxipam/ipamd/nodeview"
+	"github.com/sandboxipam/sandboxipam/ipamd/join"
 	"github.com/sandboxipam/sandboxipam/runtime"
 )
 
@@ -52,7 +52,7 @@ type sight struct {
 // made before the listing started, gave an address. An adopted
 // assignment is recorded as listed when it was made (ListedAt equals
 // AssignedAt), and does not count.
-func (r *Reconciler) earnSight(view nodeview.View, started time.Time) {
+func (r *Reconciler) earnSight(view join.View, started time.Time) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if r.sight.sees {
@@ -80,7 +80,7 @@ func (r *Reconciler) Sees() (bool, string) {
 // settleMissing decides what to do with the never-listed assignments
 // past the grace: it returns those proven gone, or why the adapter is
 // blind (then nothing is released).
-func (r *Reconciler) settleMissing(ctx context.Context, missing []datastore.Assignment, view nodeview.View, n node) (gone []datastore.Assignment, blind error) {
+func (r *Reconciler) settleMissing(ctx context.Context, missing []datastore.Assignment, view join.View, n node) (gone []datastore.Assignment, blind error) {
 	if sees, _ := r.Sees(); !sees {
 		return nil, fmt.Errorf("%w: none of its listings has shown a sandbox CNI added", ErrAdapterBlind)
 	}

@@ -6,7 +6,7 @@ import (
 	"github.com/sandboxipam/sandboxipam/ipamd/api/hostveth"
 )
 
-// vethNames memoizes hostveth.Name across passes for nodeview.Join: a name
+// vethNames memoizes hostveth.Name across passes for join.Join: a name
 // is a SHA-256, and a pass joins every assignment and sandbox twice.
 // Names not asked for during a pass are dropped at the next (sweep), so
 // the memo holds about one pass's attachments.

@@ -9,9 +9,9 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/sandboxipam/sandboxipam/cluster/api/v1alpha1"
 	"github.com/sandboxipam/sandboxipam/internal/clusterfixture"
 	"github.com/sandboxipam/sandboxipam/internal/testsupport"
-	"github.com/sandboxipam/sandboxipam/ipamd/api/pool/v1alpha1"
 	"github.com/sandboxipam/sandboxipam/ipamd/routes"
 )
 

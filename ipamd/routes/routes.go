@@ -45,7 +45,7 @@ import (
 	listersv1 "k8s.io/client-go/listers/core/v1"
 	"k8s.io/client-go/tools/cache"
 
-	"github.com/sandboxipam/sandboxipam/ipamd/api/pool/v1alpha1"
+	"github.com/sandboxipam/sandboxipam/cluster/api/v1alpha1"
 )
 
 // Protocol is the route protocol (rtm_protocol, "proto" in `ip route`)

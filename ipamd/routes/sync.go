@@ -14,19 +14,19 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/labels"
 
-	"github.com/sandboxipam/sandboxipam/ipamd/api/pool/v1alpha1"
-	"github.com/sandboxipam/sandboxipam/ipamd/introspect/api"
-	"github.com/sandboxipam/sandboxipam/ipamd/ipsource/node"
+	"github.com/sandboxipam/sandboxipam/cluster/api/v1alpha1"
+	"github.com/sandboxipam/sandboxipam/ipamd/introspect/schema"
+	"github.com/sandboxipam/sandboxipam/ipamd/ipsource/podcidr"
 )
 
 // Status is what the last sync did: ipamctl routes shows it.
-type Status = api.Routes
+type Status = schema.Routes
 
 // Route is one route to another node's range.
-type Route = api.NodeRoute
+type Route = schema.NodeRoute
 
 // Skipped is a node's range without a route.
-type Skipped = api.SkippedRoute
+type Skipped = schema.SkippedRoute
 
 func cloneStatus(s Status) Status {
 	s.Routes, s.Skipped = slices.Clone(s.Routes), slices.Clone(s.Skipped)
@@ -129,7 +129,7 @@ func (k *Keeper) deleteUnwanted(have []netlink.Route, wants map[netip.Prefix]wan
 // wantsOf is the routes node n asks for, and the ranges it cannot have
 // one for.
 func (k *Keeper) wantsOf(n *corev1.Node) ([]want, []Skipped) {
-	cidrs, err := node.PodCIDRs(n)
+	cidrs, err := podcidr.PodCIDRs(n)
 	if err != nil {
 		return nil, []Skipped{{Node: n.Name, Reason: err.Error()}}
 	}

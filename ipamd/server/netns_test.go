@@ -7,7 +7,7 @@ import (
 
 	"github.com/sandboxipam/sandboxipam/internal/testsupport"
 	"github.com/sandboxipam/sandboxipam/ipamd/datastore"
-	"github.com/sandboxipam/sandboxipam/ipamd/nodestate"
+	"github.com/sandboxipam/sandboxipam/ipamd/hostlinks"
 	"github.com/sandboxipam/sandboxipam/ipamd/server"
 )
 
@@ -17,10 +17,10 @@ import (
 func TestAddRecordsTheNetNS(t *testing.T) {
 	testsupport.RequireRoot(t, "unshare", "umount")
 	h := newHarness(t, "198.18.0.0/29")
-	srv := server.New(h.store, server.Options{NetNSIdentity: nodestate.NetNSIdentity})
+	srv := server.New(h.store, server.Options{NetNSIdentity: hostlinks.NetNSIdentity})
 	path := filepath.Join(t.TempDir(), "cni-5d3a")
 	testsupport.NetNS(t, path)
-	dev, ino, err := nodestate.NetNSIdentity(path)
+	dev, ino, err := hostlinks.NetNSIdentity(path)
 	if err != nil {
 		t.Fatal(err)
 	}

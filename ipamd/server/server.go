@@ -52,7 +52,7 @@ type Options struct {
 	// refused (a metrics hook).
 	OnWiringRefused func()
 	// NetNSIdentity, when set, identifies the network namespace an ADD
-	// names (nodestate.NetNSIdentity), recorded with the assignment so
+	// names (hostlinks.NetNSIdentity), recorded with the assignment so
 	// that a later namespace at the same path is not taken for the pod's.
 	// Nil, or an error (ipamd may not see the host's namespaces), records
 	// the path alone.

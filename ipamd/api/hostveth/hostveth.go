@@ -1,7 +1,7 @@
 // Package hostveth names the host side of the veth pair the CNI plugin
 // makes for each pod attachment. The plugin and ipamd share it: ipamd
 // finds a pod's link on the node by the same name when it must account
-// for an address the runtime does not report (see ipamd/nodestate).
+// for an address the runtime does not report (see ipamd/hostlinks).
 //
 // See docs/architecture.md for where this package sits and the life of an
 // ADD, a DEL, a reconcile pass and a restart through the daemon.

@@ -1,4 +1,4 @@
-// Package proof decides, as pure functions of one nodeview.View, what a
+// Package proof decides, as pure functions of one join.View, what a
 // runtime listing proves to ipamd's datastore: which lost assignments an
 // unproven store adopts (Adoptions), and which pool addresses a pod holds
 // while the store records them otherwise, to be quarantined (Foreign).
@@ -20,7 +20,7 @@ import (
 	"net/netip"
 	"slices"
 
-	"github.com/sandboxipam/sandboxipam/ipamd/nodeview"
+	"github.com/sandboxipam/sandboxipam/ipamd/join"
 )
 
 // Adoption is one assignment an unproven store rebuilds.
@@ -40,7 +40,7 @@ type Adoption struct {
 // are left to the quarantine. Going holds the sandboxes whose DEL came
 // after the listing started: they are going, and their addresses are free
 // once the listing that no longer shows them proves the pool.
-func Adoptions(view nodeview.View, network, ifName string, going map[string]struct{}) []Adoption {
+func Adoptions(view join.View, network, ifName string, going map[string]struct{}) []Adoption {
 	var out []Adoption
 	index := map[string]int{}
 	chosen := map[netip.Addr]bool{}
@@ -81,13 +81,13 @@ func family(ip netip.Addr) int {
 
 // candidate is a sandbox's claim on an address no assignment records.
 type candidate struct {
-	nodeview.Claim
+	join.Claim
 	ip netip.Addr
 }
 
 // candidates returns the sandboxes' claims on unrecorded addresses,
 // running sandboxes first, then by sandbox ID, then in claim order.
-func candidates(view nodeview.View) []candidate {
+func candidates(view join.View) []candidate {
 	var cs []candidate
 	for _, row := range view.Addresses() {
 		if len(row.Recorded) > 0 {
@@ -114,8 +114,8 @@ func candidates(view nodeview.View) []candidate {
 // Foreign returns the pool addresses (inPool) whose row has a claim by
 // another than the one assignment recording it, or any claim when none
 // does, with the first such claim: each is quarantined.
-func Foreign(view nodeview.View, inPool func(netip.Addr) bool) map[netip.Addr]nodeview.Claim {
-	foreign := map[netip.Addr]nodeview.Claim{}
+func Foreign(view join.View, inPool func(netip.Addr) bool) map[netip.Addr]join.Claim {
+	foreign := map[netip.Addr]join.Claim{}
 	for _, row := range view.Addresses() {
 		if !inPool(row.IP) {
 			continue

@@ -7,7 +7,7 @@ import (
 	"math/big"
 	"net/netip"
 
-	"github.com/sandboxipam/sandboxipam/ipamd/api/pool/v1alpha1"
+	"github.com/sandboxipam/sandboxipam/cluster/api/v1alpha1"
 	"github.com/sandboxipam/sandboxipam/ipamd/ipsource"
 )
 

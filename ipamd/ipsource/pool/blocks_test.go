@@ -6,7 +6,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/sandboxipam/sandboxipam/ipamd/api/pool/v1alpha1"
+	"github.com/sandboxipam/sandboxipam/cluster/api/v1alpha1"
 )
 
 // probe visits every block of every CIDR exactly once, whatever the seed,

@@ -13,7 +13,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
-	"github.com/sandboxipam/sandboxipam/ipamd/api/pool/v1alpha1"
+	"github.com/sandboxipam/sandboxipam/cluster/api/v1alpha1"
 	"github.com/sandboxipam/sandboxipam/ipamd/datastore"
 )
 
