@@ -183,7 +183,7 @@ func inMemory() (filesys.FileSystem, error) {
 }
 
 // addCRD keeps a CRD as rendered; the API server, not a Go type of ours,
-// is its strict validator (internal/pooltest installs it in the tests).
+// is its strict validator (internal/clusterfixture installs it in the tests).
 func (r *Rendered) addCRD(data []byte) error {
 	var meta struct {
 		Metadata struct {

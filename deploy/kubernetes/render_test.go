@@ -117,7 +117,7 @@ func TestRoutesComponent(t *testing.T) {
 }
 
 // The pool component brings the two CRDs of crds/pool.yaml (which
-// internal/pooltest installs on a real API server), switches ipamd to ipSource.type pool (IPPool "default"), and adds
+// internal/clusterfixture installs on a real API server), switches ipamd to ipSource.type pool (IPPool "default"), and adds
 // to the RBAC exactly the pool source's verbs; the rest of the overlay is
 // untouched (no capability, the same probes and mounts).
 func TestPoolComponent(t *testing.T) {

@@ -4,8 +4,9 @@
 // creates the objects the tests judge: Nodes, Pods whose status.podIPs
 // are set through the status subresource as a kubelet sets them, node
 // Leases, IPPools and IPBlocks. It is the one owner of starting an API
-// server for a test and of installing the CRDs; internal/pooltest builds
-// the pool source's counted clients on it. Every helper that takes a
+// server for a test and of installing the CRDs, and hands out the pool
+// source's counted clients (counted.go). Package kubeenv below it only
+// starts the control plane's processes. Every helper that takes a
 // testing.TB fails the test on error.
 package clusterfixture
 

@@ -10,7 +10,7 @@ import (
 // testSupport matches the project's packages that exist for tests: the
 // environments that start runtimes and control planes, the cluster
 // fixture, the scenario, the fake EC2, the test adapter, and every package
-// named *test (pooltest, adaptertest, ...).
+// named *test (adaptertest, conformancetest, ...).
 var testSupport = regexp.MustCompile(`^github\.com/sandboxipam/sandboxipam/(internal/(testsupport|testenv|kubeenv|clusterfixture|scenario|awslocal|testadapter)(/|$)|.*test$)`)
 
 // No command under cmd/ links a test-support package: a shipped binary
@@ -35,7 +35,7 @@ func TestNoCommandLinksTestSupport(t *testing.T) {
 	if commands < 8 {
 		t.Fatalf("go list ./cmd/... named %d commands, want every one (>= 8):\n%s", commands, out)
 	}
-	for _, pkg := range []string{"adapters/internal/adaptertest", "internal/clusterfixture", "internal/pooltest"} {
+	for _, pkg := range []string{"adapters/internal/adaptertest", "internal/clusterfixture", "conformance/conformancetest"} {
 		if !testSupport.MatchString("github.com/sandboxipam/sandboxipam/" + pkg) {
 			t.Fatalf("the pattern misses %s", pkg)
 		}

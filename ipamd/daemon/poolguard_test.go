@@ -12,7 +12,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/sandboxipam/sandboxipam/cluster/api/v1alpha1"
-	"github.com/sandboxipam/sandboxipam/internal/pooltest"
+	"github.com/sandboxipam/sandboxipam/internal/clusterfixture"
 	"github.com/sandboxipam/sandboxipam/internal/testsupport"
 	"github.com/sandboxipam/sandboxipam/ipamd/introspect/client"
 )
@@ -58,7 +58,7 @@ func TestPoolSourceKeepsHeldAddressesInItsOwnBlocks(t *testing.T) {
 		t.Fatal(err)
 	}
 	deleteIPBlock(t, e, fresh)
-	otherUID, err := pooltest.CreateNode(ctx, e.kube, "node-other")
+	otherUID, err := clusterfixture.CreateNode(ctx, e.kube, "node-other")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -88,7 +88,7 @@ func TestPoolSourceKeepsHeldAddressesInItsOwnBlocks(t *testing.T) {
 		return len(st.Foreign) == 0, fmt.Sprintf("%+v", st)
 	})
 	fullPass(d)
-	bs, err := pooltest.Blocks(ctx, e.kube.Dynamic)
+	bs, err := clusterfixture.Blocks(ctx, e.kube.Dynamic)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -18,7 +18,6 @@ import (
 	"github.com/sandboxipam/sandboxipam/cluster/api/v1alpha1"
 	"github.com/sandboxipam/sandboxipam/internal/clusterfixture"
 	"github.com/sandboxipam/sandboxipam/internal/kubeenv"
-	"github.com/sandboxipam/sandboxipam/internal/pooltest"
 	"github.com/sandboxipam/sandboxipam/internal/testsupport"
 	"github.com/sandboxipam/sandboxipam/ipamd/api/apierr"
 	"github.com/sandboxipam/sandboxipam/ipamd/api/wire"
@@ -72,7 +71,7 @@ func startPoolEnv(t *testing.T, nodeName string, cidrs ...string) *poolEnv {
 	if err := clusterfixture.CreatePool(t.Context(), kc.Dynamic, "default", 29, 125, cidrs...); err != nil {
 		t.Fatal(err)
 	}
-	uid, err := pooltest.CreateNode(t.Context(), kc, nodeName)
+	uid, err := clusterfixture.CreateNode(t.Context(), kc, nodeName)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -125,7 +124,7 @@ func startPoolDaemon(t *testing.T, e *poolEnv, n *node, clock *fakeClock) (*daem
 // apiBlocks renders the API server's IPBlocks as "cidr@node" sorted.
 func apiBlocks(t *testing.T, e *poolEnv) []string {
 	t.Helper()
-	bs, err := pooltest.Blocks(t.Context(), e.kube.Dynamic)
+	bs, err := clusterfixture.Blocks(t.Context(), e.kube.Dynamic)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -413,7 +412,7 @@ func TestPoolSourceAdoptsAnUnrecordedClaim(t *testing.T) {
 	const name = "node-p3"
 	e := startPoolEnv(t, name, "198.18.8.0/27")
 	ctx := t.Context()
-	otherUID, err := pooltest.CreateNode(ctx, e.kube, "node-other")
+	otherUID, err := clusterfixture.CreateNode(ctx, e.kube, "node-other")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -441,7 +440,7 @@ func TestPoolSourceAdoptsAnUnrecordedClaim(t *testing.T) {
 	if st := d.PoolSource().Status(); st.Adopted != 1 || st.Claims != 0 {
 		t.Fatalf("status %+v, want 1 adopted and no claim (6 free >= low watermark 2)", st)
 	}
-	bs, err := pooltest.Blocks(ctx, e.kube.Dynamic)
+	bs, err := clusterfixture.Blocks(ctx, e.kube.Dynamic)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -477,7 +476,7 @@ func TestPoolSourceNodeRegisteredAgain(t *testing.T) {
 	if err := e.kube.CoreV1().Nodes().Delete(ctx, name, metav1.DeleteOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	uid, err := pooltest.CreateNode(ctx, e.kube, name)
+	uid, err := clusterfixture.CreateNode(ctx, e.kube, name)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -489,7 +488,7 @@ func TestPoolSourceNodeRegisteredAgain(t *testing.T) {
 		rec, _ := d.Store().NodeRecord()
 		return rec.UID == uid && slices.Equal(rec.PodCIDRs, []netip.Prefix{netip.MustParsePrefix(fresh)}), fmt.Sprintf("record %+v", rec)
 	})
-	bs, err := pooltest.Blocks(ctx, e.kube.Dynamic)
+	bs, err := clusterfixture.Blocks(ctx, e.kube.Dynamic)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -517,7 +516,7 @@ func TestPoolSourceNodeRegisteredAgain(t *testing.T) {
 	mustDel(t, cni, n, "sandbox-0", "sandbox-1")
 	waitPoolSet(t, intro, fresh)
 	testsupport.Wait(t, "the retired block's IPBlock to be deleted by ipamd", func() (bool, string) {
-		bs, err := pooltest.Blocks(ctx, e.kube.Dynamic)
+		bs, err := clusterfixture.Blocks(ctx, e.kube.Dynamic)
 		return err == nil && len(bs) == 1 && bs[fresh].Spec.NodeUID == uid, fmt.Sprint(bs, err)
 	})
 }

@@ -12,7 +12,6 @@ import (
 	"time"
 
 	"github.com/sandboxipam/sandboxipam/internal/clusterfixture"
-	"github.com/sandboxipam/sandboxipam/internal/pooltest"
 	"github.com/sandboxipam/sandboxipam/internal/testsupport"
 	"github.com/sandboxipam/sandboxipam/ipamd/datastore"
 	"github.com/sandboxipam/sandboxipam/ipamd/ipsource/pool"
@@ -28,7 +27,7 @@ import (
 // finds no address is answered ErrPoolNotReady (CNI code 11) naming the
 // wait.
 func TestPoolNodesClaimConcurrently(t *testing.T) {
-	a, admin := pooltest.Start(t)
+	a, admin := clusterfixture.StartCounted(t)
 	ctx, cancel := context.WithCancel(t.Context())
 	defer cancel()
 	if err := clusterfixture.CreatePool(ctx, admin.Dynamic, "default", 29, 125, "198.18.16.0/27", "fd00:16::/123"); err != nil {
@@ -89,7 +88,7 @@ func TestPoolNodesClaimConcurrently(t *testing.T) {
 // IPBlocks: the same blocks, the node's name and UID, no overlap.
 func checkBlocks(t *testing.T, ctx context.Context, nodes []*simNode) {
 	t.Helper()
-	bs, err := pooltest.Blocks(ctx, nodes[0].kc.Dynamic)
+	bs, err := clusterfixture.Blocks(ctx, nodes[0].kc.Dynamic)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -12,7 +12,6 @@ import (
 	"time"
 
 	"github.com/sandboxipam/sandboxipam/internal/clusterfixture"
-	"github.com/sandboxipam/sandboxipam/internal/pooltest"
 	"github.com/sandboxipam/sandboxipam/internal/testsupport"
 	"github.com/sandboxipam/sandboxipam/ipamd/datastore"
 	"github.com/sandboxipam/sandboxipam/ipamd/ipsource/pool"
@@ -34,7 +33,7 @@ import (
 // is the API server's, not the disk's.
 func BenchmarkPoolClaimScale(b *testing.B) {
 	nodesN, podsN := envInt(b, "POOL_SCALE_NODES", 1000), envInt(b, "POOL_SCALE_PODS", 100)
-	a, admin := pooltest.Start(b)
+	a, admin := clusterfixture.StartCounted(b)
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel() // before the nodes' clean-ups, which wait for their sources to stop
 	if err := clusterfixture.CreatePool(ctx, admin.Dynamic, "default", 26, 122, "198.18.0.0/15"); err != nil {

@@ -10,8 +10,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/sandboxipam/sandboxipam/internal/clusterfixture"
 	"github.com/sandboxipam/sandboxipam/internal/kubeenv"
-	"github.com/sandboxipam/sandboxipam/internal/pooltest"
 	"github.com/sandboxipam/sandboxipam/ipamd/datastore"
 	"github.com/sandboxipam/sandboxipam/ipamd/ipsource/pool"
 	"github.com/sandboxipam/sandboxipam/ipamd/kubeclient"
@@ -31,11 +31,11 @@ type simNode struct {
 
 func startSim(ctx context.Context, t testing.TB, a *kubeenv.APIServer, admin *kubeclient.Client, dir, name string,
 	cfg pool.Config, onClaim func(pool.Claim)) *simNode {
-	uid, err := pooltest.CreateNode(ctx, admin, name)
+	uid, err := clusterfixture.CreateNode(ctx, admin, name)
 	if err != nil {
 		t.Fatal(err)
 	}
-	kc, err := pooltest.Client(a)
+	kc, err := clusterfixture.CountedClient(a)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,4 +1,4 @@
-package pooltest
+package v1alpha1_test
 
 import (
 	"context"
@@ -15,6 +15,7 @@ import (
 	yaml "k8s.io/apimachinery/pkg/util/yaml"
 
 	"github.com/sandboxipam/sandboxipam/cluster/api/v1alpha1"
+	"github.com/sandboxipam/sandboxipam/internal/clusterfixture"
 	"github.com/sandboxipam/sandboxipam/internal/testsupport"
 )
 
@@ -24,7 +25,7 @@ import (
 // messages, a block's claim cannot be edited, and a second create of a
 // block's name is AlreadyExists: the claim.
 func TestCRDsOnARealAPIServer(t *testing.T) {
-	_, kc := Start(t)
+	_, kc := clusterfixture.StartCounted(t)
 	ctx := t.Context()
 	pools := kc.Dynamic.Resource(v1alpha1.IPPoolResource)
 	blocks := kc.Dynamic.Resource(v1alpha1.IPBlockResource)

@@ -1,11 +1,8 @@
-// Package pooltest helps tests of the cluster pool (ipSource.type pool)
-// against a real kube-apiserver: on internal/clusterfixture's API server
-// with the project's own CRDs installed, it hands out the counted clients
-// (ipamd/kubeclient) the pool source uses, one connection per simulated
-// node, and creates Nodes and lists IPBlocks with errors returned, so
-// concurrent nodes can call it off the test goroutine (IPPools:
-// clusterfixture.CreatePool).
-package pooltest
+// Counted clients for the pool source's tests: the clients it uses
+// (ipamd/kubeclient), one connection per simulated node, and Nodes and
+// IPBlocks with errors returned, so concurrent nodes can call them off the
+// test goroutine.
+package clusterfixture
 
 import (
 	"context"
@@ -22,7 +19,6 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 
 	"github.com/sandboxipam/sandboxipam/cluster/api/v1alpha1"
-	"github.com/sandboxipam/sandboxipam/internal/clusterfixture"
 	"github.com/sandboxipam/sandboxipam/internal/kubeenv"
 	"github.com/sandboxipam/sandboxipam/ipamd/kubeclient"
 )
@@ -54,13 +50,13 @@ func Blocks(ctx context.Context, dyn dynamic.Interface) (map[string]v1alpha1.IPB
 	return out, nil
 }
 
-// Start runs etcd and kube-apiserver for the test (clusterfixture) with
-// the pool's CRDs installed, or skips (fails under CI=true) when this
-// machine cannot. The client counts its requests; the API server stops
-// when the test ends.
-func Start(t testing.TB) (*kubeenv.APIServer, *kubeclient.Client) {
+// StartCounted runs etcd and kube-apiserver for the test with the pool's
+// CRDs installed, or skips (fails under CI=true) when this machine cannot,
+// and returns the counted client (ipamd/kubeclient) the pool source uses.
+// The API server stops when the test ends.
+func StartCounted(t testing.TB) (*kubeenv.APIServer, *kubeclient.Client) {
 	t.Helper()
-	e := clusterfixture.Start(t, t.TempDir())
+	e := Start(t, t.TempDir())
 	t.Cleanup(e.API.Stop)
 	rc := rest.CopyConfig(e.Config)
 	rc.QPS, rc.Burst = 1000, 1000 // the test's own set-up (Nodes, IPPools) is not what is measured
@@ -72,9 +68,9 @@ func Start(t testing.TB) (*kubeenv.APIServer, *kubeclient.Client) {
 	return e.API, kc
 }
 
-// Client is a new counted client of a's, on a connection of its own (as
+// CountedClient is a new counted client of a's, on a connection of its own (as
 // every node's ipamd has).
-func Client(a *kubeenv.APIServer) (*kubeclient.Client, error) {
+func CountedClient(a *kubeenv.APIServer) (*kubeclient.Client, error) {
 	rc, err := clientcmd.BuildConfigFromFlags("", a.Kubeconfig)
 	if err != nil {
 		return nil, err
