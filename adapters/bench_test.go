@@ -13,7 +13,7 @@ import (
 
 	"github.com/sandboxipam/sandboxipam/adapters/internal/adaptertest"
 	"github.com/sandboxipam/sandboxipam/conformance/fixture"
-	"github.com/sandboxipam/sandboxipam/runtime/plugin"
+	"github.com/sandboxipam/sandboxipam/runtime/plugin/host"
 )
 
 // benchPodCounts are the node sizes measured. 100 pods must list in under
@@ -60,7 +60,7 @@ func BenchmarkListSandboxes(b *testing.B) {
 	}
 }
 
-func benchmarkList(b *testing.B, ctx context.Context, client *plugin.Client, want int) {
+func benchmarkList(b *testing.B, ctx context.Context, client *host.Client, want int) {
 	var durations []time.Duration
 	for b.Loop() {
 		began := time.Now()

@@ -11,7 +11,7 @@ import (
 
 	"github.com/sandboxipam/sandboxipam/internal/testenv"
 	"github.com/sandboxipam/sandboxipam/internal/testsupport"
-	"github.com/sandboxipam/sandboxipam/runtime/plugin"
+	"github.com/sandboxipam/sandboxipam/runtime/plugin/host"
 )
 
 var (
@@ -50,9 +50,9 @@ func binaryPath(t testing.TB, name string) string {
 }
 
 // launch starts an adapter binary as a plugin, closed with the test.
-func launch(t testing.TB, name string, args ...string) *plugin.Client {
+func launch(t testing.TB, name string, args ...string) *host.Client {
 	t.Helper()
-	client, err := plugin.Launch(context.Background(), plugin.Config{
+	client, err := host.Launch(context.Background(), host.Config{
 		Path:   binaryPath(t, name),
 		Args:   args,
 		Logger: slog.New(slog.DiscardHandler),

@@ -16,7 +16,7 @@
 // -benchmark does): ListSandboxes and GetSandbox latency percentiles with
 // Config.Scale pods, and the adapter's memory, without pass or fail.
 //
-// The adapter is always launched through runtime/plugin.Launch, the same
+// The adapter is always launched through runtime/plugin/host.Launch, the same
 // go-plugin path ipamd uses, so what passes here is what ipamd will see:
 // typed errors must survive the process boundary, and deadlines must cross it.
 //

@@ -8,7 +8,7 @@ import (
 
 	"github.com/sandboxipam/sandboxipam/conformance/fixture"
 	"github.com/sandboxipam/sandboxipam/runtime"
-	"github.com/sandboxipam/sandboxipam/runtime/plugin"
+	"github.com/sandboxipam/sandboxipam/runtime/plugin/host"
 )
 
 // LaunchCheckID is the ID of the result RunChecks reports when the adapter
@@ -31,7 +31,7 @@ type Reporter interface {
 type Suite struct {
 	cfg     Config
 	runID   string
-	adapter *plugin.Client
+	adapter *host.Client
 	shared  *sharedPods
 	created *podRecord
 }

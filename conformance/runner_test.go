@@ -7,7 +7,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/sandboxipam/sandboxipam/runtime/plugin"
+	"github.com/sandboxipam/sandboxipam/runtime/plugin/host"
 )
 
 // recorder is a Reporter that keeps what it is told.
@@ -27,7 +27,7 @@ func TestRunChecksReportsAnAdapterThatDoesNotStart(t *testing.T) {
 		t.Fatalf("results = %+v; reporter saw %d", report.Results, len(rec.finished))
 	}
 	launch := report.Results[0]
-	if launch.ID != LaunchCheckID || launch.Status != StatusFail || !strings.Contains(launch.Reason, plugin.ErrBinaryNotFound.Error()) {
+	if launch.ID != LaunchCheckID || launch.Status != StatusFail || !strings.Contains(launch.Reason, host.ErrBinaryNotFound.Error()) {
 		t.Errorf("launch result = %+v", launch)
 	}
 	for _, r := range report.Results[1:] {

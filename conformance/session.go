@@ -11,7 +11,7 @@ import (
 
 	"github.com/sandboxipam/sandboxipam/conformance/fixture"
 	"github.com/sandboxipam/sandboxipam/runtime"
-	"github.com/sandboxipam/sandboxipam/runtime/plugin"
+	"github.com/sandboxipam/sandboxipam/runtime/plugin/host"
 )
 
 // session is what one check works with: the shared adapter, the fixture,
@@ -186,7 +186,7 @@ func (s *session) createPods(ctx context.Context, specs ...fixture.PodSpec) ([]f
 }
 
 // launch starts another adapter process with args and records its Close.
-func (s *session) launch(ctx context.Context, args []string) (*plugin.Client, *resource, error) {
+func (s *session) launch(ctx context.Context, args []string) (*host.Client, *resource, error) {
 	client, err := launchAdapter(ctx, s.cfg, args)
 	if err != nil {
 		return nil, nil, err
@@ -196,8 +196,8 @@ func (s *session) launch(ctx context.Context, args []string) (*plugin.Client, *r
 }
 
 // launchAdapter starts the adapter binary through go-plugin, as ipamd does.
-func launchAdapter(ctx context.Context, cfg Config, args []string) (*plugin.Client, error) {
-	client, err := plugin.Launch(ctx, plugin.Config{
+func launchAdapter(ctx context.Context, cfg Config, args []string) (*host.Client, error) {
+	client, err := host.Launch(ctx, host.Config{
 		Path:            cfg.AdapterPath,
 		Args:            args,
 		Env:             cfg.AdapterEnv,

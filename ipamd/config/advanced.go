@@ -5,7 +5,7 @@ import (
 
 	"github.com/sandboxipam/sandboxipam/ipamd/ipsource/aws"
 	"github.com/sandboxipam/sandboxipam/ipamd/reconcile"
-	"github.com/sandboxipam/sandboxipam/runtime/plugin"
+	"github.com/sandboxipam/sandboxipam/runtime/plugin/host"
 )
 
 // Advanced holds the tuning knobs most operators never touch: their
@@ -27,16 +27,16 @@ type Advanced struct {
 // defaults and validation.
 type AdapterTuning struct {
 	// StartTimeout bounds one adapter launch, handshake and first ping
-	// included. Default 10s (plugin.DefaultStartTimeout).
+	// included. Default 10s (host.DefaultStartTimeout).
 	StartTimeout time.Duration `yaml:"startTimeout" desc:"deadline of one adapter launch"`
 	// Supervision: relaunch backoff and health checks. Defaults 500ms,
-	// 30s and 5s (plugin.DefaultSupervision).
-	plugin.Supervision `yaml:",inline"`
+	// 30s and 5s (host.DefaultSupervision).
+	host.Supervision `yaml:",inline"`
 }
 
 func defaultAdvanced() Advanced {
 	return Advanced{
-		Adapter:   AdapterTuning{StartTimeout: plugin.DefaultStartTimeout, Supervision: plugin.DefaultSupervision()},
+		Adapter:   AdapterTuning{StartTimeout: host.DefaultStartTimeout, Supervision: host.DefaultSupervision()},
 		Reconcile: reconcile.DefaultTuning(),
 		AWS:       aws.DefaultTuning(),
 	}

@@ -14,7 +14,7 @@ import (
 	"github.com/sandboxipam/sandboxipam/ipamd/ipsource/aws"
 	"github.com/sandboxipam/sandboxipam/ipamd/ipsource/pool"
 	"github.com/sandboxipam/sandboxipam/ipamd/reconcile"
-	"github.com/sandboxipam/sandboxipam/runtime/plugin"
+	"github.com/sandboxipam/sandboxipam/runtime/plugin/host"
 	"go.yaml.in/yaml/v3"
 )
 
@@ -58,7 +58,7 @@ func TestLoadGoldenFullExample(t *testing.T) {
 		Routes:        Routes{Nodes: true},
 		Advanced: Advanced{
 			Adapter: AdapterTuning{StartTimeout: 20 * time.Second,
-				Supervision: plugin.Supervision{MinBackoff: time.Second, MaxBackoff: time.Minute, HealthInterval: 10 * time.Second}},
+				Supervision: host.Supervision{MinBackoff: time.Second, MaxBackoff: time.Minute, HealthInterval: 10 * time.Second}},
 			Reconcile: reconcile.Tuning{ListTimeout: 3 * time.Second, LinkGrace: 20 * time.Second},
 			AWS: aws.Tuning{PoolCheckInterval: 2 * time.Second, ShrinkInterval: time.Minute, ResyncInterval: 5 * time.Minute,
 				LeakedENICleanupInterval: time.Hour, MaxAttempts: 4, MaxBackoff: 5 * time.Second},
@@ -516,7 +516,7 @@ func TestDefaultsAreTheComponentsOwn(t *testing.T) {
 	if def.Advanced.AWS != aws.DefaultTuning() {
 		t.Errorf("advanced.aws = %+v, want aws.DefaultTuning() %+v", def.Advanced.AWS, aws.DefaultTuning())
 	}
-	if def.Advanced.Adapter.Supervision != plugin.DefaultSupervision() || def.Advanced.Adapter.StartTimeout != plugin.DefaultStartTimeout {
+	if def.Advanced.Adapter.Supervision != host.DefaultSupervision() || def.Advanced.Adapter.StartTimeout != host.DefaultStartTimeout {
 		t.Errorf("advanced.adapter = %+v, want plugin's defaults", def.Advanced.Adapter)
 	}
 }

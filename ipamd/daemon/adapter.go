@@ -10,7 +10,7 @@ import (
 	"github.com/sandboxipam/sandboxipam/ipamd/config"
 	"github.com/sandboxipam/sandboxipam/ipamd/introspect/schema"
 	"github.com/sandboxipam/sandboxipam/runtime"
-	"github.com/sandboxipam/sandboxipam/runtime/plugin"
+	"github.com/sandboxipam/sandboxipam/runtime/plugin/host"
 )
 
 // adapterHandle is the selected adapter and its supervisor. Selection and
@@ -29,7 +29,7 @@ type adapterHandle struct {
 	// runtimes).
 	selErr  error
 	refused error
-	sup     *plugin.Supervisor
+	sup     *host.Supervisor
 }
 
 func newAdapterHandle(cfg config.Config, opts Options, log *slog.Logger) *adapterHandle {
@@ -65,8 +65,8 @@ func (h *adapterHandle) start(ctx context.Context) runtime.RuntimeAdapter {
 	}
 	h.log.Info("runtime adapter selected", slog.String("adapter", sel.Adapter), slog.String("binary", sel.Binary),
 		slog.Any("args", sel.Args), slog.String("reason", sel.Reason))
-	sup := plugin.NewSupervisor(plugin.SupervisorConfig{
-		Plugin: plugin.Config{
+	sup := host.NewSupervisor(host.SupervisorConfig{
+		Plugin: host.Config{
 			Path: sel.Binary, Args: sel.Args, SHA256: h.cfg.Runtime.SHA256,
 			Logger:          h.log.With("component", "adapter"),
 			DisableAutoMTLS: !h.cfg.Runtime.AutoMTLS, StartTimeout: h.cfg.Advanced.Adapter.StartTimeout,
@@ -88,7 +88,7 @@ func (h *adapterHandle) start(ctx context.Context) runtime.RuntimeAdapter {
 }
 
 // supervisor returns the supervisor, nil before launch or without one.
-func (h *adapterHandle) supervisor() *plugin.Supervisor {
+func (h *adapterHandle) supervisor() *host.Supervisor {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	return h.sup
@@ -137,7 +137,7 @@ func (h *adapterHandle) view() schema.Adapter {
 		return v
 	}
 	hl := sup.Health()
-	v.Health = schema.Health{State: hl.State.String(), Healthy: hl.State == plugin.HealthHealthy, PID: hl.PID, Restarts: hl.Restarts,
+	v.Health = schema.Health{State: hl.State.String(), Healthy: hl.State == host.HealthHealthy, PID: hl.PID, Restarts: hl.Restarts,
 		LastError: hl.LastError, LastChange: hl.LastChange}
 	v.Runtime = schema.RuntimeInfo{AdapterName: hl.Info.AdapterName, AdapterVersion: hl.Info.AdapterVersion,
 		RuntimeName: hl.Info.RuntimeName, RuntimeVersion: hl.Info.RuntimeVersion, Endpoint: hl.Info.Endpoint}

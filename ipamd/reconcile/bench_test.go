@@ -13,7 +13,7 @@ import (
 	"github.com/sandboxipam/sandboxipam/ipamd/ipsource/static"
 	"github.com/sandboxipam/sandboxipam/ipamd/reconcile"
 	"github.com/sandboxipam/sandboxipam/runtime"
-	"github.com/sandboxipam/sandboxipam/runtime/plugin"
+	"github.com/sandboxipam/sandboxipam/runtime/plugin/host"
 )
 
 const benchSandboxes = 10000
@@ -79,7 +79,7 @@ func BenchmarkReconcile10000(b *testing.B) {
 	b.Run("plugin-all-present", func(b *testing.B) {
 		store, _, statePath, clk := benchNode(b)
 		clk.Set(t0.Add(time.Hour))
-		client, err := plugin.Launch(context.Background(), plugin.Config{
+		client, err := host.Launch(context.Background(), host.Config{
 			Path: testadapter.Build(b), Args: []string{"--state=" + statePath}, Logger: discard(), DisableAutoMTLS: true,
 		})
 		if err != nil {

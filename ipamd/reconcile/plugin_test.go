@@ -10,15 +10,15 @@ import (
 	"github.com/sandboxipam/sandboxipam/internal/testadapter"
 	"github.com/sandboxipam/sandboxipam/ipamd/reconcile"
 	"github.com/sandboxipam/sandboxipam/runtime"
-	"github.com/sandboxipam/sandboxipam/runtime/plugin"
+	"github.com/sandboxipam/sandboxipam/runtime/plugin/host"
 )
 
 // launch runs the test adapter as a real go-plugin subprocess over the
 // node's state file, as ipamd runs an adapter.
-func launch(t *testing.T, n *node) *plugin.Client {
+func launch(t *testing.T, n *node) *host.Client {
 	t.Helper()
 	bin := testadapter.Build(t)
-	c, err := plugin.Launch(context.Background(), plugin.Config{
+	c, err := host.Launch(context.Background(), host.Config{
 		Path: bin, Args: []string{"--state=" + n.statePath}, Logger: discard(), DisableAutoMTLS: true,
 		StartTimeout: time.Minute, // a cold start on a busy machine takes seconds
 	})

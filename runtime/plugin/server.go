@@ -4,6 +4,7 @@ import (
 	"context"
 
 	"github.com/sandboxipam/sandboxipam/runtime"
+	"github.com/sandboxipam/sandboxipam/runtime/plugin/internal/shared"
 	adapterpb "github.com/sandboxipam/sandboxipam/runtime/plugin/proto"
 )
 
@@ -22,23 +23,23 @@ func (s *server) Ping(context.Context, *adapterpb.PingRequest) (*adapterpb.PingR
 func (s *server) Info(ctx context.Context, _ *adapterpb.InfoRequest) (*adapterpb.InfoResponse, error) {
 	info, err := s.adapter.Info(ctx)
 	if err != nil {
-		return nil, toStatus(err)
+		return nil, shared.ToStatus(err)
 	}
-	return toProtoInfo(info), nil
+	return shared.ToProtoInfo(info), nil
 }
 
 func (s *server) ListSandboxes(ctx context.Context, _ *adapterpb.ListSandboxesRequest) (*adapterpb.ListSandboxesResponse, error) {
 	sandboxes, err := s.adapter.ListSandboxes(ctx)
 	if err != nil {
-		return nil, toStatus(err)
+		return nil, shared.ToStatus(err)
 	}
-	return &adapterpb.ListSandboxesResponse{Sandboxes: toProtoSandboxes(sandboxes)}, nil
+	return &adapterpb.ListSandboxesResponse{Sandboxes: shared.ToProtoSandboxes(sandboxes)}, nil
 }
 
 func (s *server) GetSandbox(ctx context.Context, req *adapterpb.GetSandboxRequest) (*adapterpb.GetSandboxResponse, error) {
 	sandbox, err := s.adapter.GetSandbox(ctx, req.GetId())
 	if err != nil {
-		return nil, toStatus(err)
+		return nil, shared.ToStatus(err)
 	}
-	return &adapterpb.GetSandboxResponse{Sandbox: toProtoSandbox(&sandbox)}, nil
+	return &adapterpb.GetSandboxResponse{Sandbox: shared.ToProtoSandbox(&sandbox)}, nil
 }

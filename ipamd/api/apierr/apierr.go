@@ -1,7 +1,7 @@
 // Package apierr is the one table of the errors that cross ipamd's CNI
 // socket: each error the store or the server returns, the wire code ipamd
 // answers with, and the CNI error code and message the plugin prints. It
-// is modelled on runtime/plugin/errors.go.
+// is modelled on runtime/plugin/internal/shared/errors.go.
 //
 // ipamd's side (package server) turns an error into a *wire.Error with
 // ToWire; the plugin's side (package cni) turns the wire code into a CNI

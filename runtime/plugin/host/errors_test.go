@@ -1,4 +1,4 @@
-package plugin
+package host
 
 import (
 	"context"
@@ -10,6 +10,7 @@ import (
 
 	"github.com/sandboxipam/sandboxipam/internal/testadapter"
 	"github.com/sandboxipam/sandboxipam/runtime"
+	"github.com/sandboxipam/sandboxipam/runtime/plugin/internal/shared"
 )
 
 func TestTypedErrorsCrossTheBoundary(t *testing.T) {
@@ -73,7 +74,7 @@ func assertRemoteError(t *testing.T, err, sentinel error, remoteMsg string) {
 	if !errors.Is(err, sentinel) {
 		t.Fatalf("error %v does not match %v", err, sentinel)
 	}
-	var remote *remoteError
+	var remote *shared.RemoteError
 	if !errors.As(err, &remote) {
 		t.Fatalf("error %v is not an adapter's error", err)
 	}
@@ -89,7 +90,7 @@ func assertRemoteError(t *testing.T, err, sentinel error, remoteMsg string) {
 func TestErrorTranslationKeepsEverySentinel(t *testing.T) {
 	adapterErr := fmt.Errorf("dial runtime: %w: %w", runtime.ErrUnavailable, context.DeadlineExceeded)
 	client := &Client{path: "/adapters/x", proc: &process{exited: make(chan struct{})}}
-	err := client.callError(context.Background(), "list sandboxes", toStatus(adapterErr))
+	err := client.callError(context.Background(), "list sandboxes", shared.ToStatus(adapterErr))
 	for _, sentinel := range []error{runtime.ErrUnavailable, context.DeadlineExceeded} {
 		if !errors.Is(err, sentinel) {
 			t.Errorf("error %v does not match %v", err, sentinel)
@@ -108,7 +109,7 @@ func TestErrorTranslationKeepsEverySentinel(t *testing.T) {
 
 func TestErrorWithoutSentinelKeepsMessage(t *testing.T) {
 	client := &Client{path: "/adapters/x", proc: &process{exited: make(chan struct{})}}
-	err := client.callError(context.Background(), "info", toStatus(errors.New("boom")))
+	err := client.callError(context.Background(), "info", shared.ToStatus(errors.New("boom")))
 	if want := "adapter /adapters/x: info: boom"; err.Error() != want {
 		t.Errorf("error = %q, want %q", err, want)
 	}

@@ -1,4 +1,4 @@
-package plugin
+package host
 
 import (
 	"context"
@@ -14,6 +14,7 @@ import (
 	"google.golang.org/grpc/status"
 
 	"github.com/sandboxipam/sandboxipam/runtime"
+	"github.com/sandboxipam/sandboxipam/runtime/plugin/internal/shared"
 	adapterpb "github.com/sandboxipam/sandboxipam/runtime/plugin/proto"
 )
 
@@ -177,13 +178,13 @@ func dispense(pc *goplugin.Client) (adapterpb.RuntimeAdapterClient, error) {
 	if err != nil {
 		return nil, fmt.Errorf("connect: %w", err)
 	}
-	raw, err := protocol.Dispense(pluginName)
+	raw, err := protocol.Dispense(shared.PluginName)
 	if err != nil {
-		return nil, fmt.Errorf("dispense %s: %w", pluginName, err)
+		return nil, fmt.Errorf("dispense %s: %w", shared.PluginName, err)
 	}
 	rpc, ok := raw.(adapterpb.RuntimeAdapterClient)
 	if !ok {
-		return nil, fmt.Errorf("dispense %s: got %T", pluginName, raw)
+		return nil, fmt.Errorf("dispense %s: got %T", shared.PluginName, raw)
 	}
 	return rpc, nil
 }
@@ -194,7 +195,7 @@ func (c *Client) Info(ctx context.Context) (runtime.Info, error) {
 	if err != nil {
 		return runtime.Info{}, c.callError(ctx, "info", err)
 	}
-	return fromProtoInfo(resp), nil
+	return shared.FromProtoInfo(resp), nil
 }
 
 // ListSandboxes lists every sandbox the runtime still has.
@@ -203,7 +204,7 @@ func (c *Client) ListSandboxes(ctx context.Context) ([]runtime.Sandbox, error) {
 	if err != nil {
 		return nil, c.callError(ctx, "list sandboxes", err)
 	}
-	sandboxes, err := fromProtoSandboxes(resp.GetSandboxes())
+	sandboxes, err := shared.FromProtoSandboxes(resp.GetSandboxes())
 	if err != nil {
 		return nil, fmt.Errorf("adapter %s: list sandboxes: %w", c.path, err)
 	}
@@ -216,7 +217,7 @@ func (c *Client) GetSandbox(ctx context.Context, id string) (runtime.Sandbox, er
 	if err != nil {
 		return runtime.Sandbox{}, c.callError(ctx, "get sandbox "+id, err)
 	}
-	sandbox, err := fromProtoSandbox(resp.GetSandbox())
+	sandbox, err := shared.FromProtoSandbox(resp.GetSandbox())
 	if err != nil {
 		return runtime.Sandbox{}, fmt.Errorf("adapter %s: get sandbox %s: %w", c.path, id, err)
 	}
@@ -274,8 +275,8 @@ func (c *Client) callError(ctx context.Context, op string, err error) error {
 	if !ok {
 		return fmt.Errorf("adapter %s: %s: %w", c.path, op, err)
 	}
-	if sentinels, fromAdapter := adapterKinds(st); fromAdapter {
-		return fmt.Errorf("adapter %s: %s: %w", c.path, op, &remoteError{msg: st.Message(), sentinels: sentinels})
+	if remote, fromAdapter := shared.AdapterError(st); fromAdapter {
+		return fmt.Errorf("adapter %s: %s: %w", c.path, op, remote)
 	}
 	if ctxErr := ctx.Err(); ctxErr != nil && (st.Code() == codes.DeadlineExceeded || st.Code() == codes.Canceled) {
 		return fmt.Errorf("adapter %s: %s: %w", c.path, op, ctxErr)
@@ -288,8 +289,8 @@ func (c *Client) callError(ctx context.Context, op string, err error) error {
 	}
 	// A status without our detail, from an adapter written in another
 	// language: map it by its code.
-	if sentinel, known := codeError(st.Code()); known {
-		return fmt.Errorf("adapter %s: %s: %w", c.path, op, &remoteError{msg: st.Message(), sentinels: []error{sentinel}})
+	if remote, known := shared.CodeError(st); known {
+		return fmt.Errorf("adapter %s: %s: %w", c.path, op, remote)
 	}
 	return fmt.Errorf("adapter %s: %s: %s: %s", c.path, op, st.Code(), st.Message())
 }

@@ -1,4 +1,4 @@
-package plugin
+package host
 
 import (
 	"context"
@@ -16,6 +16,7 @@ import (
 
 	"github.com/sandboxipam/sandboxipam/internal/testadapter"
 	"github.com/sandboxipam/sandboxipam/runtime"
+	"github.com/sandboxipam/sandboxipam/runtime/plugin/internal/shared"
 	adapterpb "github.com/sandboxipam/sandboxipam/runtime/plugin/proto"
 )
 
@@ -123,7 +124,7 @@ func BenchmarkWireCodec(b *testing.B) {
 			b.ReportAllocs()
 			cpuStart := cpuTime(b, 0)
 			for b.Loop() {
-				data, err := proto.Marshal(&adapterpb.ListSandboxesResponse{Sandboxes: toProtoSandboxes(sandboxes)})
+				data, err := proto.Marshal(&adapterpb.ListSandboxesResponse{Sandboxes: shared.ToProtoSandboxes(sandboxes)})
 				if err != nil {
 					b.Fatal(err)
 				}
@@ -131,7 +132,7 @@ func BenchmarkWireCodec(b *testing.B) {
 				if err := proto.Unmarshal(data, &resp); err != nil {
 					b.Fatal(err)
 				}
-				if _, err := fromProtoSandboxes(resp.GetSandboxes()); err != nil {
+				if _, err := shared.FromProtoSandboxes(resp.GetSandboxes()); err != nil {
 					b.Fatal(err)
 				}
 			}

@@ -1,9 +1,8 @@
-package plugin
+package host
 
 import (
 	"context"
 	"errors"
-	"io"
 	"io/fs"
 	"log/slog"
 	"os"
@@ -15,6 +14,8 @@ import (
 
 	"github.com/sandboxipam/sandboxipam/internal/testadapter"
 	"github.com/sandboxipam/sandboxipam/runtime"
+	"github.com/sandboxipam/sandboxipam/runtime/plugin"
+	"github.com/sandboxipam/sandboxipam/runtime/plugin/internal/shared"
 )
 
 func TestLaunchRefusesMissingBinary(t *testing.T) {
@@ -256,8 +257,9 @@ func TestPluginLogsAtHostLevel(t *testing.T) {
 	if got := lowestEnabledLevel(logger); got != "info" {
 		t.Errorf("lowestEnabledLevel = %q, want info", got)
 	}
-	pluginLogger := newPluginLogger(io.Discard, levelFromEnv("info"))
-	if pluginLogger.Enabled(context.Background(), slog.LevelDebug) {
+	// The plugin reads the level from the variable Launch sets.
+	t.Setenv(shared.LogLevelEnv, "info")
+	if plugin.NewLogger().Enabled(context.Background(), slog.LevelDebug) {
 		t.Error("plugin logger at info accepts debug")
 	}
 }

@@ -1,4 +1,4 @@
-package plugin
+package shared
 
 import (
 	"fmt"
@@ -9,7 +9,8 @@ import (
 	adapterpb "github.com/sandboxipam/sandboxipam/runtime/plugin/proto"
 )
 
-func toProtoInfo(info runtime.Info) *adapterpb.InfoResponse {
+// ToProtoInfo is the plugin side's Info answer.
+func ToProtoInfo(info runtime.Info) *adapterpb.InfoResponse {
 	return &adapterpb.InfoResponse{
 		AdapterName:    info.AdapterName,
 		AdapterVersion: info.AdapterVersion,
@@ -19,7 +20,8 @@ func toProtoInfo(info runtime.Info) *adapterpb.InfoResponse {
 	}
 }
 
-func fromProtoInfo(info *adapterpb.InfoResponse) runtime.Info {
+// FromProtoInfo is the host side's copy of an Info answer.
+func FromProtoInfo(info *adapterpb.InfoResponse) runtime.Info {
 	return runtime.Info{
 		AdapterName:    info.GetAdapterName(),
 		AdapterVersion: info.GetAdapterVersion(),
@@ -58,9 +60,9 @@ func fromProtoState(state adapterpb.SandboxState) runtime.SandboxState {
 	return runtime.StateUnknown
 }
 
-// toProtoSandboxes allocates the messages in one block: a 10,000-sandbox
+// ToProtoSandboxes allocates the messages in one block: a 10,000-sandbox
 // listing is one allocation rather than 10,000.
-func toProtoSandboxes(sandboxes []runtime.Sandbox) []*adapterpb.Sandbox {
+func ToProtoSandboxes(sandboxes []runtime.Sandbox) []*adapterpb.Sandbox {
 	block := make([]adapterpb.Sandbox, len(sandboxes))
 	out := make([]*adapterpb.Sandbox, len(sandboxes))
 	for i := range sandboxes {
@@ -70,7 +72,8 @@ func toProtoSandboxes(sandboxes []runtime.Sandbox) []*adapterpb.Sandbox {
 	return out
 }
 
-func toProtoSandbox(sandbox *runtime.Sandbox) *adapterpb.Sandbox {
+// ToProtoSandbox is the plugin side's message for one sandbox.
+func ToProtoSandbox(sandbox *runtime.Sandbox) *adapterpb.Sandbox {
 	out := &adapterpb.Sandbox{}
 	fillProtoSandbox(out, sandbox)
 	return out
@@ -101,9 +104,9 @@ func fillProtoSandbox(out *adapterpb.Sandbox, in *runtime.Sandbox) {
 	}
 }
 
-// fromProtoSandboxes converts a whole listing or fails: a listing with a
+// FromProtoSandboxes converts a whole listing or fails: a listing with a
 // sandbox left out would read as "that pod is gone".
-func fromProtoSandboxes(in []*adapterpb.Sandbox) ([]runtime.Sandbox, error) {
+func FromProtoSandboxes(in []*adapterpb.Sandbox) ([]runtime.Sandbox, error) {
 	ipCount := 0
 	for _, sandbox := range in {
 		ipCount += len(sandbox.GetIps())
@@ -120,7 +123,8 @@ func fromProtoSandboxes(in []*adapterpb.Sandbox) ([]runtime.Sandbox, error) {
 	return out, nil
 }
 
-func fromProtoSandbox(in *adapterpb.Sandbox) (runtime.Sandbox, error) {
+// FromProtoSandbox is the host side's copy of one sandbox.
+func FromProtoSandbox(in *adapterpb.Sandbox) (runtime.Sandbox, error) {
 	var out runtime.Sandbox
 	_, err := fillSandbox(&out, in, nil)
 	return out, err

@@ -1,4 +1,4 @@
-package plugin
+package shared
 
 import (
 	"net/netip"
@@ -26,7 +26,7 @@ func TestSandboxConversionEdgeCases(t *testing.T) {
 		},
 	}
 	for _, want := range cases {
-		got, err := fromProtoSandbox(toProtoSandbox(&want))
+		got, err := FromProtoSandbox(ToProtoSandbox(&want))
 		if err != nil {
 			t.Fatalf("round trip of %+v: %v", want, err)
 		}
@@ -37,14 +37,14 @@ func TestSandboxConversionEdgeCases(t *testing.T) {
 }
 
 func TestSandboxConversionRefusesMalformed(t *testing.T) {
-	if _, err := fromProtoSandbox(&adapterpb.Sandbox{Id: "x", Ips: [][]byte{{1, 2, 3}}}); err == nil || !strings.Contains(err.Error(), "3 bytes") {
+	if _, err := FromProtoSandbox(&adapterpb.Sandbox{Id: "x", Ips: [][]byte{{1, 2, 3}}}); err == nil || !strings.Contains(err.Error(), "3 bytes") {
 		t.Errorf("3-byte IP: %v, want an error naming its length", err)
 	}
-	if _, err := fromProtoSandbox(&adapterpb.Sandbox{Id: "x", Labels: []string{"k"}}); err == nil {
+	if _, err := FromProtoSandbox(&adapterpb.Sandbox{Id: "x", Labels: []string{"k"}}); err == nil {
 		t.Error("a label key without a value was accepted")
 	}
 	listing := []*adapterpb.Sandbox{{Id: "ok"}, {Id: "bad", Ips: [][]byte{{1}}}}
-	if sandboxes, err := fromProtoSandboxes(listing); err == nil || sandboxes != nil {
+	if sandboxes, err := FromProtoSandboxes(listing); err == nil || sandboxes != nil {
 		t.Errorf("listing with a malformed sandbox = %v, %v; want no listing and an error", sandboxes, err)
 	}
 }

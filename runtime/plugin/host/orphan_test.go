@@ -1,4 +1,4 @@
-package plugin
+package host
 
 import (
 	"bufio"
@@ -15,6 +15,8 @@ import (
 	goplugin "github.com/hashicorp/go-plugin"
 
 	"github.com/sandboxipam/sandboxipam/internal/testsupport"
+	"github.com/sandboxipam/sandboxipam/runtime/plugin"
+	"github.com/sandboxipam/sandboxipam/runtime/plugin/internal/shared"
 )
 
 const (
@@ -37,8 +39,8 @@ func TestHelperHost(t *testing.T) {
 	adapter := os.Getenv(helperAdapterEnv)
 	if os.Getenv(helperRawEnv) != "" {
 		pc := goplugin.NewClient(&goplugin.ClientConfig{
-			HandshakeConfig:  handshake(),
-			VersionedPlugins: pluginSets(ProtocolVersion, nil),
+			HandshakeConfig:  shared.Handshake(),
+			VersionedPlugins: shared.PluginSets(plugin.ProtocolVersion, nil),
 			AllowedProtocols: []goplugin.Protocol{goplugin.ProtocolGRPC},
 			Cmd:              exec.Command(adapter, "--state="+statePath),
 			Logger:           newSlogBridge(testLogger(t), "", nil),

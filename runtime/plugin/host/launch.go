@@ -1,4 +1,4 @@
-package plugin
+package host
 
 import (
 	"context"
@@ -18,6 +18,9 @@ import (
 	hclog "github.com/hashicorp/go-hclog"
 	goplugin "github.com/hashicorp/go-plugin"
 	"github.com/hashicorp/go-plugin/runner"
+
+	"github.com/sandboxipam/sandboxipam/runtime/plugin"
+	"github.com/sandboxipam/sandboxipam/runtime/plugin/internal/shared"
 )
 
 // DefaultStartTimeout bounds a launch when Config.StartTimeout is zero.
@@ -111,7 +114,7 @@ func fileSHA256(path string) (string, error) {
 // clientConfig is go-plugin's configuration for one launch; launch learns
 // the process go-plugin starts.
 func clientConfig(cfg Config, path string, logger hclog.Logger, launch *launchState) (*goplugin.ClientConfig, error) {
-	env := append([]string{logLevelEnv + "=" + lowestEnabledLevel(cfg.Logger)}, cfg.Env...)
+	env := append([]string{shared.LogLevelEnv + "=" + lowestEnabledLevel(cfg.Logger)}, cfg.Env...)
 	socketDir, err := socketParent()
 	if err != nil {
 		return nil, err
@@ -119,8 +122,8 @@ func clientConfig(cfg Config, path string, logger hclog.Logger, launch *launchSt
 	sweepStaleSockets(socketDir, time.Now())
 	return &goplugin.ClientConfig{
 		UnixSocketConfig: &goplugin.UnixSocketConfig{TempDir: socketDir},
-		HandshakeConfig:  handshake(),
-		VersionedPlugins: pluginSets(ProtocolVersion, nil),
+		HandshakeConfig:  shared.Handshake(),
+		VersionedPlugins: shared.PluginSets(plugin.ProtocolVersion, nil),
 		AllowedProtocols: []goplugin.Protocol{goplugin.ProtocolGRPC},
 		// go-plugin's AutoMTLS: the host's certificate reaches the plugin
 		// as PLUGIN_CLIENT_CERT in the environment handed to RunnerFunc.
@@ -162,7 +165,7 @@ func startError(path string, proc *process, err error) error {
 	case strings.Contains(msg, "incompatible API version"),
 		strings.Contains(msg, "incompatible core API version"),
 		strings.Contains(msg, "unsupported plugin protocol"):
-		return fmt.Errorf("launch adapter %s: %w (host speaks %d): %s", path, ErrIncompatibleVersion, ProtocolVersion, firstLine(msg))
+		return fmt.Errorf("launch adapter %s: %w (host speaks %d): %s", path, ErrIncompatibleVersion, plugin.ProtocolVersion, firstLine(msg))
 	case strings.Contains(msg, "Unrecognized remote plugin message") && handshakeLine(msg) == "":
 		return fmt.Errorf("launch adapter %s: %w: exited before the handshake%s", path, ErrNotPlugin, tail)
 	case strings.Contains(msg, "Unrecognized remote plugin message"):
