@@ -59,6 +59,10 @@ func TestCheckFindsWhatThePageGetsWrong(t *testing.T) {
 			[]string{"line 5: row a: its imports cell should be `b` (it imports b, not listed)"}},
 		{"diagram draws a false edge", "   └─> b", "   └─> c",
 			[]string{"line 14: the diagram draws a ─> c, but a does not import c"}},
+		{"prose names a gone package", "2. `c` is alone", "2. `a/gone` is alone",
+			[]string{"line 10: package a/gone is not a package of the module"}},
+		{"prose names a renamed package", "2. `c` is alone", "2. `x/c` is alone",
+			[]string{"line 10: package x/c is not a package of the module; a package of that name: c"}},
 		{"diagram names a gone package", "   └─> b", "   └─> d",
 			[]string{"line 14: the diagram's d is not a package of the module"}},
 	}
