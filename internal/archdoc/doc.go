@@ -5,8 +5,10 @@
 //
 // What the page promises, and how each promise is read:
 //
-//   - A backticked path with a slash (`ipamd/server`) or the path of a
-//     top-level package (`cni`) is a package of the module.
+//   - A backticked path with a slash (`ipamd/server`), the path of a
+//     top-level package (`cni`), or a package's name that only one package
+//     has and the scope does not declare (`kubeenv`) is a package of the
+//     module.
 //   - A backticked file (`ipamd/server/serve.go`, or `serve.go` after its
 //     package) exists; a Go file becomes the scope of the names after it.
 //   - A backticked Go name (`Name`, `Type.Member`) is declared in the file
@@ -16,8 +18,8 @@
 //     is a method, a struct field or an interface method. Spans with a
 //     space, colon, underscore or angle brackets are prose (`ipamctl
 //     check`, `runtime_gone`, `cmd/adapters/<name>`).
-//   - Every package of the module has a row in a table whose first header
-//     cell is "package", and the row's last cell lists exactly the module
+//   - On a page with package tables (a table whose first header cell is
+//     "package"), every package of the module has a row, and the row's last cell lists exactly the module
 //     packages it imports (non-test files; braces expand:
 //     `ipamd/api/{wire, apierr}`), or "none".
 //   - Every arrow of a diagram (a fenced block with "─>") is a real

@@ -62,6 +62,9 @@ func (c *checker) span(s Span, sc *scope) {
 			p := c.m.Packages[text]
 			sc.pkg, sc.file, sc.seen = p, nil, append(sc.seen, p)
 		}
+	case !strings.Contains(text, ".") && !c.declaredInScope(text, sc) && len(c.packagesNamed(text, sc)) == 1:
+		p := c.packagesNamed(text, sc)[0] // a package by its name: `kubeenv`
+		sc.pkg, sc.file, sc.seen = p, nil, append(sc.seen, p)
 	case goName.MatchString(text):
 		c.name(s.Line, text, sc)
 	}
@@ -70,4 +73,15 @@ func (c *checker) span(s Span, sc *scope) {
 func (c *checker) isDir(dir string) bool {
 	st, err := os.Stat(filepath.Join(c.m.Root, filepath.FromSlash(dir)))
 	return err == nil && st.IsDir()
+}
+
+// declaredInScope: the scope's file, or else package, declares name.
+func (c *checker) declaredInScope(name string, sc *scope) bool {
+	switch {
+	case sc.file != nil:
+		return has(sc.file, name)
+	case sc.pkg != nil:
+		return pkgHas(sc.pkg, name)
+	}
+	return false
 }
