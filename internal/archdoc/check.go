@@ -149,7 +149,8 @@ func (c *checker) edge(e Edge) {
 // package. It returns the file's package and, for a Go file, the file.
 func (c *checker) file(line int, text string, scope *scope) (*Package, *File, bool) {
 	cands := []string{text}
-	if scope.pkg != nil {
+	first, _, _ := strings.Cut(text, "/")
+	if scope.pkg != nil && (!strings.Contains(text, "/") || !c.isDir(first)) {
 		cands = append(cands, scope.pkg.Dir+"/"+text)
 	}
 	for _, cand := range cands {

@@ -32,7 +32,11 @@ type scope struct {
 // a Go name is resolved in it.
 func (c *checker) unit(u Unit) {
 	sc := &scope{}
-	if p := c.m.Packages[u.Pkg]; p != nil {
+	if u.Pkg != "" {
+		p := c.m.Packages[u.Pkg]
+		if p == nil {
+			return // the row's package is reported; its names would only echo it
+		}
 		sc.pkg, sc.seen = p, []*Package{p}
 	}
 	for _, s := range u.Spans {
