@@ -44,7 +44,7 @@ func TestOneNodeCluster(t *testing.T) {
 	kubeletBin, crictlBin := requireE2E(t)
 	bins := kubeenv.BinariesIn(cacheDir())
 	if err := bins.Missing(); err != nil {
-		t.Fatalf("%v: run tools/kubernetes/build.sh (make kubernetes-tools) first", err)
+		t.Fatal(err)
 	}
 	// kube-apiserver's and the controllers' default certificate
 	// directories, besides kubelet's own hard-coded paths.

@@ -5,14 +5,9 @@ import (
 	"slices"
 	"testing"
 
-	"k8s.io/client-go/dynamic"
-	"k8s.io/client-go/kubernetes"
-	"k8s.io/client-go/rest"
-
 	"github.com/sandboxipam/sandboxipam/cluster/clustercheck"
 	"github.com/sandboxipam/sandboxipam/cluster/clustercheck/kubesnap"
 	"github.com/sandboxipam/sandboxipam/internal/clusterfixture"
-	"github.com/sandboxipam/sandboxipam/internal/kubeenv"
 )
 
 // clusterEnv is client-go's view of the cluster's API server, for the
@@ -20,18 +15,11 @@ import (
 // the fixture that makes a pod by hand.
 func (c *cluster) clusterEnv(t *testing.T) *clusterfixture.Env {
 	t.Helper()
-	a := c.cp.APIServer
-	cfg := &rest.Config{Host: a.URL, BearerToken: a.Token, TLSClientConfig: rest.TLSClientConfig{CAData: a.CAPEM},
-		Dial: kubeenv.NetNSDialer(a.NetNS)}
-	cs, err := kubernetes.NewForConfig(cfg)
+	e, err := clusterfixture.EnvFor(c.cp.APIServer)
 	if err != nil {
 		t.Fatal(err)
 	}
-	dyn, err := dynamic.NewForConfig(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return &clusterfixture.Env{API: a, Config: cfg, Client: cs, Dynamic: dyn}
+	return e
 }
 
 // clusterCheck runs the comparison of `ipamctl check --cluster` on the

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/sandboxipam/sandboxipam/internal/image"
+	"github.com/sandboxipam/sandboxipam/internal/kubeenv"
 	"github.com/sandboxipam/sandboxipam/internal/scenario"
 	"github.com/sandboxipam/sandboxipam/internal/testenv"
 	"github.com/sandboxipam/sandboxipam/internal/testsupport"
@@ -215,8 +216,8 @@ func logMemory(t *testing.T, pid, what string) {
 func crictlPath(t *testing.T) string {
 	t.Helper()
 	_, crictlBin := cachePaths()
-	if _, err := os.Stat(crictlBin); err != nil {
-		t.Fatalf("%v: run tools/kubernetes/build.sh (make kubernetes-tools) first", err)
+	if err := kubeenv.Built(crictlBin); err != nil {
+		t.Fatal(err)
 	}
 	return crictlBin
 }

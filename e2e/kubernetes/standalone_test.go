@@ -40,10 +40,8 @@ func requireE2E(t *testing.T) (kubeletBin, crictlBin string) {
 	}
 	testenv.Require(t)
 	kubeletBin, crictlBin = cachePaths()
-	for _, b := range []string{kubeletBin, crictlBin} {
-		if _, err := os.Stat(b); err != nil {
-			t.Fatalf("%v: run tools/kubernetes/build.sh (make kubernetes-tools) first", err)
-		}
+	if err := kubeenv.Built(kubeletBin, crictlBin); err != nil {
+		t.Fatal(err)
 	}
 	return kubeletBin, crictlBin
 }

@@ -82,7 +82,7 @@ func startCluster(t *testing.T) *cluster {
 	kubeletBin, crictlBin := requireE2E(t)
 	bins := kubeenv.BinariesIn(cacheDir())
 	if err := bins.Missing(); err != nil {
-		t.Fatalf("%v: run tools/kubernetes/build.sh (make kubernetes-tools) first", err)
+		t.Fatal(err)
 	}
 	guardHost(t, append(slices.Clone(hardCodedDirs), "/var/run/kubernetes", "/etc/kubernetes"))
 	guardHostNetwork(t)

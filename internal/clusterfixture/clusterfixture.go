@@ -12,6 +12,7 @@ package clusterfixture
 
 import (
 	"context"
+	"fmt"
 	"testing"
 
 	"k8s.io/client-go/dynamic"
@@ -38,7 +39,7 @@ func Require(t testing.TB) kubeenv.Binaries {
 	testsupport.RequireRoot(t)
 	bins := kubeenv.BinariesIn(kubeenv.CacheDir())
 	if err := bins.Missing(); err != nil {
-		testsupport.SkipOrFail(t, "%v: run tools/kubernetes/build.sh (make kubernetes-tools) first", err)
+		testsupport.SkipOrFail(t, "%v", err)
 	}
 	return bins
 }
@@ -59,16 +60,34 @@ func StartWith(t testing.TB, opts kubeenv.Options) *Env {
 	if err != nil {
 		t.Fatal(err)
 	}
-	cfg := &rest.Config{Host: a.URL, BearerToken: a.Token, TLSClientConfig: rest.TLSClientConfig{CAData: a.CAPEM},
-		Dial: kubeenv.NetNSDialer(a.NetNS), QPS: 200, Burst: 400}
-	e := &Env{API: a, Config: cfg}
-	if e.Client, err = kubernetes.NewForConfig(cfg); err != nil {
-		a.Stop()
-		t.Fatal(err)
-	}
-	if e.Dynamic, err = dynamic.NewForConfig(cfg); err != nil {
+	e, err := EnvFor(a)
+	if err != nil {
 		a.Stop()
 		t.Fatal(err)
 	}
 	return e
+}
+
+// RESTConfig is client-go's config for a: its URL, token and CA, dialled
+// from inside a's network namespace when it has one. Package kubeenv
+// links no client-go, so this is where the config is built.
+func RESTConfig(a *kubeenv.APIServer) *rest.Config {
+	return &rest.Config{Host: a.URL, BearerToken: a.Token, TLSClientConfig: rest.TLSClientConfig{CAData: a.CAPEM},
+		Dial: kubeenv.NetNSDialer(a.NetNS), QPS: 200, Burst: 400}
+}
+
+// EnvFor gives the clients of an API server already running: one a test
+// started through kubeenv beside a controller manager and a scheduler,
+// say. It installs nothing.
+func EnvFor(a *kubeenv.APIServer) (*Env, error) {
+	cfg := RESTConfig(a)
+	e := &Env{API: a, Config: cfg}
+	var err error
+	if e.Client, err = kubernetes.NewForConfig(cfg); err != nil {
+		return nil, fmt.Errorf("typed client of %s: %w", a.URL, err)
+	}
+	if e.Dynamic, err = dynamic.NewForConfig(cfg); err != nil {
+		return nil, fmt.Errorf("dynamic client of %s: %w", a.URL, err)
+	}
+	return e, nil
 }

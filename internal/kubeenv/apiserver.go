@@ -43,11 +43,22 @@ func BinariesIn(dir string) Binaries {
 	}
 }
 
+// ErrNotBuilt: a binary tools/kubernetes/build.sh caches is not there;
+// its message says how to build them, so no caller repeats it.
+var ErrNotBuilt = errors.New("not built: run tools/kubernetes/build.sh (make kubernetes-tools) first")
+
 // Missing returns an error naming the first component that is not there.
 func (b Binaries) Missing() error {
-	for _, p := range []string{b.Etcd, b.APIServer, b.ControllerManager, b.Scheduler} {
+	return Built(b.Etcd, b.APIServer, b.ControllerManager, b.Scheduler)
+}
+
+// Built returns an error wrapping ErrNotBuilt for the first of the cached
+// binaries (kubelet and crictl besides the control plane's) that is not
+// there.
+func Built(paths ...string) error {
+	for _, p := range paths {
 		if _, err := os.Stat(p); err != nil {
-			return err
+			return fmt.Errorf("%w: %w", err, ErrNotBuilt)
 		}
 	}
 	return nil

@@ -17,12 +17,8 @@
 // in a process group of its own and gets SIGKILL should the process that
 // started it die; APIServer.Stop ends them all.
 //
-// A client-go rest.Config for the server is
-//
-//	&rest.Config{Host: a.URL, BearerToken: a.Token,
-//		TLSClientConfig: rest.TLSClientConfig{CAData: a.CAPEM},
-//		Dial: kubeenv.NetNSDialer(a.NetNS)}
-//
-// or clientcmd.BuildConfigFromFlags("", a.Kubeconfig) when the server
-// listens in the caller's own network namespace.
+// This package links no client-go: internal/clusterfixture builds
+// client-go's config and clients for a server (RESTConfig, EnvFor), and
+// is what a test reaches for to get an API server (Start); a client in
+// the caller's own network namespace may also use a.Kubeconfig.
 package kubeenv

@@ -43,7 +43,7 @@ func TestAPIServerServesNodes(t *testing.T) {
 	bins := BinariesIn(CacheDir())
 	if err := bins.Missing(); err != nil {
 		if os.Getenv("SANDBOXIPAM_E2E_KUBERNETES") == "" {
-			testsupport.SkipOrFail(t, "%v: run tools/kubernetes/build.sh (make kubernetes-tools) first", err)
+			testsupport.SkipOrFail(t, "%v", err)
 		}
 		t.Fatal(err)
 	}

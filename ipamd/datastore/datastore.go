@@ -289,7 +289,9 @@ func (s *Store) Recovery() Recovery {
 	return r
 }
 
-// Unproven reports whether Assign is refused until Adopt proves the pool.
+// Unproven reports whether Assign is refused with ErrUnproven: the store
+// has no trusted checkpoint and no Observe of a runtime listing has yet
+// accounted for every address the node shows (package proof decides).
 func (s *Store) Unproven() bool {
 	s.mu.Lock()
 	defer s.mu.Unlock()

@@ -6,11 +6,9 @@ import (
 
 	"github.com/sandboxipam/sandboxipam/ipamd/datastore"
 	"github.com/sandboxipam/sandboxipam/ipamd/join"
-	"github.com/sandboxipam/sandboxipam/runtime"
 )
 
-// The pass picks assignments by their join rows; these are the
-// pickers, and the exported forms tests and benchmarks call.
+// The pass picks assignments by their join rows; these are the pickers.
 
 // pick returns the assignments whose row (the view was joined from
 // assignments, in order) keep accepts.
@@ -53,31 +51,4 @@ func sandboxIDs(as []datastore.Assignment) []string {
 	}
 	slices.Sort(ids)
 	return slices.Compact(ids)
-}
-
-func listingView(assignments []datastore.Assignment, sandboxes []runtime.Sandbox) join.View {
-	return join.Join(join.Input{Assignments: datastore.NodeView(assignments), Sandboxes: sandboxes})
-}
-
-// Unlisted returns the assignments whose sandbox the listing does not
-// show as a pod-network sandbox, in the order given.
-func Unlisted(assignments []datastore.Assignment, sandboxes []runtime.Sandbox) []datastore.Assignment {
-	return pick(assignments, listingView(assignments, sandboxes), unlisted)
-}
-
-// Stale returns the assignments whose sandbox a listing once showed
-// (ListedAt set), that are absent from this successful listing
-// (host-network sandboxes do not count) and that were made before cutoff.
-// The pod links are not consulted: the pass keeps those whose link is on
-// the node.
-func Stale(assignments []datastore.Assignment, sandboxes []runtime.Sandbox, cutoff time.Time) []datastore.Assignment {
-	return pick(assignments, listingView(assignments, sandboxes), staleBy(cutoff))
-}
-
-// Missing returns, sorted and without repeats, the sandbox IDs of
-// assignments that no listing has shown yet, made before cutoff, and
-// absent from this successful listing (host-network sandboxes count as
-// seen): CNI added them and the adapter does not see them.
-func Missing(assignments []datastore.Assignment, sandboxes []runtime.Sandbox, cutoff time.Time) []string {
-	return sandboxIDs(pick(assignments, listingView(assignments, sandboxes), missingBy(cutoff)))
 }

@@ -1,0 +1,4 @@
+package a
+
+// Other lives in a second file of the package.
+func Other() {}

@@ -1,0 +1,5 @@
+// Package b is imported by a.
+package b
+
+// Do does nothing.
+func Do() {}

@@ -1,0 +1,2 @@
+// Package c imports nothing.
+package c
