@@ -68,14 +68,11 @@ func reclaimerObjects(r deploy.Rendered) []apiObject {
 	return append(out, apiObject{"/apis/apps/v1/namespaces/" + rc.Deployment.Namespace + "/deployments", rc.Deployment})
 }
 
-// renderClusterManifests renders the containerd overlay with the routes
-// component, as "kubectl apply -k" of a kustomization naming both would,
-// with the image set to the one the nodes imported ("kustomize edit set
-// image"); nothing else changes.
-func renderClusterManifests(t *testing.T) []apiObject { return renderClusterManifestsWith(t, nil) }
-
-// renderClusterManifestsWith is renderClusterManifests with edit applied
-// to the DaemonSet, as an overlay's patch would; nil changes nothing.
+// renderClusterManifestsWith renders the containerd overlay with the
+// routes component, as "kubectl apply -k" of a kustomization naming both
+// would, with the image set to the one the nodes imported ("kustomize
+// edit set image") and edit applied to the DaemonSet, as an overlay's
+// patch would; a nil edit changes nothing else.
 func renderClusterManifestsWith(t *testing.T, edit func(*appsv1.DaemonSet)) []apiObject {
 	t.Helper()
 	r, err := deploy.RenderWith("containerd", "routes")

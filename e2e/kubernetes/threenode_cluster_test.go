@@ -92,7 +92,7 @@ func spreadDeployment(n int32, node string) *appsv1.Deployment {
 func (c *cluster) installDaemonSet(t *testing.T) { c.installDaemonSetWith(t, nil) }
 
 // installDaemonSetWith is installDaemonSet with edit applied to the
-// rendered DaemonSet (renderClusterManifestsWith).
+// rendered DaemonSet (renderClusterManifestsWith; nil: as rendered).
 func (c *cluster) installDaemonSetWith(t *testing.T, edit func(*appsv1.DaemonSet)) {
 	t.Helper()
 	ctx := context.Background()
