@@ -61,6 +61,7 @@ func TestOverlaysRenderStrictly(t *testing.T) {
 				t.Errorf("IPAMD_RUNTIME_ENDPOINT %q, want %q", got, rt.socket)
 			}
 			checkHostPaths(t, r.DaemonSet, rt.socket)
+			checkNetNSMount(t, r.DaemonSet)
 			cfg := loadConfig(t, r, ipamd)
 			if cfg.IPSource.Type != rt.source || cfg.Runtime.Adapter != rt.adapter || cfg.Runtime.Endpoint != rt.socket {
 				t.Errorf("ipamd would run with source %q adapter %q endpoint %q", cfg.IPSource.Type, cfg.Runtime.Adapter, cfg.Runtime.Endpoint)
@@ -298,6 +299,7 @@ func checkHostPaths(t *testing.T, ds *appsv1.DaemonSet, socket string) {
 		"state":          "/var/lib/sandboxipam",
 		"cni-bin":        "/opt/cni/bin",
 		"cni-conf":       "/etc/cni/net.d",
+		"netns":          "/var/run/netns",
 	}
 	got := map[string]string{}
 	for _, v := range ds.Spec.Template.Spec.Volumes {
@@ -311,6 +313,30 @@ func checkHostPaths(t *testing.T, ds *appsv1.DaemonSet, socket string) {
 	for name, p := range want {
 		if got[name] != p {
 			t.Errorf("hostPath %s = %q, want %q", name, got[name], p)
+		}
+	}
+}
+
+// checkNetNSMount: ipamd sees the runtimes' pod network namespaces
+// read-only, at the path CNI records (the host's), with the propagation
+// that shows it namespaces made after it started (issue 39 item 4).
+func checkNetNSMount(t *testing.T, ds *appsv1.DaemonSet) {
+	t.Helper()
+	ipamd := container(t, ds.Spec.Template.Spec.Containers, "ipamd")
+	var found []corev1.VolumeMount
+	for _, m := range ipamd.VolumeMounts {
+		if m.Name == "netns" {
+			found = append(found, m)
+		}
+	}
+	want := corev1.MountPropagationHostToContainer
+	if len(found) != 1 || found[0].MountPath != "/var/run/netns" || !found[0].ReadOnly ||
+		found[0].MountPropagation == nil || *found[0].MountPropagation != want || found[0].SubPath != "" {
+		t.Errorf("ipamd's netns mounts = %+v, want one of /var/run/netns, read-only, %s", found, want)
+	}
+	for _, v := range ds.Spec.Template.Spec.Volumes {
+		if v.Name == "netns" && (v.HostPath == nil || v.HostPath.Type == nil || *v.HostPath.Type != corev1.HostPathDirectoryOrCreate) {
+			t.Errorf("volume netns = %+v, want hostPath /var/run/netns, DirectoryOrCreate", v.VolumeSource)
 		}
 	}
 }

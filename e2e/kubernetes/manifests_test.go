@@ -3,6 +3,7 @@ package kubernetes
 import (
 	"testing"
 
+	appsv1 "k8s.io/api/apps/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	deploy "github.com/sandboxipam/sandboxipam/deploy/kubernetes"
@@ -67,15 +68,19 @@ func reclaimerObjects(r deploy.Rendered) []apiObject {
 	return append(out, apiObject{"/apis/apps/v1/namespaces/" + rc.Deployment.Namespace + "/deployments", rc.Deployment})
 }
 
-// renderClusterManifests renders the containerd overlay with the routes
-// component, as "kubectl apply -k" of a kustomization naming both would,
-// with the image set to the one the nodes imported ("kustomize edit set
-// image"); nothing else changes.
-func renderClusterManifests(t *testing.T) []apiObject {
+// renderClusterManifestsWith renders the containerd overlay with the
+// routes component, as "kubectl apply -k" of a kustomization naming both
+// would, with the image set to the one the nodes imported ("kustomize
+// edit set image") and edit applied to the DaemonSet, as an overlay's
+// patch would; a nil edit changes nothing else.
+func renderClusterManifestsWith(t *testing.T, edit func(*appsv1.DaemonSet)) []apiObject {
 	t.Helper()
 	r, err := deploy.RenderWith("containerd", "routes")
 	if err != nil {
 		t.Fatal(err)
+	}
+	if edit != nil {
+		edit(r.DaemonSet)
 	}
 	spec := &r.DaemonSet.Spec.Template.Spec
 	for i := range spec.InitContainers {

@@ -75,7 +75,10 @@ func nodeShellScript(dir, ready string) string {
 		s = append(s, fmt.Sprintf("mkdir -p %q %q", up, work),
 			fmt.Sprintf("mount -t overlay overlay -o lowerdir=/%s,upperdir=%s,workdir=%s /%s", d, up, work, d))
 	}
-	s = append(s, "mount -t tmpfs -o mode=0755 tmpfs /run")
+	// /run shared, as systemd leaves every mount of a host: the
+	// runtime's pod network namespaces, bound under /run/netns after
+	// ipamd started, then reach ipamd's HostToContainer mount.
+	s = append(s, "mount -t tmpfs -o mode=0755 tmpfs /run", "mount --make-shared /run")
 	for _, d := range nodePrivateDirs {
 		src := filepath.Join(dir, "fs", d.name)
 		s = append(s, fmt.Sprintf("mkdir -p %q %q", src, d.path), fmt.Sprintf("mount --bind %q %q", src, d.path))

@@ -26,6 +26,10 @@ import (
 // /opt or /etc of the host.
 type nodePaths struct {
 	config, run, state, cniBin, cniConf, runtimeSocket string
+	// netns is the runtime's pod network namespace directory, which ipamd
+	// mounts at the same path (the one CNI records); "" is an empty
+	// directory beside state, so no test makes the host's /run/netns.
+	netns string
 }
 
 // ipamdStaticPod turns the static-one-node overlay's DaemonSet pod template
@@ -85,6 +89,12 @@ func nodePodSpec(t *testing.T, spec *corev1.PodSpec, paths nodePaths) string {
 		// ipamdStaticPod made the ConfigMap volume a host directory.
 		hostPaths["config"] = paths.config
 	}
+	if hostPaths["netns"] = paths.netns; paths.netns == "" {
+		hostPaths["netns"] = filepath.Join(filepath.Dir(paths.state), "netns")
+		if err := os.MkdirAll(hostPaths["netns"], 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
 	for i, v := range spec.Volumes {
 		if v.HostPath == nil {
 			continue
@@ -97,8 +107,11 @@ func nodePodSpec(t *testing.T, spec *corev1.PodSpec, paths nodePaths) string {
 	}
 	c := &spec.Containers[0]
 	for i, m := range c.VolumeMounts {
-		if m.Name == "run" {
+		switch m.Name {
+		case "run":
 			c.VolumeMounts[i].MountPath = paths.run
+		case "netns":
+			c.VolumeMounts[i].MountPath = hostPaths["netns"]
 		}
 	}
 	c.Env = append(c.Env,

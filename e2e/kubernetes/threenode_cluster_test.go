@@ -89,10 +89,14 @@ func spreadDeployment(n int32, node string) *appsv1.Deployment {
 // installDaemonSet applies the rendered manifests and waits until ipamd
 // is ready on every node, has written its conflist and installed the
 // image's plugin.
-func (c *cluster) installDaemonSet(t *testing.T) {
+func (c *cluster) installDaemonSet(t *testing.T) { c.installDaemonSetWith(t, nil) }
+
+// installDaemonSetWith is installDaemonSet with edit applied to the
+// rendered DaemonSet (renderClusterManifestsWith; nil: as rendered).
+func (c *cluster) installDaemonSetWith(t *testing.T, edit func(*appsv1.DaemonSet)) {
 	t.Helper()
 	ctx := context.Background()
-	for _, o := range renderClusterManifests(t) {
+	for _, o := range renderClusterManifestsWith(t, edit) {
 		if err := c.api.create(ctx, o.path, o.obj); err != nil {
 			t.Fatal(err)
 		}

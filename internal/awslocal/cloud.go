@@ -12,8 +12,10 @@
 // nothing here depends on that lag).
 //
 // Faults can be injected (every Nth call throttled with RequestLimitExceeded,
-// added latency, a named action failing with a chosen code), and calls are
-// counted per action, which is what the source's benchmarks report.
+// added latency, a named action failing with a chosen code, assignments that
+// succeed but assign nothing or list addresses that were not assigned), and
+// calls are counted per action, which is what the source's benchmarks
+// report, and logged with their parameters (CallLog).
 //
 // What is not modelled: DescribeNetworkInterfaces pagination (every match is
 // returned in one page), IPv6, prefix delegation, more than one network
@@ -26,6 +28,8 @@ import (
 	"net"
 	"net/http"
 	"net/netip"
+	"net/url"
+	"slices"
 	"sort"
 	"sync"
 	"sync/atomic"
@@ -122,6 +126,18 @@ type Faults struct {
 	// (or the client gives up); the call then runs normally. InFlight
 	// tells how many calls wait.
 	Hold <-chan struct{}
+	// AssignNothing makes the next AssignNothing AssignPrivateIpAddresses
+	// calls (secondary addresses or Ipv4PrefixCount) succeed without
+	// assigning anything: the answer lists nothing and the ENI is
+	// unchanged, as an EC2 implementation that is not AWS's was seen to
+	// answer. Each such call counts down by one.
+	AssignNothing int
+	// AssignExtra, when not nil, adds to every successful
+	// AssignPrivateIpAddresses answer for secondary addresses the
+	// addresses it returns, which were not assigned (the ENI does not get
+	// them): an answer listing addresses the client did not ask for. It
+	// gets the ENI as it is after the assignment.
+	AssignExtra func(ENI) []netip.Addr
 }
 
 // APIError is an EC2 error answer.
@@ -151,6 +167,7 @@ type Cloud struct {
 	nextID uint64
 	faults Faults
 	calls  map[string]int // EC2 calls per action, throttled ones included
+	log    []Call         // every EC2 call in order, throttled ones included
 	tokens map[string]time.Time
 
 	// Counters a test reads while calls are answered (it waits for one in
@@ -255,6 +272,21 @@ func (c *Cloud) Calls() map[string]int {
 	return out
 }
 
+// Call is one EC2 call as the server received it.
+type Call struct {
+	Action string
+	// Params are the call's query parameters, Action and Version left
+	// out (PrivateIpAddress.1, Ipv4PrefixCount, ...).
+	Params url.Values
+}
+
+// CallLog returns every EC2 call since Start or ResetCalls, in order.
+func (c *Cloud) CallLog() []Call {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return slices.Clone(c.log)
+}
+
 // TotalCalls is the sum of Calls.
 func (c *Cloud) TotalCalls() int { return int(c.total.Load()) }
 
@@ -269,6 +301,7 @@ func (c *Cloud) ResetCalls() {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.calls = map[string]int{}
+	c.log = nil
 	c.total.Store(0)
 	c.throttle.Store(0)
 }

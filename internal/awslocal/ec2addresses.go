@@ -52,6 +52,10 @@ func (c *Cloud) assignPrivateIPAddresses(form url.Values) (response, *APIError) 
 		return nil, apiErrorf("PrivateIpAddressLimitExceeded", "Number of private addresses will exceed limit.")
 	}
 	out := &assignedIPs{NetworkInterfaceID: eni.id}
+	if c.faults.AssignNothing > 0 {
+		c.faults.AssignNothing--
+		return out, nil
+	}
 	if prefixCount > 0 {
 		prefixes, apiErr := c.allocatePrefixes(prefixCount)
 		if apiErr != nil {
@@ -68,6 +72,9 @@ func (c *Cloud) assignPrivateIPAddresses(form url.Values) (response, *APIError) 
 		return nil, apiErr
 	}
 	eni.secondaryIPs = append(eni.secondaryIPs, addrs...)
+	if extra := c.faults.AssignExtra; extra != nil {
+		addrs = append(addrs, extra(eni.snapshot())...)
+	}
 	for _, a := range addrs {
 		out.Assigned = append(out.Assigned, assignedIP{PrivateIPAddress: a.String()})
 	}

@@ -6,6 +6,7 @@ import (
 	"encoding/xml"
 	"net/http"
 	"net/url"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -66,7 +67,7 @@ func (c *Cloud) serveEC2(w http.ResponseWriter, r *http.Request) {
 			return // the client gave up; nothing happened
 		}
 	}
-	resp, apiErr := c.handle(action, r.Header.Get("Authorization"), r.PostForm)
+	resp, apiErr := c.handle(action, r.Header.Get("Authorization"), callParams(r.PostForm))
 	if apiErr != nil {
 		writeEC2Error(w, reqID, apiErr)
 		return
@@ -83,7 +84,7 @@ func (c *Cloud) serveEC2(w http.ResponseWriter, r *http.Request) {
 
 // handle counts the call, applies faults and runs the action.
 func (c *Cloud) handle(action, authorization string, form url.Values) (response, *APIError) {
-	latency, fault := c.count(action)
+	latency, fault := c.count(action, form)
 	if latency > 0 {
 		time.Sleep(latency) // outside the lock: slow calls must not serialize the others
 	}
@@ -111,11 +112,12 @@ func (c *Cloud) currentFaults() Faults {
 }
 
 // count records the call and decides which fault, if any, answers it.
-func (c *Cloud) count(action string) (time.Duration, *APIError) {
+func (c *Cloud) count(action string, form url.Values) (time.Duration, *APIError) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	total := c.total.Add(1)
 	c.calls[action]++
+	c.log = append(c.log, Call{Action: action, Params: form})
 	f := c.faults
 	if f.ThrottleEvery > 0 && total%int64(f.ThrottleEvery) == 0 {
 		c.throttle.Add(1)
@@ -150,6 +152,18 @@ func writeEC2Error(w http.ResponseWriter, reqID string, e *APIError) {
 	w.WriteHeader(status)
 	w.Write([]byte(xml.Header)) //nolint:errcheck // the client sees a short body
 	xml.NewEncoder(w).Encode(body)
+}
+
+// callParams is the form without Action and Version, a copy the call log
+// can keep.
+func callParams(form url.Values) url.Values {
+	out := url.Values{}
+	for k, v := range form {
+		if k != "Action" && k != "Version" {
+			out[k] = slices.Clone(v)
+		}
+	}
+	return out
 }
 
 func newRequestID() string {

@@ -67,6 +67,7 @@ type Containerd struct {
 	CRIDaemon         // Address is the gRPC socket; PauseImage also the sandbox_image
 	Namespace  string // "k8s.io", where the CRI plugin keeps its containers
 	WithoutCRI bool   // started with ContainerdOptions.DisableCRI
+	inNode     bool   // started in a node's namespaces (ContainerdOptions.InNode)
 }
 
 // containerdNamespace is where the CRI plugin keeps images and containers.
@@ -133,7 +134,7 @@ func (c *Containerd) startInNode(ctx context.Context, node NodeNamespaces) error
 	if node.NetNS == "" || node.MountNS == "" {
 		return errors.New("ContainerdOptions.InNode needs NetNS and MountNS")
 	}
-	c.NetNSPath, c.CNIConfDir, c.CNIBinDir = node.NetNS, node.CNIConfDir, node.CNIBinDir
+	c.NetNSPath, c.CNIConfDir, c.CNIBinDir, c.inNode = node.NetNS, node.CNIConfDir, node.CNIBinDir, true
 	if c.CNIConfDir == "" {
 		c.CNIConfDir = "/etc/cni/net.d"
 	}

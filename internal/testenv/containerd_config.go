@@ -36,7 +36,10 @@ state = %s
 //     oom_score_adj, and every sandbox failed with "can't get final
 //     child's PID from pipe: EOF";
 //   - runc options Root: runc state would land in /run/containerd/runc;
-//   - netns_mounts_under_state_dir: pod netns would land in /run/netns.
+//   - netns_mounts_under_state_dir: pod netns would land in /run/netns;
+//     off only for a node's containerd (InNode), whose /run is the node's
+//     own tmpfs: there pod netns go to /var/run/netns as on a real node,
+//     where ipamd's DaemonSet mounts them from.
 const containerdCRITemplate = `
 [plugins."io.containerd.grpc.v1.cri"]
   sandbox_image = %[1]s
@@ -44,7 +47,7 @@ const containerdCRITemplate = `
   restrict_oom_score_adj = true
   stream_server_address = "127.0.0.1"
   stream_server_port = "0"
-  netns_mounts_under_state_dir = true
+  netns_mounts_under_state_dir = %[5]t
 
   [plugins."io.containerd.grpc.v1.cri".containerd]
     snapshotter = "overlayfs"
@@ -68,7 +71,7 @@ const containerdCRITemplate = `
 func containerdConfig(c *Containerd) string {
 	q := strconv.Quote
 	return containerdBase(c.Dir, c.Address, "") +
-		fmt.Sprintf(containerdCRITemplate, q(c.PauseImage), q(c.runcRoot()), q(c.CNIBinDir), q(c.CNIConfDir))
+		fmt.Sprintf(containerdCRITemplate, q(c.PauseImage), q(c.runcRoot()), q(c.CNIBinDir), q(c.CNIConfDir), !c.inNode)
 }
 
 // dockerContainerdConfig is the config of the containerd under a private

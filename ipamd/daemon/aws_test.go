@@ -5,6 +5,7 @@ import (
 	"net/netip"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -82,4 +83,43 @@ func isolateSDK(t *testing.T) {
 	t.Setenv("AWS_SECRET_ACCESS_KEY", "local-test-secret")
 	t.Setenv("AWS_CONFIG_FILE", empty)
 	t.Setenv("AWS_SHARED_CREDENTIALS_FILE", empty)
+}
+
+// TestAWSSourceAssigningNothingStillServes: an EC2 that answers every
+// assignment with success and nothing assigned (issue 39) once kept the
+// first fill looping, so ipamd never served and /readyz never answered.
+// Now the first fill makes one assignment and its read-back, ipamd serves,
+// /readyz answers, and /metrics carries the refusal counter.
+func TestAWSSourceAssigningNothingStillServes(t *testing.T) {
+	cloud, err := awslocal.Start(awslocal.Options{})
+	if err != nil {
+		t.Fatalf("start awslocal: %v", err)
+	}
+	t.Cleanup(func() { cloud.Close() })
+	isolateSDK(t)
+	// A budget rather than forever, so a looping fill ends and fails the
+	// call count instead of hanging the test.
+	cloud.SetFaults(awslocal.Faults{AssignNothing: 300})
+
+	n := newNode(t, "198.18.0.0/28")
+	n.cfg.IPSource.Type = "aws"
+	n.cfg.IPSource.AWS.Region = cloud.Region()
+	n.cfg.IPSource.AWS.EC2Endpoint = cloud.EC2Endpoint()
+	n.cfg.IPSource.AWS.IMDSEndpoint = cloud.IMDSEndpoint()
+	n.cfg.Advanced.AWS.MaxBackoff = 5 * time.Millisecond
+	n.cfg.Advanced.AWS.PoolCheckInterval = time.Hour // no loop tick during the test
+	d, _, intro := startInProcess(t, n)
+
+	if got := cloud.Calls()["AssignPrivateIpAddresses"]; got != 1 {
+		t.Fatalf("the first fill made %d AssignPrivateIpAddresses calls, want 1", got)
+	}
+	if _, why, err := intro.Ready(t.Context()); err != nil {
+		t.Fatalf("/readyz: %v (%s)", err, why)
+	}
+	body := scrape(t, d.IntrospectionAddr().String())
+	for _, r := range aws.RefusalReasons {
+		if want := `ipamd_aws_refused_addresses_total{reason="` + r + `"} 0`; !strings.Contains(body, want+"\n") {
+			t.Fatalf("/metrics lacks %s", want)
+		}
+	}
 }

@@ -190,6 +190,7 @@ func (d *Daemon) Start(ctx context.Context) (err error) {
 	if src := d.PoolSource(); src != nil {
 		d.metrics.MustRegister(src.Collectors()...)
 	}
+	d.metrics.MustRegister(d.source.collectors...)
 	if err := d.serveSocket(ctx); err != nil {
 		return err
 	}

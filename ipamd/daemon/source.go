@@ -6,6 +6,8 @@ import (
 	"log/slog"
 	"sync"
 
+	"github.com/prometheus/client_golang/prometheus"
+
 	"github.com/sandboxipam/sandboxipam/ipamd/config"
 	"github.com/sandboxipam/sandboxipam/ipamd/datastore"
 	"github.com/sandboxipam/sandboxipam/ipamd/ipsource"
@@ -24,6 +26,8 @@ type sourceHandle struct {
 	node *podcidr.Source
 	// pool is the pool source; nil for the others.
 	pool *pool.Source
+	// collectors are the source's own metrics, for ipamd's registry.
+	collectors []prometheus.Collector
 }
 
 // startSource builds the configured source and fills the pool. The static
@@ -85,5 +89,5 @@ func startAWS(ctx, runCtx context.Context, cfg config.Config, store *datastore.S
 			ENIs   []aws.ENIStatus `json:"enis"`
 		}{src.Status(), src.ENIs()}, nil
 	}
-	return &sourceHandle{source: src, enis: enis}, nil
+	return &sourceHandle{source: src, enis: enis, collectors: src.Collectors()}, nil
 }

@@ -88,6 +88,18 @@ func (a ec2API) attachedENIs(ctx context.Context) ([]types.NetworkInterface, err
 	return a.describeENIs(ctx, map[string]string{"attachment.instance-id": a.instanceID})
 }
 
+// describeENI reads one ENI back, as EC2 holds it now.
+func (a ec2API) describeENI(ctx context.Context, eniID string) (types.NetworkInterface, error) {
+	found, err := a.describeENIs(ctx, map[string]string{"network-interface-id": eniID})
+	if err != nil {
+		return types.NetworkInterface{}, err
+	}
+	if len(found) != 1 {
+		return types.NetworkInterface{}, fmt.Errorf("describe network interface %s: %d interfaces in the answer, want 1", eniID, len(found))
+	}
+	return found[0], nil
+}
+
 // leakedENIs lists the detached ENIs this node's ipamd created.
 func (a ec2API) leakedENIs(ctx context.Context) ([]types.NetworkInterface, error) {
 	return a.describeENIs(ctx, map[string]string{

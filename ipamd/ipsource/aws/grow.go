@@ -35,12 +35,24 @@ func (s *Source) adjust(ctx context.Context) error {
 
 // grow adds short addresses: on ENIs with room first, lowest device index
 // first, then on new ENIs. With WarmENITarget alone it fills whole ENIs.
+// A step that adds nothing (EC2 answered success, the re-read ENI shows
+// no new usable address) ends the pass and defers growth (backoff.go):
+// every step either adds an address or returns, so a pass makes at most
+// short steps, and an EC2 that keeps assigning nothing sees one
+// assignment per backoff period, never a hot loop.
 func (s *Source) grow(ctx context.Context, short int) error {
+	if err := s.growthDeferred(); err != nil {
+		return err
+	}
 	for short > 0 {
 		added, err := s.growStep(ctx, short)
 		if err != nil {
 			return err
 		}
+		if added == 0 {
+			return s.deferGrowth()
+		}
+		s.growthResumed()
 		short -= added
 	}
 	return nil
@@ -78,7 +90,8 @@ func (s *Source) eniWithRoom() (*eni, int) {
 }
 
 func (s *Source) assignTo(ctx context.Context, e *eni, n int) (int, error) {
-	ips, err := assignInto(s, &e.ips, func() ([]netip.Addr, error) { return s.ec2.assignIPs(ctx, e.id, n) })
+	ips, err := assignInto(s, &e.ips, func() ([]netip.Addr, error) { return s.ec2.assignIPs(ctx, e.id, n) },
+		func(answer []netip.Addr) ([]netip.Addr, error) { return s.checkAssigned(ctx, e, answer) })
 	if err != nil {
 		return 0, err
 	}
@@ -142,6 +155,7 @@ func (s *Source) eniFromCreated(ni types.NetworkInterface) (*eni, error) {
 	if err := e.readPrefixes(ni); err != nil {
 		return nil, fmt.Errorf("created ENI %s: %w", e.id, err)
 	}
+	e.ips = s.checkCreated(e)
 	return e, nil
 }
 
@@ -209,12 +223,17 @@ func (s *Source) sortedENIs() []*eni {
 	return out
 }
 
-// assignInto makes one EC2 assignment and appends what it got to an ENI's
+// assignInto makes one EC2 assignment, keeps what check accepts of its
+// answer (check re-reads the ENI: verify.go) and appends that to an ENI's
 // list (addresses or prefixes) under mu, which Status reads.
-func assignInto[T any](s *Source, list *[]T, assign func() ([]T, error)) ([]T, error) {
-	got, err := assign()
+func assignInto[T any](s *Source, list *[]T, assign func() ([]T, error), check func([]T) ([]T, error)) ([]T, error) {
+	answer, err := assign()
 	if err != nil {
 		return nil, s.classifyGrowthError(err)
+	}
+	got, err := check(answer)
+	if err != nil {
+		return nil, err
 	}
 	s.mu.Lock()
 	*list = append(*list, got...)

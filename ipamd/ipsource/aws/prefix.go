@@ -81,7 +81,8 @@ func (s *Source) growPrefixes(ctx context.Context, short int) (int, error) {
 }
 
 func (s *Source) assignPrefixesTo(ctx context.Context, e *eni, n int) (int, error) {
-	prefixes, err := assignInto(s, &e.prefixes, func() ([]netip.Prefix, error) { return s.ec2.assignPrefixes(ctx, e.id, n) })
+	prefixes, err := assignInto(s, &e.prefixes, func() ([]netip.Prefix, error) { return s.ec2.assignPrefixes(ctx, e.id, n) },
+		func(answer []netip.Prefix) ([]netip.Prefix, error) { return s.checkPrefixes(ctx, e, answer) })
 	if err != nil {
 		return 0, err
 	}

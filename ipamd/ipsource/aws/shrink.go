@@ -146,9 +146,9 @@ func (s *Source) unassignFrom(ctx context.Context, e *eni, n int) (int, error) {
 	if err != nil || len(taken) == 0 {
 		return 0, err
 	}
-	ips := make([]netip.Addr, len(taken))
-	for i, a := range taken {
-		ips[i] = a.IP
+	taken, ips := s.withoutPrimaries(e, taken)
+	if len(ips) == 0 {
+		return 0, nil
 	}
 	if err := s.ec2.unassignIPs(ctx, e.id, ips); err != nil {
 		if errorCode(err) == "" {
@@ -164,6 +164,28 @@ func (s *Source) unassignFrom(ctx context.Context, e *eni, n int) (int, error) {
 	s.mu.Unlock()
 	s.log.Info("addresses unassigned", slog.String("eni", e.id), slog.Int("count", len(ips)))
 	return len(ips), nil
+}
+
+// withoutPrimaries drops from taken any primary address (of an ENI, the
+// node's own included), which is never unassigned: a pool that holds one
+// took it before verify.go's checks existed. It stays out of the pool and
+// out of e's list.
+func (s *Source) withoutPrimaries(e *eni, taken []ipsource.Address) ([]ipsource.Address, []netip.Addr) {
+	primaries := s.primaryAddrs()
+	keep := taken[:0:0]
+	var ips []netip.Addr
+	for _, a := range taken {
+		if primaries[a.IP] {
+			s.refuse(e.id, a.IP.String(), RefusedPrimary)
+			s.mu.Lock()
+			e.ips = slices.DeleteFunc(e.ips, func(ip netip.Addr) bool { return ip == a.IP })
+			s.mu.Unlock()
+			continue
+		}
+		keep = append(keep, a)
+		ips = append(ips, a.IP)
+	}
+	return keep, ips
 }
 
 // giveBack returns taken addresses to the pool after EC2 kept them.

@@ -24,7 +24,10 @@
 // in the background. Every addition follows a successful EC2 call; every
 // removal takes addresses out of the pool (Pool.TakeFree, which never
 // takes one a pod holds) before EC2 is asked to unassign them, and gives
-// them back when EC2 refuses. When a call's outcome is unknown (a timeout)
+// them back when EC2 refuses. No answer is taken on trust (verify.go): an
+// assignment is read back and the pool takes only the new secondary
+// addresses the ENI shows, never a primary address; a step that added
+// nothing defers growth (backoff.go). When a call's outcome is unknown (a timeout)
 // the source re-reads the ENIs from EC2 before its next change.
 //
 // See docs/architecture.md for where this package sits and the life of an
@@ -42,6 +45,7 @@ import (
 	"time"
 
 	awssdk "github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/sandboxipam/sandboxipam/ipamd/ipsource"
 )
@@ -104,6 +108,9 @@ type Source struct {
 	state      growthState
 	lastShrink time.Time
 	needResync bool
+
+	backoff growthBackoff // adjusting goroutine only
+	refused *prometheus.CounterVec
 }
 
 // eni is one ENI the source manages.
@@ -143,6 +150,7 @@ func New(cfg Config, tun Tuning, opts Options) (*Source, error) {
 		ready:   make(chan struct{}),
 		enis:    map[string]*eni{},
 		foreign: map[int]string{},
+		refused: newRefusedCounter(),
 	}, nil
 }
 
@@ -211,8 +219,11 @@ func (s *Source) start(ctx context.Context, pool ipsource.Pool) error {
 	if _, err := s.cleanupLeaked(ctx); err != nil {
 		s.log.Warn("leaked ENI clean-up failed at start; it is retried later", slog.Any("error", err))
 	}
+	// A first fill that EC2 answered with nothing is not fatal either:
+	// the node is Ready with what it has and growth retries after its
+	// backoff, rather than loop here while nothing can answer /readyz.
 	err := s.adjust(ctx)
-	if err != nil && !isCapacityError(err) {
+	if err != nil && !isCapacityError(err) && !errors.Is(err, ErrNothingAssigned) {
 		return fmt.Errorf("aws source: first fill: %w", err)
 	}
 	s.noteError(err)

@@ -45,7 +45,9 @@ type Status struct {
 	Cooling  int `json:"cooling"`
 	Free     int `json:"free"`
 	// GrowthBlocked is "" while the pool can grow, GrowthBlockedInstanceLimit
-	// or GrowthBlockedSubnetFull while it is short of its targets for good.
+	// or GrowthBlockedSubnetFull while it is short of its targets for good,
+	// GrowthBlockedNothingAssigned while growth waits after EC2 assigned
+	// nothing.
 	GrowthBlocked string `json:"growthBlocked,omitempty"`
 	// LastError is the most recent failed step of the loop, kept after
 	// later successes; LastErrorAt says when it happened.
@@ -58,6 +60,9 @@ type Status struct {
 const (
 	GrowthBlockedInstanceLimit = "instance-limit"
 	GrowthBlockedSubnetFull    = "subnet-full"
+	// GrowthBlockedNothingAssigned: EC2's last assignment added no usable
+	// address; growth waits out its backoff (ErrNothingAssigned).
+	GrowthBlockedNothingAssigned = "nothing-assigned"
 )
 
 // growthState is what Status reports beyond counts.
@@ -147,6 +152,8 @@ func (s *Source) recordGrowth(err error) {
 		blocked = GrowthBlockedInstanceLimit
 	case errors.Is(err, ErrSubnetFull):
 		blocked = GrowthBlockedSubnetFull
+	case errors.Is(err, ErrNothingAssigned):
+		blocked = GrowthBlockedNothingAssigned
 	}
 	s.mu.Lock()
 	was := s.state.blocked
