@@ -64,7 +64,7 @@ func (s *Store) assignLocked(key Key, pod Pod, origin Origin) (Assignment, *pers
 		return Assignment{}, nil, fmt.Errorf("assign: %w", ErrClosed)
 	}
 	// An ADD after the DEL wires the sandbox again: its reports hold.
-	delete(s.deleted, key)
+	s.apply(state.ForgetDeleted(key))
 	if a, ok := s.st.Lookup(key); ok {
 		if a.Pod != pod {
 			s.log.Warn("repeated ADD for a key with other pod metadata; keeping the first",
@@ -145,10 +145,16 @@ func (s *Store) releaseOne(ctx context.Context, key Key, reason string, hold []n
 		s.proof.NoteDel(key, now)
 	}
 	var b *persist.Batch
-	if found {
+	switch {
+	case found:
 		b = s.changedLocked()
 		s.logRelease(reason, a)
-	} else {
+	case !s.touched.Empty():
+		// The DEL of a key this store does not hold is noted all the
+		// same (a stale report of its sandbox is stale too), durably.
+		b = s.changedLocked()
+		s.log.Info("release of an unknown key: nothing to release", slog.Any("key", key))
+	default:
 		b = s.commit.SyncLocked()
 		s.log.Info("release of an unknown key: nothing to do", slog.Any("key", key))
 	}

@@ -76,6 +76,9 @@ type State struct {
 	// cursors are the addresses handed out last, IPv4 then IPv6.
 	cursors  [2]netip.Addr
 	unproven bool
+	// deleted holds the sandboxes whose CNI DEL was answered while a
+	// listing still shows them, and when (see deleted.go).
+	deleted map[Key]time.Time
 }
 
 // New returns an empty, proven state whose released addresses cool down
@@ -86,6 +89,7 @@ func New(cooldown time.Duration) *State {
 		addrs:       make(map[netip.Addr]*Entry),
 		marked:      make(map[netip.Addr]struct{}),
 		assignments: make(map[Key]*Assignment),
+		deleted:     make(map[Key]time.Time),
 	}
 }
 
@@ -191,9 +195,11 @@ func familySlot(family string) int {
 // depends on it), so that only a snapshot holds it. The zero value is
 // ready to use.
 type Touched struct {
-	IPs   map[netip.Addr]struct{}
-	Keys  map[Key]struct{}
-	Whole bool
+	IPs  map[netip.Addr]struct{}
+	Keys map[Key]struct{}
+	// Deleted holds the keys whose answered DEL was noted or forgotten.
+	Deleted map[Key]struct{}
+	Whole   bool
 }
 
 func (t *Touched) ip(ip netip.Addr) {
@@ -201,6 +207,13 @@ func (t *Touched) ip(ip netip.Addr) {
 		t.IPs = make(map[netip.Addr]struct{})
 	}
 	t.IPs[ip] = struct{}{}
+}
+
+func (t *Touched) deleted(k Key) {
+	if t.Deleted == nil {
+		t.Deleted = make(map[Key]struct{})
+	}
+	t.Deleted[k] = struct{}{}
 }
 
 func (t *Touched) key(k Key) {
@@ -214,8 +227,11 @@ func (t *Touched) key(k Key) {
 func (t *Touched) Reset() {
 	clear(t.IPs)
 	clear(t.Keys)
+	clear(t.Deleted)
 	t.Whole = false
 }
 
 // Empty reports whether nothing was touched.
-func (t *Touched) Empty() bool { return len(t.IPs) == 0 && len(t.Keys) == 0 && !t.Whole }
+func (t *Touched) Empty() bool {
+	return len(t.IPs) == 0 && len(t.Keys) == 0 && len(t.Deleted) == 0 && !t.Whole
+}
