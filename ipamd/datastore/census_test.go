@@ -74,8 +74,8 @@ func TestViewIsOneConsistentReadModel(t *testing.T) {
 		t.Fatalf("Stats %+v, want %+v", v.Stats, want)
 	}
 	wantGroups := []datastore.GroupCount{
-		{Group: "static", Family: "ipv4", Total: 6, Assigned: 1, Cooling: 1},
-		{Group: "static", Family: "ipv6", Total: 4, Assigned: 1, Cooling: 1},
+		{Group: "static", Family: "ipv4", Total: 6, Assigned: 1, Cooling: 1, Free: 4},
+		{Group: "static", Family: "ipv6", Total: 4, Assigned: 1, Cooling: 1, Free: 2},
 	}
 	if !slices.Equal(v.Groups, wantGroups) {
 		t.Fatalf("Groups %+v, want %+v", v.Groups, wantGroups)
