@@ -80,10 +80,14 @@ type Deps struct {
 	Sandboxes func(ctx context.Context) ([]runtime.Sandbox, error)
 	// History is the recent assignment events, for who; nil shows none.
 	History *history.History
-	// Now is the clock for ages; nil means time.Now.
+	// Now is the clock for ages and for the refusals' log limit; nil
+	// means time.Now.
 	Now func() time.Time
 	// Logger; nil discards.
 	Logger *slog.Logger
+	// OnRefused, when set, is called for every call the TCP listener
+	// refuses because it changes state (the metric; the log is limited).
+	OnRefused func()
 }
 
 // Handler serves the reads of the introspection API, for the TCP
@@ -128,7 +132,10 @@ func newMux(d Deps) (*handlers, *http.ServeMux) {
 	return h, mux
 }
 
-type handlers struct{ Deps }
+type handlers struct {
+	Deps
+	refusals refusalLog
+}
 
 func (h *handlers) pods(w http.ResponseWriter, _ *http.Request) {
 	now := h.Now()
