@@ -6,9 +6,9 @@ import (
 	"log/slog"
 	"net/netip"
 	"slices"
-	"strings"
 
 	"github.com/sandboxipam/sandboxipam/ipamd/datastore/persist"
+	"github.com/sandboxipam/sandboxipam/ipamd/datastore/proof"
 	"github.com/sandboxipam/sandboxipam/ipamd/datastore/state"
 	"github.com/sandboxipam/sandboxipam/ipamd/ipsource"
 )
@@ -73,7 +73,7 @@ func (s *Store) assignLocked(key Key, pod Pod, origin Origin) (Assignment, *pers
 		return a, s.commit.SyncLocked(), nil
 	}
 	if s.st.Unproven() {
-		return Assignment{}, nil, fmt.Errorf("assign to sandbox %s: %w; waiting for: %s", key.SandboxID, ErrUnproven, strings.Join(s.waitingLocked(), "; "))
+		return Assignment{}, nil, fmt.Errorf("assign to sandbox %s: %w; waiting for: %s", key.SandboxID, ErrUnproven, proof.Refusal(s.waitingLocked()))
 	}
 	if s.poolWaiting != "" && len(s.familiesLocked()) == 0 {
 		return Assignment{}, nil, fmt.Errorf("assign to sandbox %s: %w: waiting for %s", key.SandboxID, ErrPoolNotReady, s.poolWaiting)
