@@ -12,6 +12,7 @@ package state
 // beyond MaxDeleted the oldest is forgotten.
 
 import (
+	"cmp"
 	"iter"
 	"maps"
 	"slices"
@@ -21,9 +22,15 @@ import (
 )
 
 // MaxDeleted bounds the sandboxes remembered as deleted while no listing
-// comes to prune them (no adapter): beyond it the oldest are forgotten,
-// and a stale report of theirs is quarantined as before.
+// comes to prune them (no adapter): beyond it the oldest deletedTrim are
+// forgotten at once, and a stale report of theirs is quarantined as
+// before.
 const MaxDeleted = 4096
+
+// deletedTrim is how many of the oldest are forgotten when MaxDeleted is
+// passed: in a batch, so that a node with no listing pays one sort per
+// deletedTrim DELs, not a scan of MaxDeleted entries on every DEL.
+const deletedTrim = MaxDeleted / 8
 
 // DeletedKeys yields the keys whose DEL was answered, in no order.
 func (st *State) DeletedKeys() iter.Seq[Key] {
@@ -48,15 +55,26 @@ func (st *State) noteDeleted(key Key, at time.Time, t *Touched) {
 	if len(st.deleted) <= MaxDeleted {
 		return
 	}
-	var oldest Key
-	var first time.Time
-	for k, when := range st.deleted {
-		if k != key && (first.IsZero() || when.Before(first)) {
-			oldest, first = k, when
-		}
+	// Oldest first; the key just noted is never among them.
+	keys := slices.Collect(maps.Keys(st.deleted))
+	slices.SortFunc(keys, func(a, b Key) int {
+		return cmp.Or(boolOrder(a == key, b == key), st.deleted[a].Compare(st.deleted[b]), CompareKeys(a, b))
+	})
+	for _, k := range keys[:deletedTrim] {
+		delete(st.deleted, k)
+		t.deleted(k)
 	}
-	delete(st.deleted, oldest)
-	t.deleted(oldest)
+}
+
+// boolOrder orders false before true.
+func boolOrder(a, b bool) int {
+	switch {
+	case a == b:
+		return 0
+	case a:
+		return 1
+	}
+	return -1
 }
 
 // deletedRecords is the deleted keys in the checkpoint form, in key

@@ -358,25 +358,35 @@ func TestDeletedRecordAndSnapshot(t *testing.T) {
 	}
 }
 
-// Beyond MaxDeleted the oldest answered DEL is forgotten, and recorded
-// as dropped; the one just noted never is.
+// Beyond MaxDeleted the oldest deletedTrim answered DELs are forgotten
+// at once, and recorded as dropped; the one just noted never is.
 func TestDeletedBounded(t *testing.T) {
 	st := New(cool)
 	var touched Touched
+	sb := func(i int) Key { return Key{Network: "net", SandboxID: fmt.Sprintf("%05d", i), IfName: "eth0"} }
 	for i := range MaxDeleted {
-		st.Apply(NoteDeleted(Key{Network: "net", SandboxID: fmt.Sprint(i), IfName: "eth0"}, t0.Add(time.Duration(i))), &touched)
+		st.Apply(NoteDeleted(sb(i), t0.Add(time.Duration(i))), &touched)
 	}
 	touched.Reset()
 	newest := Key{Network: "net", SandboxID: "newest", IfName: "eth0"}
-	st.Apply(NoteDeleted(newest, t0), &touched)
-	oldest := Key{Network: "net", SandboxID: "0", IfName: "eth0"}
-	if _, ok := st.deleted[oldest]; ok || st.DeletedLen() != MaxDeleted {
-		t.Fatalf("%d remembered, oldest kept %v: want %d, the oldest forgotten", st.DeletedLen(), ok, MaxDeleted)
+	st.Apply(NoteDeleted(newest, t0), &touched) // as old as the oldest
+	if st.DeletedLen() != MaxDeleted+1-deletedTrim {
+		t.Fatalf("%d remembered, want %d", st.DeletedLen(), MaxDeleted+1-deletedTrim)
+	}
+	want := []Key{}
+	for i := range deletedTrim {
+		if _, ok := st.deleted[sb(i)]; ok {
+			t.Fatalf("%v kept, want the oldest %d forgotten", sb(i), deletedTrim)
+		}
+		want = append(want, sb(i))
 	}
 	if _, ok := st.deleted[newest]; !ok {
 		t.Fatal("the DEL just noted was forgotten")
 	}
-	if g, w := touchedOf(&touched).Deleted, []Key{oldest, newest}; !slices.Equal(g, w) {
-		t.Errorf("touched %v, want %v", g, w)
+	if _, ok := st.deleted[sb(deletedTrim)]; !ok {
+		t.Fatalf("%v forgotten, want only the oldest %d", sb(deletedTrim), deletedTrim)
+	}
+	if g := touchedOf(&touched).Deleted; !slices.Equal(g, append(want, newest)) {
+		t.Errorf("touched %d keys, want the %d forgotten and the new one", len(g), deletedTrim)
 	}
 }
