@@ -1,6 +1,7 @@
 // Package state is the datastore's assignment state as a value: the taken
 // addresses (held, cooling, quarantined) and their entries, the
-// assignments, the family cursors and whether the store is unproven.
+// assignments, the family cursors, whether the store is unproven and the
+// sandboxes whose CNI DEL was answered (deleted.go).
 //
 // It is changed only by applying a change record, (*State).Apply with one
 // of the closed set of Changes in change.go, and each Apply notes in a
