@@ -43,7 +43,7 @@ func TestDualStackPodAgainstRealIPAMD(t *testing.T) {
 	if !ok {
 		t.Fatalf("ipamd holds nothing for %v after ADD", env.Key())
 	}
-	v4, v6 := netip.MustParseAddr("198.18.0.1"), netip.MustParseAddr("2001:db8:12::")
+	v4, v6 := netip.MustParseAddr("198.18.0.1"), netip.MustParseAddr("2001:db8:12::1")
 	if ips := held.IPs(); len(ips) != 2 || ips[0] != v4 || ips[1] != v6 {
 		t.Fatalf("ipamd holds %v, want [%s %s] under one key", ips, v4, v6)
 	}
@@ -51,7 +51,7 @@ func TestDualStackPodAgainstRealIPAMD(t *testing.T) {
 	if err := json.Unmarshal(add.Stdout, &res); err != nil {
 		t.Fatalf("decode result: %v", err)
 	}
-	if len(res.IPs) != 2 || res.IPs[0].Address.String() != "198.18.0.1/32" || res.IPs[1].Address.String() != "2001:db8:12::/128" ||
+	if len(res.IPs) != 2 || res.IPs[0].Address.String() != "198.18.0.1/32" || res.IPs[1].Address.String() != "2001:db8:12::1/128" ||
 		res.IPs[0].Gateway.String() != "169.254.1.1" || res.IPs[1].Gateway.String() != "fe80::ecee:eeff:feee:eeee" {
 		t.Fatalf("result ips %s", add.Stdout)
 	}
@@ -72,7 +72,7 @@ func TestDualStackPodAgainstRealIPAMD(t *testing.T) {
 	}
 	found := false
 	for _, a := range addrs6 {
-		if a.IPNet.String() == "2001:db8:12::/128" {
+		if a.IPNet.String() == "2001:db8:12::1/128" {
 			found = true
 			if a.Flags&unix.IFA_F_TENTATIVE != 0 || a.Flags&unix.IFA_F_NODAD == 0 {
 				t.Errorf("pod address %s flags %#x: want NODAD, never tentative", a.IPNet, a.Flags)
@@ -104,7 +104,7 @@ func TestDualStackPodAgainstRealIPAMD(t *testing.T) {
 		routes, err := host.RouteList(veth, family)
 		want := "198.18.0.1/32"
 		if family == netlink.FAMILY_V6 {
-			want = "2001:db8:12::/128"
+			want = "2001:db8:12::1/128"
 		}
 		ok := false
 		for _, r := range routes {

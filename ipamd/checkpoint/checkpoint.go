@@ -82,6 +82,20 @@ type File struct {
 	// build ignores it. A change to it is always written as a full
 	// snapshot, never as a journal record.
 	Node *NodeRanges `json:"node,omitempty"`
+	// Deleted are the sandboxes whose CNI DEL the datastore answered
+	// while a listing still showed them: a stopped sandbox's report of
+	// an address is stale for them, after a restart too. Optional, so it
+	// needs no new format version: an older build ignores it, and a file
+	// without it loads as remembering none.
+	Deleted []Deleted `json:"deleted,omitempty"`
+}
+
+// Deleted is one sandbox interface whose CNI DEL was answered, and when.
+type Deleted struct {
+	Network   string    `json:"network"`
+	SandboxID string    `json:"sandboxID"`
+	IfName    string    `json:"ifName"`
+	At        time.Time `json:"at"`
 }
 
 // NodeRanges is what the node IP source last read from its Node object,
@@ -169,6 +183,9 @@ func checkYears(f File) error {
 	}
 	for _, a := range f.Assignments {
 		err = errors.Join(err, checkYear(a.AssignedAt), checkYear(a.ListedAt))
+	}
+	for _, d := range f.Deleted {
+		err = errors.Join(err, checkYear(d.At))
 	}
 	return err
 }

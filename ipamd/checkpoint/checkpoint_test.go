@@ -183,6 +183,7 @@ func TestEncoderAgreesWithEncodingJSON(t *testing.T) {
 	f.Assignments[0].Namespace = "ünïcødé-☃"
 	f.Assignments[1].UID = "bad-utf8-\xff\xfe"
 	f.Assignments[1].AssignedAt = time.Date(2026, 12, 2, 12, 0, 0, 5, time.FixedZone("x", 3600))
+	f.Deleted = []checkpoint.Deleted{{Network: "pods", SandboxID: "sb-\"q\"", IfName: "eth0", At: f.SavedAt}}
 	data, err := checkpoint.Encode(f)
 	if err != nil {
 		t.Fatal(err)

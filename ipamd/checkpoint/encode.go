@@ -42,6 +42,28 @@ func appendFile(b []byte, f File) []byte {
 		b = append(b, `,"node":`...)
 		b = appendNode(b, *f.Node)
 	}
+	if len(f.Deleted) > 0 {
+		b = append(b, `,"deleted":[`...)
+		for i, d := range f.Deleted {
+			if i > 0 {
+				b = append(b, ',')
+			}
+			b = appendDeleted(b, d)
+		}
+		b = append(b, ']')
+	}
+	return append(b, '}')
+}
+
+func appendDeleted(b []byte, d Deleted) []byte {
+	b = append(b, `{"network":`...)
+	b = appendString(b, d.Network)
+	b = append(b, `,"sandboxID":`...)
+	b = appendString(b, d.SandboxID)
+	b = append(b, `,"ifName":`...)
+	b = appendString(b, d.IfName)
+	b = append(b, `,"at":`...)
+	b = appendTime(b, d.At)
 	return append(b, '}')
 }
 

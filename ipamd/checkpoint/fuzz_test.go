@@ -99,12 +99,13 @@ func FuzzDecodeJournal(f *testing.F) {
 // without a comparison here fails TestComparisonsCoverEveryField, so the
 // fuzz targets never stop checking part of the state.
 var comparedFields = map[reflect.Type]int{
-	reflect.TypeFor[checkpoint.File]():          6,
+	reflect.TypeFor[checkpoint.File]():          7,
 	reflect.TypeFor[checkpoint.NodeRanges]():    4,
 	reflect.TypeFor[checkpoint.Address]():       6,
 	reflect.TypeFor[checkpoint.Assignment]():    13,
-	reflect.TypeFor[checkpoint.Record]():        8,
+	reflect.TypeFor[checkpoint.Record]():        10,
 	reflect.TypeFor[checkpoint.AssignmentKey](): 3,
+	reflect.TypeFor[checkpoint.Deleted]():       4,
 }
 
 func TestComparisonsCoverEveryField(t *testing.T) {
@@ -149,6 +150,8 @@ func diffFile(a, b checkpoint.File) string {
 		return fmt.Sprintf("assignments %+v != %+v", a.Assignments, b.Assignments)
 	case !reflect.DeepEqual(a.Node, b.Node):
 		return fmt.Sprintf("node %+v != %+v", a.Node, b.Node)
+	case !slices.EqualFunc(a.Deleted, b.Deleted, sameDeleted):
+		return fmt.Sprintf("deleted %+v != %+v", a.Deleted, b.Deleted)
 	}
 	return ""
 }
@@ -182,5 +185,10 @@ func sameRecord(a, b checkpoint.Record) bool {
 		slices.EqualFunc(a.Addresses, b.Addresses, sameAddress) &&
 		slices.EqualFunc(a.DropAddresses, b.DropAddresses, func(x, y netip.Addr) bool { return x == y }) &&
 		slices.EqualFunc(a.Assignments, b.Assignments, sameAssignment) &&
-		slices.Equal(a.DropAssignments, b.DropAssignments)
+		slices.Equal(a.DropAssignments, b.DropAssignments) &&
+		slices.EqualFunc(a.Deleted, b.Deleted, sameDeleted) && slices.Equal(a.DropDeleted, b.DropDeleted)
+}
+
+func sameDeleted(a, b checkpoint.Deleted) bool {
+	return a.Network == b.Network && a.SandboxID == b.SandboxID && a.IfName == b.IfName && a.At.Equal(b.At)
 }

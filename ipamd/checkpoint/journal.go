@@ -94,6 +94,10 @@ type Record struct {
 	// Assignments are set, DropAssignments are released.
 	Assignments     []Assignment    `json:"assignments,omitempty"`
 	DropAssignments []AssignmentKey `json:"dropAssignments,omitempty"`
+	// Deleted are set, DropDeleted forgotten (see File.Deleted).
+	// Optional: a journal without them replays as before.
+	Deleted     []Deleted       `json:"deleted,omitempty"`
+	DropDeleted []AssignmentKey `json:"dropDeleted,omitempty"`
 }
 
 // Journal is a decoded journal file.
@@ -150,6 +154,9 @@ func checkRecordYears(r Record) error {
 	}
 	for _, a := range r.Assignments {
 		err = errors.Join(err, checkYear(a.AssignedAt), checkYear(a.ListedAt))
+	}
+	for _, d := range r.Deleted {
+		err = errors.Join(err, checkYear(d.At))
 	}
 	return err
 }

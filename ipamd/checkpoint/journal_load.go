@@ -6,6 +6,7 @@ package checkpoint
 
 import (
 	"bytes"
+	"cmp"
 	"encoding/binary"
 	"encoding/hex"
 	"errors"
@@ -17,6 +18,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"time"
 )
 
 // DecodeJournal verifies and parses a journal. A torn last record (the
@@ -161,7 +163,7 @@ func checkRecord(r Record) error {
 		if !isSum(r.Seal) {
 			return errors.New("seal is not a sha256")
 		}
-		if r.Unproven || len(r.Cursors) > 0 || len(r.Addresses)+len(r.DropAddresses)+len(r.Assignments)+len(r.DropAssignments) > 0 {
+		if r.Unproven || len(r.Cursors) > 0 || len(r.Addresses)+len(r.DropAddresses)+len(r.Assignments)+len(r.DropAssignments)+len(r.Deleted)+len(r.DropDeleted) > 0 {
 			return errors.New("a seal carries changes")
 		}
 	}
@@ -189,10 +191,15 @@ func Replay(f File, records []Record) (File, error) {
 	for _, a := range f.Assignments {
 		assigns[AssignmentKey{a.Network, a.SandboxID, a.IfName}] = a
 	}
+	deleted := make(map[AssignmentKey]time.Time, len(f.Deleted))
+	for _, d := range f.Deleted {
+		deleted[AssignmentKey{d.Network, d.SandboxID, d.IfName}] = d.At
+	}
 	for _, r := range records {
 		if r.Seal != "" {
 			continue
 		}
+		replayDeleted(deleted, r)
 		f.Unproven = r.Unproven
 		if len(r.Cursors) > 0 {
 			f.Cursors = r.Cursors
@@ -220,10 +227,37 @@ func Replay(f File, records []Record) (File, error) {
 		f.Assignments = append(f.Assignments, a)
 	}
 	slices.SortFunc(f.Assignments, func(a, b Assignment) int { return firstIP(a).Compare(firstIP(b)) })
+	f.Deleted = deletedList(deleted)
 	if err := validate(f); err != nil {
 		return File{}, fmt.Errorf("after replaying the journal: %w", err)
 	}
 	return f, nil
+}
+
+// replayDeleted applies one record's deleted sandboxes onto deleted.
+func replayDeleted(deleted map[AssignmentKey]time.Time, r Record) {
+	for _, k := range r.DropDeleted {
+		delete(deleted, k)
+	}
+	for _, d := range r.Deleted {
+		deleted[AssignmentKey{d.Network, d.SandboxID, d.IfName}] = d.At
+	}
+}
+
+// deletedList is deleted in key order; nil when empty, as a file without
+// the optional key decodes.
+func deletedList(deleted map[AssignmentKey]time.Time) []Deleted {
+	if len(deleted) == 0 {
+		return nil
+	}
+	out := make([]Deleted, 0, len(deleted))
+	for k, at := range deleted {
+		out = append(out, Deleted{Network: k.Network, SandboxID: k.SandboxID, IfName: k.IfName, At: at})
+	}
+	slices.SortFunc(out, func(a, b Deleted) int {
+		return cmp.Or(strings.Compare(a.Network, b.Network), strings.Compare(a.SandboxID, b.SandboxID), strings.Compare(a.IfName, b.IfName))
+	})
+	return out
 }
 
 // firstIP is an assignment's first address, or the zero Addr.

@@ -270,3 +270,39 @@ func TestJournalWriterRefusesARemovedFile(t *testing.T) {
 		t.Fatalf("append to a removed journal: %v, want ErrJournalGone", err)
 	}
 }
+
+// The sandboxes whose DEL was answered replay like the rest: set by one
+// record, forgotten by a later one, and a record without the optional
+// keys leaves them as they were.
+func TestJournalReplaysDeletedSandboxes(t *testing.T) {
+	at := time.Date(2026, 12, 2, 12, 0, 2, 0, time.UTC)
+	done := checkpoint.Deleted{Network: "pods", SandboxID: "done", IfName: "eth0", At: at}
+	gone := checkpoint.Deleted{Network: "pods", SandboxID: "gone", IfName: "eth0", At: at}
+	records := append(sampleRecords(),
+		checkpoint.Record{Seq: 4, Deleted: []checkpoint.Deleted{gone, done}},
+		checkpoint.Record{Seq: 5, DropDeleted: []checkpoint.AssignmentKey{{Network: "pods", SandboxID: "gone", IfName: "eth0"}}},
+		checkpoint.Record{Seq: 6})
+	snap, err := checkpoint.Encode(sample())
+	if err != nil {
+		t.Fatal(err)
+	}
+	j, err := checkpoint.DecodeJournal(encodedJournal(t, checkpoint.Sum(snap), records))
+	if err != nil {
+		t.Fatal(err)
+	}
+	f, err := checkpoint.Replay(sample(), j.Records)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := []checkpoint.Deleted{done}; !reflect.DeepEqual(f.Deleted, want) {
+		t.Fatalf("deleted after replay %+v, want %+v", f.Deleted, want)
+	}
+	again, err := checkpoint.Encode(f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	back, err := checkpoint.Decode(again)
+	if err != nil || !reflect.DeepEqual(back.Deleted, f.Deleted) {
+		t.Fatalf("snapshot round trip: %+v, %v", back.Deleted, err)
+	}
+}

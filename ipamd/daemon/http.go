@@ -28,7 +28,7 @@ func (d *Daemon) serveHTTP(ctx context.Context) (*httpServers, error) {
 	deps := introspect.Deps{
 		Store: d.store, Source: d.cfg.IPSource.Type, Adapter: d.adapterView,
 		Reconcile: d.reconcileNow, Release: d.releaseNow, AdminSocket: d.cfg.AdminSocketPath(),
-		ENIs: d.source.enis, Logger: d.log.With("component", "introspect"),
+		ENIs: d.source.enis, Logger: d.log.With("component", "introspect"), OnRefused: d.metrics.ObserveLoopbackRefused,
 		Ready: d.ready, Check: d.checkNow, Sandboxes: d.sandboxesNow, History: d.history,
 	}
 	if d.routes != nil {

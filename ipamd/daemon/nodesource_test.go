@@ -134,7 +134,7 @@ func TestNodeSourceFollowsTheNode(t *testing.T) {
 	})
 	n.addSandbox("sandbox-a")
 	old := mustAddIPs(t, cni, "sandbox-a")
-	if want := []string{"198.18.1.1/29", "fd00:1::/125"}; !slices.Equal(old, want) {
+	if want := []string{"198.18.1.1/29", "fd00:1::1/125"}; !slices.Equal(old, want) {
 		t.Fatalf("first pod got %v, want %v", old, want)
 	}
 
@@ -162,7 +162,7 @@ func TestNodeSourceFollowsTheNode(t *testing.T) {
 		}
 	}
 	n.addSandbox("sandbox-b")
-	if got, want := mustAddIPs(t, cni, "sandbox-b"), []string{"198.18.2.1/29", "fd00:2::/125"}; !slices.Equal(got, want) {
+	if got, want := mustAddIPs(t, cni, "sandbox-b"), []string{"198.18.2.1/29", "fd00:2::1/125"}; !slices.Equal(got, want) {
 		t.Fatalf("pod after the new range got %v, want %v", got, want)
 	}
 	// Exhaust the new IPv4 range: never an address of the old one.

@@ -20,7 +20,7 @@ func TestStaticNodesServesThisNodesEntry(t *testing.T) {
 	n.addSandbox("sandbox-a")
 	_, cni, intro := startInProcess(t, n)
 	waitReady(t, cni)
-	if got, want := mustAddIPs(t, cni, "sandbox-a"), []string{"198.18.2.1/29", "fd00:2::/125"}; !slices.Equal(got, want) {
+	if got, want := mustAddIPs(t, cni, "sandbox-a"), []string{"198.18.2.1/29", "fd00:2::1/125"}; !slices.Equal(got, want) {
 		t.Fatalf("ADD on node-2 = %v, want %v", got, want)
 	}
 	if got, waiting := poolRanges(t, intro); got != "198.18.2.0/29,fd00:2::/125" || waiting != "" {

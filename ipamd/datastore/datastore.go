@@ -217,10 +217,6 @@ type Store struct {
 	// journal and compaction, reading the state through the Source
 	// methods in commit.go under mu.
 	commit *persist.Committer
-
-	// deleted holds the sandboxes whose CNI DEL this store answered, while
-	// a listing still shows them (see noteDeletedLocked).
-	deleted map[Key]time.Time
 }
 
 var _ ipsource.Pool = (*Store)(nil)

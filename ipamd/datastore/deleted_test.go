@@ -68,3 +68,37 @@ func TestReportsWithoutAnsweredDELStillQuarantine(t *testing.T) {
 		t.Fatalf("ObserveReport = %+v, want a's report a conflict once its DEL was forgotten", rep)
 	}
 }
+
+// That this store answered a DEL survives a restart, from the journal
+// (a crash right after the DEL) and from a snapshot (a clean close): the
+// stopped sandbox's report stays stale, never a quarantine. Forgotten,
+// durably, once a listing no longer shows the sandbox.
+func TestAnsweredDELSurvivesRestart(t *testing.T) {
+	f := newFixture(t, "198.18.0.0/30") // .1 and .2
+	s := f.open()
+	mustAssign(t, s, key("job"), pod("job"), "198.18.0.1")
+	mustAssign(t, s, key("web"), pod("web"), "198.18.0.2")
+	mustRelease(t, s, key("job"), "198.18.0.1")
+	f.clock.Advance(datastore.DefaultCooldown)
+	completed := []runtime.Sandbox{
+		{ID: "job", State: runtime.StateNotReady, IPs: []netip.Addr{netip.MustParseAddr("198.18.0.1")}},
+		{ID: "web", State: runtime.StateReady, IPs: []netip.Addr{netip.MustParseAddr("198.18.0.2")}},
+	}
+	crashed := crashCopy(t, f)
+	if rep := observe(t, crashed, evidence(completed)); rep.Conflicts != 0 || rep.Quarantined != 0 {
+		t.Fatalf("after a crash: ObserveReport = %+v, want the stopped sandbox's report stale", rep)
+	}
+	mustAssign(t, crashed, key("next"), pod("next"), "198.18.0.1")
+	s = f.reopen(s)
+	if rep := observe(t, s, evidence(completed)); rep.Conflicts != 0 || rep.Quarantined != 0 {
+		t.Fatalf("after a clean restart: ObserveReport = %+v, want the stopped sandbox's report stale", rep)
+	}
+	if got := s.DeletedSandboxes(); len(got) != 1 {
+		t.Fatalf("DeletedSandboxes = %v, want job's", got)
+	}
+	observe(t, s, evidence(completed[1:]))
+	s = f.reopen(s)
+	if got := s.DeletedSandboxes(); len(got) != 0 {
+		t.Fatalf("DeletedSandboxes after a listing without job and a restart = %v, want none", got)
+	}
+}

@@ -25,8 +25,8 @@ func nodeViewOf(a Assignment) join.Assignment {
 func (s *Store) DeletedSandboxes() map[string]struct{} {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	out := make(map[string]struct{}, len(s.deleted))
-	for k := range s.deleted {
+	out := make(map[string]struct{}, s.st.DeletedLen())
+	for k := range s.st.DeletedKeys() {
 		out[k.SandboxID] = struct{}{}
 	}
 	return out
@@ -43,7 +43,7 @@ func (s *Store) viewLocked(ev Evidence) join.View {
 	for i, h := range ev.Holdings {
 		in.Holdings[i] = join.Holding{IP: h.IP, SandboxID: h.SandboxID, Ready: h.Ready, Source: h.Source}
 	}
-	for k := range s.deleted {
+	for k := range s.st.DeletedKeys() {
 		if k.Network == ev.Network && k.IfName == ev.IfName {
 			in.Deleted[k.SandboxID] = struct{}{}
 		}

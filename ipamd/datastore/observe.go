@@ -123,7 +123,7 @@ func (s *Store) observeLocked(ev Evidence) (ObserveReport, *persist.Batch) {
 	wasUnproven := s.st.Unproven()
 	var rep ObserveReport
 	rep.Confirmed = s.confirmLocked(ev.Listed, ev.At)
-	s.forgetDeletedLocked(ev.Listed)
+	forgotten := s.forgetDeletedLocked(ev.Listed)
 	view := s.viewLocked(ev)
 	if wasUnproven {
 		if rep.Adopted = s.adoptLocked(ev, view); rep.Adopted > 0 {
@@ -149,7 +149,7 @@ func (s *Store) observeLocked(ev Evidence) (ObserveReport, *persist.Batch) {
 		rep.ProvenFree = max(0, quarantinedBefore+rep.Conflicts-rep.Quarantined)
 	}
 	rep.Proven = !s.st.Unproven()
-	if rep.Adopted+rep.Confirmed+rep.Conflicts+rep.ProvenFree == 0 && wasUnproven == s.st.Unproven() {
+	if forgotten+rep.Adopted+rep.Confirmed+rep.Conflicts+rep.ProvenFree == 0 && wasUnproven == s.st.Unproven() {
 		return rep, s.commit.SyncLocked()
 	}
 	if wasUnproven {

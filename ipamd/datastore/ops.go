@@ -6,9 +6,9 @@ import (
 	"log/slog"
 	"net/netip"
 	"slices"
-	"strings"
 
 	"github.com/sandboxipam/sandboxipam/ipamd/datastore/persist"
+	"github.com/sandboxipam/sandboxipam/ipamd/datastore/proof"
 	"github.com/sandboxipam/sandboxipam/ipamd/datastore/state"
 	"github.com/sandboxipam/sandboxipam/ipamd/ipsource"
 )
@@ -64,7 +64,7 @@ func (s *Store) assignLocked(key Key, pod Pod, origin Origin) (Assignment, *pers
 		return Assignment{}, nil, fmt.Errorf("assign: %w", ErrClosed)
 	}
 	// An ADD after the DEL wires the sandbox again: its reports hold.
-	delete(s.deleted, key)
+	s.apply(state.ForgetDeleted(key))
 	if a, ok := s.st.Lookup(key); ok {
 		if a.Pod != pod {
 			s.log.Warn("repeated ADD for a key with other pod metadata; keeping the first",
@@ -73,7 +73,7 @@ func (s *Store) assignLocked(key Key, pod Pod, origin Origin) (Assignment, *pers
 		return a, s.commit.SyncLocked(), nil
 	}
 	if s.st.Unproven() {
-		return Assignment{}, nil, fmt.Errorf("assign to sandbox %s: %w; waiting for: %s", key.SandboxID, ErrUnproven, strings.Join(s.waitingLocked(), "; "))
+		return Assignment{}, nil, fmt.Errorf("assign to sandbox %s: %w; waiting for: %s", key.SandboxID, ErrUnproven, proof.Refusal(s.waitingLocked()))
 	}
 	if s.poolWaiting != "" && len(s.familiesLocked()) == 0 {
 		return Assignment{}, nil, fmt.Errorf("assign to sandbox %s: %w: waiting for %s", key.SandboxID, ErrPoolNotReady, s.poolWaiting)
@@ -145,10 +145,16 @@ func (s *Store) releaseOne(ctx context.Context, key Key, reason string, hold []n
 		s.proof.NoteDel(key, now)
 	}
 	var b *persist.Batch
-	if found {
+	switch {
+	case found:
 		b = s.changedLocked()
 		s.logRelease(reason, a)
-	} else {
+	case !s.touched.Empty():
+		// The DEL of a key this store does not hold is noted all the
+		// same (a stale report of its sandbox is stale too), durably.
+		b = s.changedLocked()
+		s.log.Info("release of an unknown key: nothing to release", slog.Any("key", key))
+	default:
 		b = s.commit.SyncLocked()
 		s.log.Info("release of an unknown key: nothing to do", slog.Any("key", key))
 	}

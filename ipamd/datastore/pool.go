@@ -139,6 +139,9 @@ type RangeInfo struct {
 	// addresses; while the store is unproven, Quarantined counts every
 	// address of the block nobody holds.
 	Assigned, Cooling, Quarantined uint64
+	// Free counts what nothing keeps from a pod: none in a retiring
+	// block or while the store is unproven.
+	Free uint64
 	// Retiring: the block is no longer the source's; nothing is handed
 	// out of it and it leaves once nothing in it is held.
 	Retiring bool
@@ -179,6 +182,14 @@ func (s *Store) rangesLocked() []RangeInfo {
 				continue
 			}
 			out[i].Quarantined, out[i].Cooling = out[i].Size-out[i].Assigned, 0
+		}
+	}
+	for i := range out {
+		r := &out[i]
+		if !r.Retiring {
+			// Exact, not freeOf's saturation: a block's size is exact
+			// below 2^64, and what is taken is subtracted from it.
+			r.Free = r.Size - min(r.Size, satAdd(satAdd(r.Assigned, r.Cooling), r.Quarantined))
 		}
 	}
 	return out

@@ -27,16 +27,18 @@ func TestSlash64Pool(t *testing.T) {
 	if st.Free <= 1<<62 || st.Assigned != 0 {
 		t.Fatalf("Stats = %+v, want a /64 of free addresses (saturated)", st)
 	}
-	mustAssign(t, s, key("a"), pod("a"), "2001:db8:0:64::")
-	mustAssign(t, s, key("b"), pod("b"), "2001:db8:0:64::1")
-	mustRelease(t, s, key("a"), "2001:db8:0:64::")
-	mustAssign(t, s, key("c"), pod("c"), "2001:db8:0:64::2")
+	// The subnet-router anycast address (the /64's first) is never
+	// handed out.
+	mustAssign(t, s, key("a"), pod("a"), "2001:db8:0:64::1")
+	mustAssign(t, s, key("b"), pod("b"), "2001:db8:0:64::2")
+	mustRelease(t, s, key("a"), "2001:db8:0:64::1")
+	mustAssign(t, s, key("c"), pod("c"), "2001:db8:0:64::3")
 	for i := range 300 {
 		if _, err := s.Assign(context.Background(), key(fmt.Sprintf("n%d", i)), pod("n")); err != nil {
 			t.Fatal(err)
 		}
 	}
-	mustAssign(t, s, key("last"), pod("last"), "2001:db8:0:64::12f")
+	mustAssign(t, s, key("last"), pod("last"), "2001:db8:0:64::130")
 	if rs := s.Ranges(); len(rs) != 1 || rs[0].Family != "ipv6" || rs[0].Size != 1<<64-1 || rs[0].Assigned != 303 || rs[0].Cooling != 1 {
 		t.Fatalf("Ranges = %+v", rs)
 	}
@@ -44,7 +46,7 @@ func TestSlash64Pool(t *testing.T) {
 	if st := s.Stats(); st.Assigned != 303 || st.Cooling != 1 {
 		t.Fatalf("after reopen: %+v", st)
 	}
-	mustAssign(t, s, key("next"), pod("next"), "2001:db8:0:64::130")
+	mustAssign(t, s, key("next"), pod("next"), "2001:db8:0:64::131")
 	st2, err := checkpoint.Load(f.path)
 	if err != nil {
 		t.Fatal(err)
@@ -155,18 +157,18 @@ func TestDualStackAssignReleaseAndCheckpoint(t *testing.T) {
 	f := newFixture(t, "198.18.0.0/30", "2001:db8::/126")
 	s := f.open()
 	a := mustAssign(t, s, key("a"), pod("a"), "198.18.0.1")
-	if len(a.Extra) != 1 || a.Extra[0].IP != netip.MustParseAddr("2001:db8::") || a.Extra[0].Subnet != netip.MustParsePrefix("2001:db8::/126") {
-		t.Fatalf("assignment %+v, want 2001:db8:: as its IPv6 address", a)
+	if len(a.Extra) != 1 || a.Extra[0].IP != netip.MustParseAddr("2001:db8::1") || a.Extra[0].Subnet != netip.MustParsePrefix("2001:db8::/126") {
+		t.Fatalf("assignment %+v, want 2001:db8::1 as its IPv6 address (:: is the subnet-router anycast address)", a)
 	}
 	b := mustAssign(t, s, key("b"), pod("b"), "198.18.0.2")
-	if got := b.IPs(); !reflect.DeepEqual(got, []netip.Addr{netip.MustParseAddr("198.18.0.2"), netip.MustParseAddr("2001:db8::1")}) {
+	if got := b.IPs(); !reflect.DeepEqual(got, []netip.Addr{netip.MustParseAddr("198.18.0.2"), netip.MustParseAddr("2001:db8::2")}) {
 		t.Fatalf("b = %v", got)
 	}
 	// IPv4 is exhausted: nothing is assigned, not even an IPv6 address.
 	if _, err := s.Assign(context.Background(), key("c"), pod("c")); !errors.Is(err, datastore.ErrPoolExhausted) {
 		t.Fatalf("Assign = %v, want exhausted", err)
 	}
-	if c := s.View().Census(); c[datastore.CensusKey{Group: "static", Family: "ipv6", State: datastore.StateFree}] != 2 ||
+	if c := s.View().Census(); c[datastore.CensusKey{Group: "static", Family: "ipv6", State: datastore.StateFree}] != 1 ||
 		c[datastore.CensusKey{Group: "static", Family: "ipv6", State: datastore.StateAssigned}] != 2 ||
 		c[datastore.CensusKey{Group: "static", Family: "ipv4", State: datastore.StateFree}] != 0 {
 		t.Fatalf("Census = %v", c)
@@ -184,8 +186,8 @@ func TestDualStackAssignReleaseAndCheckpoint(t *testing.T) {
 	}
 	f.clock.Advance(time.Hour)
 	c := mustAssign(t, s, key("c"), pod("c"), "198.18.0.2")
-	if c.Extra[0].IP != netip.MustParseAddr("2001:db8::2") {
-		t.Fatalf("c = %v: the IPv6 cursor goes on after ::1", c.IPs())
+	if c.Extra[0].IP != netip.MustParseAddr("2001:db8::3") {
+		t.Fatalf("c = %v: the IPv6 cursor goes on after ::2", c.IPs())
 	}
 
 	// Lost checkpoint: a listing reporting both of a pod's addresses
@@ -207,7 +209,7 @@ func TestDualStackAssignReleaseAndCheckpoint(t *testing.T) {
 		t.Fatalf("adopted %+v", got)
 	}
 	n := mustAssign(t, u, key("new"), pod("new"), "198.18.0.1")
-	if n.Extra[0].IP != netip.MustParseAddr("2001:db8::") {
+	if n.Extra[0].IP != netip.MustParseAddr("2001:db8::1") {
 		t.Fatalf("new = %v", n.IPs())
 	}
 }

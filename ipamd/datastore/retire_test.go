@@ -66,7 +66,7 @@ func TestRetiringRanges(t *testing.T) {
 		{name: "dual-stack, both families retire",
 			old: []string{"198.18.1.0/30", "fd00:1::/126"}, current: []string{"198.18.2.0/30", "fd00:2::/126"},
 			wantRanges: "198.18.1.0/30 retiring a=2, 198.18.2.0/30 a=0, fd00:1::/126 retiring a=2, fd00:2::/126 a=0",
-			wantAfter:  "198.18.2.0/30 a=0, fd00:2::/126 a=0", wantNext: []string{"198.18.2.1", "fd00:2::"}},
+			wantAfter:  "198.18.2.0/30 a=0, fd00:2::/126 a=0", wantNext: []string{"198.18.2.1", "fd00:2::1"}},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {

@@ -31,6 +31,9 @@ type PoolView struct {
 type GroupCount struct {
 	Group, Family                         string
 	Total, Assigned, Cooling, Quarantined uint64
+	// Free is what nothing keeps from a pod: none while the store is
+	// unproven. Computed here once, so every reader says the same.
+	Free uint64
 }
 
 // View takes the pool's read model.
@@ -40,8 +43,10 @@ func (s *Store) View() PoolView {
 	v := PoolView{At: s.now(), Stats: s.statsLocked(), Ranges: s.rangesLocked(),
 		Proof: ProofState{Unproven: s.st.Unproven(), Waiting: s.waitingLocked()}}
 	v.Proof.Quarantined = v.Stats.Quarantined
+	unproven := s.st.Unproven()
 	for k, c := range s.countLocked() {
-		v.Groups = append(v.Groups, GroupCount{Group: k[0], Family: k[1], Total: c.total, Assigned: c.held, Cooling: c.cooling, Quarantined: c.quarantined})
+		v.Groups = append(v.Groups, GroupCount{Group: k[0], Family: k[1], Total: c.total, Assigned: c.held, Cooling: c.cooling, Quarantined: c.quarantined,
+			Free: freeOf(c.total, satAdd(satAdd(c.held, c.cooling), c.quarantined), unproven)})
 	}
 	slices.SortFunc(v.Groups, func(a, b GroupCount) int {
 		return cmp.Or(cmp.Compare(a.Group, b.Group), cmp.Compare(a.Family, b.Family))
@@ -60,11 +65,10 @@ func (v PoolView) Census() map[CensusKey]int {
 		if v.Proof.Unproven {
 			quarantined = StateUnproven
 		}
-		free := freeOf(c.Total, c.Assigned+c.Cooling+c.Quarantined, v.Proof.Unproven)
 		for _, st := range []AddressState{StateFree, StateAssigned, StateCooling, StateQuarantined, StateUnproven} {
 			out[CensusKey{Group: c.Group, Family: c.Family, State: st}] = 0
 		}
-		out[CensusKey{Group: c.Group, Family: c.Family, State: StateFree}] = clampInt(free)
+		out[CensusKey{Group: c.Group, Family: c.Family, State: StateFree}] = clampInt(c.Free)
 		out[CensusKey{Group: c.Group, Family: c.Family, State: StateAssigned}] = clampInt(c.Assigned)
 		out[CensusKey{Group: c.Group, Family: c.Family, State: StateCooling}] = clampInt(c.Cooling)
 		out[CensusKey{Group: c.Group, Family: c.Family, State: quarantined}] = clampInt(c.Quarantined)
@@ -72,21 +76,28 @@ func (v PoolView) Census() map[CensusKey]int {
 	return out
 }
 
+// ByGroup sums Groups over the families of each group (Family is empty),
+// sorted by group. Counts saturate at MaxUint64.
+func (v PoolView) ByGroup() []GroupCount {
+	var out []GroupCount
+	for _, c := range v.Groups {
+		if n := len(out); n == 0 || out[n-1].Group != c.Group {
+			out = append(out, GroupCount{Group: c.Group})
+		}
+		g := &out[len(out)-1]
+		g.Total, g.Assigned = satAdd(g.Total, c.Total), satAdd(g.Assigned, c.Assigned)
+		g.Cooling, g.Quarantined = satAdd(g.Cooling, c.Cooling), satAdd(g.Quarantined, c.Quarantined)
+		g.Free = satAdd(g.Free, c.Free)
+	}
+	return out
+}
+
 // Usage reports, per group, the pool's size, assigned and cooling
 // addresses, sorted by group. Counts saturate at MaxInt.
 func (v PoolView) Usage() []ipsource.GroupUsage {
-	var out []ipsource.GroupUsage
-	for _, c := range v.Groups {
-		if n := len(out); n == 0 || out[n-1].Group != c.Group {
-			out = append(out, ipsource.GroupUsage{Group: c.Group})
-		}
-		u := &out[len(out)-1]
-		u.Total = clampInt(satAdd(uint64(u.Total), c.Total))
-		u.Assigned += clampInt(c.Assigned)
-		u.Cooling += clampInt(c.Cooling)
-	}
-	if out == nil {
-		out = []ipsource.GroupUsage{}
+	out := []ipsource.GroupUsage{}
+	for _, g := range v.ByGroup() {
+		out = append(out, ipsource.GroupUsage{Group: g.Group, Total: clampInt(g.Total), Assigned: clampInt(g.Assigned), Cooling: clampInt(g.Cooling)})
 	}
 	return out
 }

@@ -115,8 +115,7 @@ func (h *handlers) refuseChange(w http.ResponseWriter, r *http.Request) {
 	if h.AdminSocket != "" {
 		where = " " + h.AdminSocket
 	}
-	h.Logger.Warn("refused a call that changes state on the TCP listener", slog.String("method", r.Method),
-		slog.String("path", r.URL.Path), slog.String("remote", r.RemoteAddr))
+	h.noteRefused(r)
 	writeError(w, http.StatusForbidden, fmt.Errorf(
 		"%s %s: this listener serves reads only; calls that change state are served on the admin socket%s (introspection.adminSocket), to root and ipamd's uid only: run ipamctl as root on the node",
 		r.Method, r.URL.Path, where))

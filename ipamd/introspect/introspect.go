@@ -80,10 +80,14 @@ type Deps struct {
 	Sandboxes func(ctx context.Context) ([]runtime.Sandbox, error)
 	// History is the recent assignment events, for who; nil shows none.
 	History *history.History
-	// Now is the clock for ages; nil means time.Now.
+	// Now is the clock for ages and for the refusals' log limit; nil
+	// means time.Now.
 	Now func() time.Time
 	// Logger; nil discards.
 	Logger *slog.Logger
+	// OnRefused, when set, is called for every call the TCP listener
+	// refuses because it changes state (the metric; the log is limited).
+	OnRefused func()
 }
 
 // Handler serves the reads of the introspection API, for the TCP
@@ -128,7 +132,10 @@ func newMux(d Deps) (*handlers, *http.ServeMux) {
 	return h, mux
 }
 
-type handlers struct{ Deps }
+type handlers struct {
+	Deps
+	refusals refusalLog
+}
 
 func (h *handlers) pods(w http.ResponseWriter, _ *http.Request) {
 	now := h.Now()
@@ -156,12 +163,12 @@ func (h *handlers) pool(w http.ResponseWriter, _ *http.Request) {
 	}
 	pr := v.Proof
 	out.Proof = schema.Proof{Unproven: pr.Unproven, Quarantined: pr.Quarantined, Waiting: pr.Waiting}
-	for _, g := range v.Usage() {
-		free := max(g.Total-g.Assigned-g.Cooling, 0)
-		if g.Total == math.MaxInt {
-			free = math.MaxInt // saturated: an IPv6 /64 holds 2^64 addresses
-		}
-		out.Groups = append(out.Groups, schema.Group{Group: g.Group, Total: g.Total, Assigned: g.Assigned, Cooling: g.Cooling, Free: free})
+	// Every free count is the view's (datastore.freeOf's one rule): the
+	// groups once left quarantined addresses out and said free 1 where
+	// the families said free 0.
+	for _, g := range v.ByGroup() {
+		out.Groups = append(out.Groups, schema.Group{Group: g.Group, Total: clampInt(g.Total), Assigned: clampInt(g.Assigned),
+			Cooling: clampInt(g.Cooling), Free: clampInt(g.Free)})
 	}
 	out.Families, out.Ranges = RangesView(v.Ranges)
 	out.Waiting = h.Store.PoolWaiting()
@@ -211,7 +218,7 @@ func RangesView(rs []datastore.RangeInfo) ([]schema.Family, []schema.Range) {
 				First: r.Range.First.String(), Last: r.Range.Last.String(), Size: r.Size, Assigned: r.Assigned, Retiring: true})
 			continue
 		}
-		free := r.Size - min(r.Size, r.Assigned+r.Cooling+r.Quarantined)
+		free := r.Free
 		i, ok := index[r.Family]
 		if !ok {
 			i = len(families)
@@ -310,3 +317,7 @@ func (h *handlers) readyz(w http.ResponseWriter, _ *http.Request) {
 		_, _ = w.Write([]byte("- " + line + "\n"))
 	}
 }
+
+// clampInt turns a saturating count into the schema's int, saturating at
+// MaxInt (an IPv6 /64 holds 2^64 addresses).
+func clampInt(n uint64) int { return int(min(n, math.MaxInt)) }

@@ -133,3 +133,36 @@ func TestReconcileDryRunParameter(t *testing.T) {
 		t.Errorf("reconcile calls = %v, want [true false]", gotDry)
 	}
 }
+
+// One read model, one answer: with the pool's last address quarantined
+// (a sandbox the store does not record reports it), /v1/pool's totals,
+// groups, families and ranges all say free 0. The groups once counted
+// free without the quarantine and said 1.
+func TestPoolFreeAgreesAcrossGroupsAndFamilies(t *testing.T) {
+	store := newStore(t) // .2 to .6
+	for _, id := range []string{"a", "b", "c", "d"} {
+		if _, err := store.Assign(t.Context(), datastore.Key{Network: "net", SandboxID: id, IfName: "eth0"}, datastore.Pod{Name: id}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	ev := datastore.Evidence{Network: "net", IfName: "eth0", At: t0, Listed: map[string]struct{}{"a": {}, "b": {}, "c": {}, "d": {}, "stranger": {}},
+		Holdings: []datastore.Holding{{IP: netip.MustParseAddr("198.18.0.6"), SandboxID: "stranger", Source: "runtime"}}}
+	if rep, err := store.Observe(t.Context(), ev); err != nil || rep.Quarantined != 1 {
+		t.Fatalf("Observe = %+v, %v; want .6 quarantined", rep, err)
+	}
+	srv := httptest.NewServer(introspect.Handler(introspect.Deps{Store: store, Source: "static", Now: func() time.Time { return t0 }}))
+	defer srv.Close()
+	var pool schema.Pool
+	if code := get(t, srv, "GET", schema.PathPool, &pool); code != 200 {
+		t.Fatalf("GET /v1/pool = %d", code)
+	}
+	if pool.Free != 0 || len(pool.Groups) != 1 || len(pool.Families) != 1 || len(pool.Ranges) != 1 {
+		t.Fatalf("pool = %+v", pool)
+	}
+	if g, f, r := pool.Groups[0].Free, pool.Families[0].Free, pool.Ranges[0].Free; g != 0 || f != 0 || r != 0 {
+		t.Fatalf("free: groups %d, families %d, ranges %d; want 0 everywhere (.2-.5 assigned, .6 quarantined)", g, f, r)
+	}
+	if pool.Families[0].Quarantined != 1 || pool.Groups[0].Assigned != 4 {
+		t.Fatalf("pool = %+v, want 4 assigned, 1 quarantined", pool)
+	}
+}

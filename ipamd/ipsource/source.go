@@ -47,6 +47,8 @@ type Range struct {
 	// First and Last bound the usable addresses; zero means the first and
 	// last address of Prefix. A source puts its rules here: the static
 	// source leaves out an IPv4 subnet's network and broadcast addresses.
+	// One rule is every source's, applied by Bounds: an IPv6 block never
+	// starts at its subnet's subnet-router anycast address.
 	First, Last netip.Addr
 	// Exclude lists addresses of the block never handed out: gateways
 	// and reserved addresses.
@@ -57,7 +59,8 @@ type Range struct {
 	Group   string
 }
 
-// Bounds returns First and Last, defaulted from Prefix.
+// Bounds returns First and Last, defaulted from Prefix, and past the
+// subnet-router anycast address when the block would start at it.
 func (r Range) Bounds() (first, last netip.Addr) {
 	first, last = r.First, r.Last
 	if !first.IsValid() {
@@ -66,7 +69,28 @@ func (r Range) Bounds() (first, last netip.Addr) {
 	if !last.IsValid() {
 		last = LastAddr(r.Prefix)
 	}
+	if first == r.anycast() && first.Less(last) {
+		first = first.Next()
+	}
 	return first, last
+}
+
+// anycast is the subnet-router anycast address of the block's subnet
+// (Subnet, else Prefix): its first address, when the subnet is IPv6 and
+// shorter than /127 (RFC 4291 2.6.1: every router of the subnet answers
+// it, so a pod given it loses its traffic; RFC 6164 makes both addresses
+// of a /127 usable). It is the IPv6 counterpart of an IPv4 subnet's
+// network address, which the sources leave out below /31; host-local
+// skips both. The zero Addr for IPv4.
+func (r Range) anycast() netip.Addr {
+	subnet := r.Subnet
+	if !subnet.IsValid() {
+		subnet = r.Prefix
+	}
+	if !subnet.Addr().Is6() || subnet.Addr().Is4In6() || subnet.Bits() >= 127 {
+		return netip.Addr{}
+	}
+	return subnet.Masked().Addr()
 }
 
 // Contains reports whether ip is a usable address of the block.

@@ -64,6 +64,7 @@ type Metrics struct {
 	unlistedGauge   prometheus.Gauge
 	forcedReleases  prometheus.Counter
 	wiringRefused   prometheus.Counter
+	loopbackRefused prometheus.Counter
 	now             func() time.Time
 
 	// unlistedSince maps each assignment the last pass kept although its
@@ -119,6 +120,10 @@ func New(src Sources) *Metrics {
 			Namespace: namespace, Name: "ipam_only_adds_refused_total",
 			Help: "ADDs refused because the CNI plugin ran as IPAM only under another main plugin while node.podWiring says the plugin wires every pod (plugin, or auto with cni.confListPath set): the setting is wrong for this node.",
 		}),
+		loopbackRefused: prometheus.NewCounter(prometheus.CounterOpts{
+			Namespace: namespace, Name: "loopback_changes_refused_total",
+			Help: "Calls that change state (release, reconcile) refused on the loopback introspection listener, which serves reads only: every one, while the log shows at most 5 a minute. A rise is a local process or hostNetwork pod calling it, or ipamctl run without access to the admin socket.",
+		}),
 		now:           src.Now,
 		unlistedSince: map[datastore.Key]time.Time{},
 	}
@@ -139,7 +144,7 @@ func (m *Metrics) register(src Sources) {
 	m.registry.MustRegister(
 		collectors.NewGoCollector(),
 		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
-		m.callDuration, m.reconcileRuns, m.reconcileErrors, m.blindSandboxes, m.conflicts, m.wiringRefused,
+		m.callDuration, m.reconcileRuns, m.reconcileErrors, m.blindSandboxes, m.conflicts, m.wiringRefused, m.loopbackRefused,
 		m.released, m.assigned, m.unlistedGauge, m.forcedReleases,
 		prometheus.NewGaugeFunc(prometheus.GaugeOpts{
 			Namespace: namespace, Name: "oldest_unlisted_assignment_seconds",
@@ -236,6 +241,10 @@ func (m *Metrics) oldestUnlisted() float64 {
 // ObserveWiringRefused counts an ADD refused because the plugin ran as
 // IPAM only on a node configured as "the plugin wires every pod".
 func (m *Metrics) ObserveWiringRefused() { m.wiringRefused.Inc() }
+
+// ObserveLoopbackRefused counts a call that changes state refused on the
+// loopback introspection listener.
+func (m *Metrics) ObserveLoopbackRefused() { m.loopbackRefused.Inc() }
 
 // ObserveCall records one CNI-facing call; it fits server.Observer.
 func (m *Metrics) ObserveCall(method string, took time.Duration, err error) {

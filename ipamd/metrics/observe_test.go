@@ -26,8 +26,12 @@ func TestNewMetricsExactValues(t *testing.T) {
 	state, unproven := "starting", false
 	m := metrics.New(metrics.Sources{
 		Pool: func() datastore.PoolView {
+			free := uint64(5) // as Store.View computes it: none while unproven
+			if unproven {
+				free = 0
+			}
 			return datastore.PoolView{Proof: datastore.ProofState{Unproven: unproven}, Groups: []datastore.GroupCount{
-				{Group: "eni-1", Family: "ipv4", Total: 7, Assigned: 2},
+				{Group: "eni-1", Family: "ipv4", Total: 7, Assigned: 2, Free: free},
 				{Group: "static", Family: "ipv6", Total: 7, Quarantined: 7},
 			}}
 		},

@@ -230,11 +230,11 @@ func TestDualStackAddCheckStatus(t *testing.T) {
 	c := h.srv
 	ctx := t.Context()
 	a, err := c.Add(ctx, addReq("sandbox-a"))
-	if err != nil || len(a.Ips) != 2 || a.Ips[0].Address != "198.18.0.1/30" || a.Ips[1].Address != "2001:db8::/64" {
-		t.Fatalf("Add a = %v, %v; want 198.18.0.1/30 and 2001:db8::/64", a, err)
+	if err != nil || len(a.Ips) != 2 || a.Ips[0].Address != "198.18.0.1/30" || a.Ips[1].Address != "2001:db8::1/64" {
+		t.Fatalf("Add a = %v, %v; want 198.18.0.1/30 and 2001:db8::1/64 (never ::, the subnet-router anycast address)", a, err)
 	}
 	chk, err := c.Check(ctx, &ipamdv1.CheckRequest{Attachment: attachment("sandbox-a")})
-	if err != nil || len(chk.Ips) != 2 || chk.Ips[1].Address != "2001:db8::/64" {
+	if err != nil || len(chk.Ips) != 2 || chk.Ips[1].Address != "2001:db8::1/64" {
 		t.Fatalf("Check a = %v, %v", chk, err)
 	}
 	st, err := c.Status(ctx, &ipamdv1.StatusRequest{})

@@ -6,7 +6,9 @@ package proof
 // again from the checkpoint's flag, and the first listing decides anew.
 
 import (
+	"fmt"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/sandboxipam/sandboxipam/ipamd/datastore/state"
@@ -79,4 +81,21 @@ func (t *Tracker) Waiting() []string {
 		return []string{noListingYet}
 	}
 	return slices.Clone(t.unaccounted)
+}
+
+// RefusalNames bounds how many unaccounted items an ADD's refusal names.
+const RefusalNames = 3
+
+// Refusal names, for the refusal of an ADD, the first RefusalNames of
+// waiting in sorted order and counts the rest. Each item names a pod in
+// full (some 600 bytes), and kubelet writes the refusal into its log and
+// the pod's events on every pod start: a node with 100 unaccounted pods
+// returned some 60 KB each time. /readyz, ipamctl check and the log keep
+// the whole list.
+func Refusal(waiting []string) string {
+	sorted := slices.Sorted(slices.Values(waiting))
+	if len(sorted) <= RefusalNames {
+		return strings.Join(sorted, "; ")
+	}
+	return fmt.Sprintf("%s; ... and %d more; see ipamctl check or /readyz", strings.Join(sorted[:RefusalNames], "; "), len(sorted)-RefusalNames)
 }

@@ -25,6 +25,8 @@ const (
 	kindDrop
 	kindRepool
 	kindConfirm
+	kindNoteDeleted
+	kindForgetDeleted
 )
 
 // Change is one change record; build it with the constructors.
@@ -96,6 +98,19 @@ func Repool(addr ipsource.Address, at time.Time) Change {
 // unless one showed it before (ListedAt). Touches the key when it did.
 func Confirm(key Key, at time.Time) Change { return Change{kind: kindConfirm, key: key, at: at} }
 
+// NoteDeleted records that key's CNI DEL was answered at at, unless it was
+// noted already (the first answer counts; kubelet repeats DELs). Touches
+// key's deleted record when it did, and that of the oldest noted key when
+// more than MaxDeleted are noted: that one is forgotten.
+func NoteDeleted(key Key, at time.Time) Change {
+	return Change{kind: kindNoteDeleted, key: key, at: at}
+}
+
+// ForgetDeleted forgets that key's DEL was answered: a listing no longer
+// shows the sandbox, or an ADD wired it again. Touches key's deleted
+// record when there was one.
+func ForgetDeleted(key Key) Change { return Change{kind: kindForgetDeleted, key: key} }
+
 // Apply makes the change c and notes what it touched in t.
 func (st *State) Apply(c Change, t *Touched) {
 	switch c.kind {
@@ -126,6 +141,13 @@ func (st *State) Apply(c Change, t *Touched) {
 		}
 	case kindRepool:
 		st.repool(c.addr, c.at, t)
+	case kindNoteDeleted:
+		st.noteDeleted(c.key, c.at, t)
+	case kindForgetDeleted:
+		if _, ok := st.deleted[c.key]; ok {
+			delete(st.deleted, c.key)
+			t.deleted(c.key)
+		}
 	case kindConfirm:
 		if a, ok := st.assignments[c.key]; ok && a.ListedAt.IsZero() {
 			a.ListedAt = c.at

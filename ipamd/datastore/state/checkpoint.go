@@ -24,6 +24,7 @@ func (st *State) Snapshot(now time.Time) checkpoint.File {
 		Cursors:     st.cursorList(),
 		Addresses:   make([]checkpoint.Address, 0, len(st.assignments)+len(st.marked)),
 		Assignments: make([]checkpoint.Assignment, 0, len(st.assignments)),
+		Deleted:     st.deletedRecords(),
 	}
 	keys := slices.SortedFunc(maps.Keys(st.assignments), CompareKeys)
 	for _, k := range keys {
@@ -63,6 +64,9 @@ func (st *State) Record(t *Touched, now time.Time) checkpoint.Record {
 		} else {
 			r.DropAssignments = append(r.DropAssignments, checkpoint.AssignmentKey{Network: k.Network, SandboxID: k.SandboxID, IfName: k.IfName})
 		}
+	}
+	if len(t.Deleted) > 0 {
+		st.recordDeleted(t, &r)
 	}
 	t.Reset()
 	sortRecord(r)
@@ -164,6 +168,9 @@ func FromFile(f checkpoint.File, cooldown time.Duration) *State {
 		if c.Quarantined || !c.ReleasedAt.IsZero() {
 			st.marked[c.IP] = struct{}{}
 		}
+	}
+	for _, d := range f.Deleted {
+		st.deleted[Key{Network: d.Network, SandboxID: d.SandboxID, IfName: d.IfName}] = d.At
 	}
 	var loaded Touched
 	for _, c := range f.Assignments {

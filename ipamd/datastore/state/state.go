@@ -1,6 +1,7 @@
 // Package state is the datastore's assignment state as a value: the taken
 // addresses (held, cooling, quarantined) and their entries, the
-// assignments, the family cursors and whether the store is unproven.
+// assignments, the family cursors, whether the store is unproven and the
+// sandboxes whose CNI DEL was answered (deleted.go).
 //
 // It is changed only by applying a change record, (*State).Apply with one
 // of the closed set of Changes in change.go, and each Apply notes in a
@@ -76,6 +77,9 @@ type State struct {
 	// cursors are the addresses handed out last, IPv4 then IPv6.
 	cursors  [2]netip.Addr
 	unproven bool
+	// deleted holds the sandboxes whose CNI DEL was answered while a
+	// listing still shows them, and when (see deleted.go).
+	deleted map[Key]time.Time
 }
 
 // New returns an empty, proven state whose released addresses cool down
@@ -86,6 +90,7 @@ func New(cooldown time.Duration) *State {
 		addrs:       make(map[netip.Addr]*Entry),
 		marked:      make(map[netip.Addr]struct{}),
 		assignments: make(map[Key]*Assignment),
+		deleted:     make(map[Key]time.Time),
 	}
 }
 
@@ -191,9 +196,11 @@ func familySlot(family string) int {
 // depends on it), so that only a snapshot holds it. The zero value is
 // ready to use.
 type Touched struct {
-	IPs   map[netip.Addr]struct{}
-	Keys  map[Key]struct{}
-	Whole bool
+	IPs  map[netip.Addr]struct{}
+	Keys map[Key]struct{}
+	// Deleted holds the keys whose answered DEL was noted or forgotten.
+	Deleted map[Key]struct{}
+	Whole   bool
 }
 
 func (t *Touched) ip(ip netip.Addr) {
@@ -201,6 +208,13 @@ func (t *Touched) ip(ip netip.Addr) {
 		t.IPs = make(map[netip.Addr]struct{})
 	}
 	t.IPs[ip] = struct{}{}
+}
+
+func (t *Touched) deleted(k Key) {
+	if t.Deleted == nil {
+		t.Deleted = make(map[Key]struct{})
+	}
+	t.Deleted[k] = struct{}{}
 }
 
 func (t *Touched) key(k Key) {
@@ -214,8 +228,11 @@ func (t *Touched) key(k Key) {
 func (t *Touched) Reset() {
 	clear(t.IPs)
 	clear(t.Keys)
+	clear(t.Deleted)
 	t.Whole = false
 }
 
 // Empty reports whether nothing was touched.
-func (t *Touched) Empty() bool { return len(t.IPs) == 0 && len(t.Keys) == 0 && !t.Whole }
+func (t *Touched) Empty() bool {
+	return len(t.IPs) == 0 && len(t.Keys) == 0 && len(t.Deleted) == 0 && !t.Whole
+}

@@ -1,6 +1,7 @@
 package state
 
 import (
+	"fmt"
 	"maps"
 	"net/netip"
 	"reflect"
@@ -45,10 +46,14 @@ type view struct {
 	Assignments map[Key]Assignment
 	Cursors     [2]netip.Addr
 	Unproven    bool
+	Deleted     map[Key]time.Time
 }
 
 func viewOf(st *State) view {
 	v := view{Cursors: st.cursors, Unproven: st.unproven}
+	if len(st.deleted) > 0 {
+		v.Deleted = maps.Clone(st.deleted)
+	}
 	for ip, e := range st.addrs {
 		if v.Entries == nil {
 			v.Entries = map[netip.Addr]Entry{}
@@ -70,13 +75,17 @@ func viewOf(st *State) view {
 
 // touched is a Touched as sorted lists, nil for what is empty.
 type touched struct {
-	IPs   []netip.Addr
-	Keys  []Key
-	Whole bool
+	IPs     []netip.Addr
+	Keys    []Key
+	Deleted []Key
+	Whole   bool
 }
 
 func touchedOf(t *Touched) touched {
 	out := touched{Whole: t.Whole}
+	if len(t.Deleted) > 0 {
+		out.Deleted = slices.SortedFunc(maps.Keys(t.Deleted), CompareKeys)
+	}
 	if len(t.IPs) > 0 {
 		out.IPs = slices.SortedFunc(maps.Keys(t.IPs), netip.Addr.Compare)
 	}
@@ -235,6 +244,26 @@ func TestApply(t *testing.T) {
 		before: []Change{Hold(held(k1, addr1)), Confirm(k1, t0.Add(time.Minute))},
 		change: Confirm(k1, t0.Add(time.Hour)),
 		after:  view{Entries: map[netip.Addr]Entry{ip1: {Addr: addr1, Held: true, Holder: k1}}, Assignments: map[Key]Assignment{k1: listed}},
+	}, {
+		name:    "note an answered DEL",
+		before:  []Change{Hold(held(k1, addr1)), Release(k1, t0)},
+		change:  NoteDeleted(k1, t0),
+		after:   view{Entries: map[netip.Addr]Entry{ip1: {Addr: addr1, ReleasedAt: t0}}, Marked: []netip.Addr{ip1}, Deleted: map[Key]time.Time{k1: t0}},
+		touched: touched{Deleted: []Key{k1}},
+	}, {
+		name:   "note a repeated DEL keeps the first",
+		before: []Change{NoteDeleted(k1, t0)},
+		change: NoteDeleted(k1, t0.Add(time.Minute)),
+		after:  view{Deleted: map[Key]time.Time{k1: t0}},
+	}, {
+		name:    "forget an answered DEL",
+		before:  []Change{NoteDeleted(k1, t0), NoteDeleted(k2, t0)},
+		change:  ForgetDeleted(k1),
+		after:   view{Deleted: map[Key]time.Time{k2: t0}},
+		touched: touched{Deleted: []Key{k1}},
+	}, {
+		name:   "forget what was never noted",
+		change: ForgetDeleted(k1),
 	}} {
 		t.Run(tc.name, func(t *testing.T) {
 			st := build(tc.before...)
@@ -300,5 +329,64 @@ func TestSnapshotRoundTrip(t *testing.T) {
 	unproven := build(SetUnproven(true), Quarantine(addr2))
 	if f := unproven.Snapshot(t0); !f.Unproven || len(f.Addresses) != 0 {
 		t.Errorf("unproven snapshot %+v: want unproven and no address (every quarantine is implicit)", f)
+	}
+}
+
+// The answered DELs are recorded as they are now (set or dropped), in a
+// snapshot too, and load back: a restart remembers them.
+func TestDeletedRecordAndSnapshot(t *testing.T) {
+	st := build(Hold(held(k1, addr1)), NoteDeleted(k2, t0))
+	var touched Touched
+	st.Apply(Release(k1, t0.Add(time.Second)), &touched)
+	st.Apply(NoteDeleted(k1, t0.Add(time.Second)), &touched)
+	st.Apply(ForgetDeleted(k2), &touched)
+	got := st.Record(&touched, t0.Add(2*time.Second))
+	wantSet := []checkpoint.Deleted{{Network: "net", SandboxID: "sb1", IfName: "eth0", At: t0.Add(time.Second)}}
+	wantDrop := []checkpoint.AssignmentKey{{Network: "net", SandboxID: "sb2", IfName: "eth0"}}
+	if !reflect.DeepEqual(got.Deleted, wantSet) || !reflect.DeepEqual(got.DropDeleted, wantDrop) {
+		t.Errorf("record deleted %+v, dropped %+v; want %+v, %+v", got.Deleted, got.DropDeleted, wantSet, wantDrop)
+	}
+	f := st.Snapshot(t0.Add(2 * time.Second))
+	if !reflect.DeepEqual(f.Deleted, wantSet) {
+		t.Errorf("snapshot deleted %+v, want %+v", f.Deleted, wantSet)
+	}
+	if g, w := viewOf(FromFile(f, cool)).Deleted, (map[Key]time.Time{k1: t0.Add(time.Second)}); !reflect.DeepEqual(g, w) {
+		t.Errorf("loaded back %+v, want %+v", g, w)
+	}
+	if f := build().Snapshot(t0); f.Deleted != nil {
+		t.Errorf("a state with no answered DEL snapshots %+v, want none (the file an older build wrote)", f.Deleted)
+	}
+}
+
+// Beyond MaxDeleted the oldest deletedTrim answered DELs are forgotten
+// at once, and recorded as dropped; the one just noted never is.
+func TestDeletedBounded(t *testing.T) {
+	st := New(cool)
+	var touched Touched
+	sb := func(i int) Key { return Key{Network: "net", SandboxID: fmt.Sprintf("%05d", i), IfName: "eth0"} }
+	for i := range MaxDeleted {
+		st.Apply(NoteDeleted(sb(i), t0.Add(time.Duration(i))), &touched)
+	}
+	touched.Reset()
+	newest := Key{Network: "net", SandboxID: "newest", IfName: "eth0"}
+	st.Apply(NoteDeleted(newest, t0), &touched) // as old as the oldest
+	if st.DeletedLen() != MaxDeleted+1-deletedTrim {
+		t.Fatalf("%d remembered, want %d", st.DeletedLen(), MaxDeleted+1-deletedTrim)
+	}
+	want := []Key{}
+	for i := range deletedTrim {
+		if _, ok := st.deleted[sb(i)]; ok {
+			t.Fatalf("%v kept, want the oldest %d forgotten", sb(i), deletedTrim)
+		}
+		want = append(want, sb(i))
+	}
+	if _, ok := st.deleted[newest]; !ok {
+		t.Fatal("the DEL just noted was forgotten")
+	}
+	if _, ok := st.deleted[sb(deletedTrim)]; !ok {
+		t.Fatalf("%v forgotten, want only the oldest %d", sb(deletedTrim), deletedTrim)
+	}
+	if g := touchedOf(&touched).Deleted; !slices.Equal(g, append(want, newest)) {
+		t.Errorf("touched %d keys, want the %d forgotten and the new one", len(g), deletedTrim)
 	}
 }

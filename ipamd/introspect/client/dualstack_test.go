@@ -71,8 +71,8 @@ func TestDualStackPoolAndPodsTables(t *testing.T) {
 		"FAMILY  TOTAL     ASSIGNED  COOLING  QUARANTINED  FREE",
 		"ipv4    6         1         0        0            5",
 		"ipv6    >=2^64-1  1         0        0            18446744073709551614",
-		"198.18.0.0/29    ipv4    static  198.18.0.1    198.18.0.6                        6         1         0        5",
-		"2001:db8:7::/64  ipv6    static  2001:db8:7::  2001:db8:7:0:ffff:ffff:ffff:ffff  >=2^64-1  1         0        18446744073709551614",
+		"198.18.0.0/29    ipv4    static  198.18.0.1     198.18.0.6                        6         1         0        5",
+		"2001:db8:7::/64  ipv6    static  2001:db8:7::1  2001:db8:7:0:ffff:ffff:ffff:ffff  >=2^64-1  1         0        18446744073709551614",
 		"static  >=2^63-1  2         0        >=2^63-1",
 	} {
 		if !strings.Contains(out.String(), line) {

@@ -168,7 +168,7 @@ func TestIPv6ModeUsesOnePrefixOfThePrimaryENI(t *testing.T) {
 	if calls := callsSince(n.cloud, before); calls["AssignIpv6Addresses"] != 1 || calls["AssignPrivateIpAddresses"] != 0 || calls["CreateNetworkInterface"] != 0 {
 		t.Fatalf("EC2 calls %v: want one AssignIpv6Addresses and nothing for IPv4", calls)
 	}
-	for i, want := range []string{"2001:db8:1::", "2001:db8:1::1"} {
+	for i, want := range []string{"2001:db8:1::1", "2001:db8:1::2"} {
 		if ip := n.add(i); ip != netip.MustParseAddr(want) {
 			t.Fatalf("pod %d got %s, want %s", i, ip, want)
 		}
@@ -180,10 +180,10 @@ func TestIPv6ModeUsesOnePrefixOfThePrimaryENI(t *testing.T) {
 	if calls := callsSince(n.cloud, before); calls["AssignIpv6Addresses"] != 0 {
 		t.Fatalf("EC2 calls at restart %v: the /80 must be adopted", calls)
 	}
-	if ip := n.add(2); ip != netip.MustParseAddr("2001:db8:1::2") {
+	if ip := n.add(2); ip != netip.MustParseAddr("2001:db8:1::3") {
 		t.Fatalf("pod 2 after restart got %s", ip)
 	}
-	if a, ok := n.store.Lookup(podKey(0)); !ok || a.Address.IP != netip.MustParseAddr("2001:db8:1::") {
+	if a, ok := n.store.Lookup(podKey(0)); !ok || a.Address.IP != netip.MustParseAddr("2001:db8:1::1") {
 		t.Fatalf("pod 0 after restart: %+v", a)
 	}
 	var got []string

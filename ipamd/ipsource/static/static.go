@@ -3,7 +3,9 @@
 //
 // Every address of each prefix goes into the pool except the network and
 // broadcast addresses of IPv4 prefixes shorter than /31 (RFC 3021 makes
-// both addresses of a /31 usable), the gateway and any reserved address.
+// both addresses of a /31 usable), the first address of IPv6 prefixes
+// shorter than /127 (the subnet-router anycast address: ipsource.Range's
+// rule, every source's), the gateway and any reserved address.
 // Each prefix goes to the pool as one block (ipsource.Range), never as a
 // list of addresses, so an IPv6 /64 costs what an IPv4 /30 costs. CIDRs of
 // both families make the pool dual-stack: each pod gets one address of

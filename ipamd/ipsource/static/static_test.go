@@ -82,11 +82,11 @@ func TestGatewayPerCIDRIsReportedAndNeverHandedOut(t *testing.T) {
 
 func TestIPv6Prefix(t *testing.T) {
 	src := mustNew(t, []string{"2001:db8::/126"}, []string{"2001:db8::1"}, nil)
-	if got := strings.Join(ips(addresses(src)), " "); got != "2001:db8:: 2001:db8::2 2001:db8::3" {
+	if got := strings.Join(ips(addresses(src)), " "); got != "2001:db8::2 2001:db8::3" { // :: is the subnet-router anycast address, ::1 reserved
 		t.Fatalf("addresses = %s", got)
 	}
-	if n := mustNew(t, []string{"2001:db8::/112"}, nil, nil).Size(); n != 65536 {
-		t.Fatalf("/112 = %d addresses, want 65536", n)
+	if n := mustNew(t, []string{"2001:db8::/112"}, nil, nil).Size(); n != 65535 {
+		t.Fatalf("/112 = %d addresses, want 65535 (all but the subnet-router anycast address)", n)
 	}
 }
 
@@ -95,11 +95,11 @@ func TestIPv6Prefix(t *testing.T) {
 func TestIPv6Slash64IsOneBlock(t *testing.T) {
 	src := mustNew(t, []string{"2001:db8:0:7::/64"}, []string{"2001:db8:0:7::1"}, []string{"2001:db8:0:7::2"})
 	rs := src.Ranges()
-	if len(rs) != 1 || rs[0].First != netip.MustParseAddr("2001:db8:0:7::") || rs[0].Last != netip.MustParseAddr("2001:db8:0:7:ffff:ffff:ffff:ffff") {
+	if len(rs) != 1 || rs[0].First != netip.MustParseAddr("2001:db8:0:7::1") || rs[0].Last != netip.MustParseAddr("2001:db8:0:7:ffff:ffff:ffff:ffff") {
 		t.Fatalf("ranges = %+v", rs)
 	}
-	if n := src.Size(); n != 1<<64-1-1 {
-		t.Fatalf("Size = %d, want 2^64-2 (2^64 saturates to 2^64-1, less the gateway and the reserved address)", n)
+	if n := src.Size(); n != 1<<64-3 {
+		t.Fatalf("Size = %d, want 2^64-3 (exact: 2^64 less the subnet-router anycast address, the gateway and the reserved address)", n)
 	}
 	ctx := context.Background()
 	store, err := datastore.Open(ctx, datastore.Options{Path: filepath.Join(t.TempDir(), "cp")})
@@ -121,7 +121,7 @@ func TestIPv6Slash64IsOneBlock(t *testing.T) {
 		}
 		got = append(got, a.Address.IP.String())
 	}
-	if strings.Join(got, " ") != "2001:db8:0:7:: 2001:db8:0:7::3 2001:db8:0:7::4" {
+	if strings.Join(got, " ") != "2001:db8:0:7::3 2001:db8:0:7::4 2001:db8:0:7::5" { // never ::, the subnet-router anycast address
 		t.Fatalf("assigned %v", got)
 	}
 }
@@ -176,5 +176,33 @@ func TestRunFillsARealStore(t *testing.T) {
 	a, err := store.Assign(ctx, datastore.Key{Network: "pods", SandboxID: "s", IfName: "eth0"}, datastore.Pod{})
 	if err != nil || a.Address.IP != netip.MustParseAddr("198.18.0.2") {
 		t.Fatalf("Assign = %+v, %v", a, err)
+	}
+}
+
+// A static IPv6 range never gives a pod its first address, the
+// subnet-router anycast address (RFC 4291 2.6.1), whatever the source;
+// a /127 (RFC 6164) and a /128 keep theirs.
+func TestIPv6RangeSkipsTheSubnetRouterAnycastAddress(t *testing.T) {
+	src := mustNew(t, []string{"fd00:77::/120"}, nil, nil)
+	got := addresses(src)
+	if len(got) != 255 || got[0].IP != netip.MustParseAddr("fd00:77::1") || got[254].IP != netip.MustParseAddr("fd00:77::ff") {
+		t.Fatalf("%d addresses from %s to %s; want 255, fd00:77::1 to fd00:77::ff", len(got), got[0].IP, got[len(got)-1].IP)
+	}
+	store, err := datastore.Open(t.Context(), datastore.Options{Path: filepath.Join(t.TempDir(), "cp")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = store.Close() })
+	if err := src.Run(t.Context(), store); err != nil {
+		t.Fatal(err)
+	}
+	a, err := store.Assign(t.Context(), datastore.Key{Network: "pods", SandboxID: "first", IfName: "eth0"}, datastore.Pod{})
+	if err != nil || a.Address.IP != netip.MustParseAddr("fd00:77::1") {
+		t.Fatalf("first pod = %v, %v; want fd00:77::1", a.Address.IP, err)
+	}
+	for cidr, want := range map[string]string{"fd00:77::/127": "fd00:77:: fd00:77::1", "fd00:77::5/128": "fd00:77::5"} {
+		if got := strings.Join(ips(addresses(mustNew(t, []string{cidr}, nil, nil))), " "); got != want {
+			t.Errorf("%s gives %s, want %s", cidr, got, want)
+		}
 	}
 }
