@@ -62,6 +62,9 @@ func (s *Source) claimable(n *corev1.Node) (claim, whole []family, err error) {
 			claim = append(claim, f)
 		}
 	}
+	if len(claim) == 0 {
+		return nil, whole, fmt.Errorf("every CIDR of IPPool %s overlaps another IPPool's (ipamctl check --cluster names them): no block is claimed", s.cfg.Pool)
+	}
 	return claim, whole, nil
 }
 
