@@ -20,8 +20,11 @@ const (
 	PodOutsideNode Kind = "pod-outside-node"
 	// BlockOverlap: two blocks share addresses.
 	BlockOverlap Kind = "block-overlap"
-	// BlockOutsidePool: a block lies outside its pool's CIDRs, or its
-	// pool does not exist.
+	// PoolOverlap: two pools' CIDRs share addresses; ipamd claims from
+	// neither part.
+	PoolOverlap Kind = "pool-overlap"
+	// BlockOutsidePool: a block lies outside its pool's CIDRs, is not of
+	// its pool's block size, or its pool does not exist.
 	BlockOutsidePool Kind = "block-outside-pool"
 	// BlockNodeGone: the Node that claimed a block does not exist, or
 	// exists with another UID (registered again).
@@ -30,7 +33,7 @@ const (
 	UnreadableObject Kind = "unreadable"
 )
 
-var kindOrder = []Kind{DuplicateAddress, PodOutsideNode, BlockOverlap, BlockOutsidePool, BlockNodeGone, UnreadableObject}
+var kindOrder = []Kind{DuplicateAddress, PodOutsideNode, BlockOverlap, PoolOverlap, BlockOutsidePool, BlockNodeGone, UnreadableObject}
 
 // Finding is one thing found wrong, in words and in fields.
 type Finding struct {
@@ -76,6 +79,7 @@ func Compare(s Snapshot) Report {
 	r.Addresses = len(held)
 	r.Findings = append(r.Findings, podsOutsideNodes(s)...)
 	r.Findings = append(r.Findings, overlaps(s.Blocks)...)
+	r.Findings = append(r.Findings, poolOverlaps(s.Pools)...)
 	r.Findings = append(r.Findings, blocksOutsidePools(s)...)
 	r.Findings = append(r.Findings, blocksOfGoneNodes(s)...)
 	for _, u := range s.Unreadable {
@@ -202,6 +206,30 @@ func blocksOutsidePools(s Snapshot) []Finding {
 		case !slices.ContainsFunc(p.CIDRs, func(c netip.Prefix) bool { return c.Bits() <= b.CIDR.Bits() && c.Contains(b.CIDR.Addr()) }):
 			out = append(out, Finding{Kind: BlockOutsidePool, Blocks: []string{b.Name}, Node: b.NodeName,
 				Words: fmt.Sprintf("block %s (%s, node %s) lies outside pool %s (%s)", b.Name, b.CIDR, b.NodeName, p.Name, prefixes(p.CIDRs))})
+		case p.BlockBits[b.CIDR.Addr().BitLen()] != 0 && p.BlockBits[b.CIDR.Addr().BitLen()] != b.CIDR.Bits():
+			out = append(out, Finding{Kind: BlockOutsidePool, Blocks: []string{b.Name}, Node: b.NodeName,
+				Words: fmt.Sprintf("block %s (%s, node %s) is not of pool %s's block size /%d", b.Name, b.CIDR, b.NodeName, p.Name, p.BlockBits[b.CIDR.Addr().BitLen()])})
+		}
+	}
+	return out
+}
+
+// poolOverlaps finds two pools' CIDRs that share addresses, each pair
+// once, the pool of smaller name first.
+func poolOverlaps(pools []Pool) []Finding {
+	sorted := slices.Clone(pools)
+	slices.SortFunc(sorted, func(a, b Pool) int { return strings.Compare(a.Name, b.Name) })
+	var out []Finding
+	for i, a := range sorted {
+		for _, b := range sorted[i+1:] {
+			for _, ca := range a.CIDRs {
+				for _, cb := range b.CIDRs {
+					if ca.Overlaps(cb) {
+						out = append(out, Finding{Kind: PoolOverlap,
+							Words: fmt.Sprintf("pools %s (%s) and %s (%s) overlap: ipamd claims from neither part", a.Name, ca, b.Name, cb)})
+					}
+				}
+			}
 		}
 	}
 	return out

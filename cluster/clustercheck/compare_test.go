@@ -124,6 +124,22 @@ func TestFindings(t *testing.T) {
 				Words: "blocks 198.18.0.64-26 (198.18.0.64/26, node n2) and 198.18.0.112-28 (198.18.0.112/28, node n1) overlap"},
 			{Kind: clustercheck.BlockOverlap, Blocks: []string{"198.18.0.64-26", "198.18.0.96-27"},
 				Words: "blocks 198.18.0.64-26 (198.18.0.64/26, node n2) and 198.18.0.96-27 (198.18.0.96/27, node n1) overlap"},
+			{Kind: clustercheck.PoolOverlap, Words: "pools default (198.18.0.0/24) and small (198.18.0.0/25) overlap: ipamd claims from neither part"},
+		},
+	}, {
+		// Issue 37: a second pool over the same /24 at /25, and the
+		// first pool's block size edited 26 -> 24 under its blocks.
+		name: "a second pool over the first, and blocks of another size",
+		change: func(s *clustercheck.Snapshot) {
+			s.Pools[0].BlockBits = map[int]int{32: 24, 128: 122}
+			s.Pools = append(s.Pools, clustercheck.Pool{Name: "second", CIDRs: pfx("198.18.0.0/24"), BlockBits: map[int]int{32: 25}})
+		},
+		want: []clustercheck.Finding{
+			{Kind: clustercheck.PoolOverlap, Words: "pools default (198.18.0.0/24) and second (198.18.0.0/24) overlap: ipamd claims from neither part"},
+			{Kind: clustercheck.BlockOutsidePool, Blocks: []string{"198.18.0.0-26"}, Node: "n1",
+				Words: "block 198.18.0.0-26 (198.18.0.0/26, node n1) is not of pool default's block size /24"},
+			{Kind: clustercheck.BlockOutsidePool, Blocks: []string{"198.18.0.64-26"}, Node: "n2",
+				Words: "block 198.18.0.64-26 (198.18.0.64/26, node n2) is not of pool default's block size /24"},
 		},
 	}, {
 		name: "blocks outside their pool, or of no pool",

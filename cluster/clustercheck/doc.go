@@ -4,7 +4,8 @@
 // Pods), with no I/O, so that the command, the controller and the tests
 // judge exactly alike.
 //
-// It finds blocks that overlap or lie outside their pool, blocks whose
+// It finds blocks that overlap, lie outside their pool or are not of its
+// block size, pools whose CIDRs overlap (ipamd claims from neither part), blocks whose
 // node does not exist (deleted, or registered again under another UID), a
 // pod whose address lies outside its own node's blocks and podCIDRs, and
 // one address held by two pods anywhere in the cluster. It reports only:

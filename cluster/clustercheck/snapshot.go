@@ -24,6 +24,9 @@ type Snapshot struct {
 type Pool struct {
 	Name  string
 	CIDRs []netip.Prefix
+	// BlockBits is the pool's block size (prefix length) by address
+	// length (32, 128); a family absent, or 0, is not judged.
+	BlockBits map[int]int
 }
 
 // Block is an IPBlock: its CIDR and the Node (name and UID) that claimed it.
@@ -119,6 +122,10 @@ func (s *Snapshot) AddPool(u *unstructured.Unstructured) {
 				continue
 			}
 			pool.CIDRs = append(pool.CIDRs, prefix.Masked())
+			if pool.BlockBits == nil {
+				pool.BlockBits = map[int]int{}
+			}
+			pool.BlockBits[prefix.Addr().BitLen()] = f.BlockSize
 		}
 	}
 	s.Pools = append(s.Pools, pool)

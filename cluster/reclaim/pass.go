@@ -78,10 +78,18 @@ func (r *Reclaimer) RunOnce(ctx context.Context) Pass {
 		return r.finish(p)
 	}
 	var candidates []candidate
+	pools := r.poolsByName()
 	for _, obj := range objs {
 		b, err := v1alpha1.BlockFrom(obj.(*unstructured.Unstructured))
 		if err != nil {
 			p.Errors = append(p.Errors, err.Error())
+			continue
+		}
+		// Only a block of a known pool at its size is judged: any other
+		// was written by someone it should not have been (issue 37), and
+		// is reported each pass, never reclaimed.
+		if err := v1alpha1.CheckBlock(b, pools); err != nil {
+			p.Errors = append(p.Errors, err.Error()+": never reclaimed")
 			continue
 		}
 		cidr, _ := b.Spec.Prefix() // BlockFrom checked it

@@ -7,6 +7,7 @@ import (
 	"io/fs"
 	"path"
 
+	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
@@ -55,6 +56,12 @@ type Rendered struct {
 	ClusterRoleBinding *rbacv1.ClusterRoleBinding
 	// Reclaimer is what components/reclaimer adds; nil without it.
 	Reclaimer *Reclaimer
+	// Policies and PolicyBindings are the admission policies
+	// components/pool adds: each IPBlock write by ipamd's ServiceAccount
+	// is for the node its token is bound to, and a claim is a block of a
+	// pool.
+	Policies       []admissionregistrationv1.ValidatingAdmissionPolicy
+	PolicyBindings []admissionregistrationv1.ValidatingAdmissionPolicyBinding
 	// CRDs are the CustomResourceDefinitions (components/pool brings the
 	// cluster pool's), by name, as JSON.
 	CRDs map[string][]byte
@@ -124,6 +131,10 @@ func (r *Rendered) add(kind string, data []byte) error {
 		return decodeOne(data, &r.ClusterRole, kind)
 	case "ClusterRoleBinding":
 		return decodeOne(data, &r.ClusterRoleBinding, kind)
+	case "ValidatingAdmissionPolicy":
+		return appendDecoded(data, &r.Policies)
+	case "ValidatingAdmissionPolicyBinding":
+		return appendDecoded(data, &r.PolicyBindings)
 	}
 	return fmt.Errorf("unexpected kind %q", kind)
 }

@@ -9,6 +9,7 @@ import (
 	"strings"
 	"testing"
 
+	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
@@ -151,6 +152,7 @@ func TestPoolComponent(t *testing.T) {
 		if !reflect.DeepEqual(r.ClusterRole.Rules, want) {
 			t.Errorf("%s+pool: ClusterRole rules %+v, want %+v", overlay, r.ClusterRole.Rules, want)
 		}
+		checkPoolPolicies(t, overlay, r)
 	}
 	// Without the component: no CRD.
 	if r, err := Render("containerd"); err != nil || len(r.CRDs) != 0 {
@@ -408,5 +410,30 @@ func TestDecodeStrictRejects(t *testing.T) {
 	var ds appsv1.DaemonSet
 	if err := DecodeStrict([]byte(`{"apiVersion":"apps/v1","kind":"DaemonSet","spec":{"template":{"spec":{"hostNetwork":true}}}}`), &ds); err != nil || !ds.Spec.Template.Spec.HostNetwork {
 		t.Fatalf("a correct document: %v", err)
+	}
+}
+
+// checkPoolPolicies: components/pool brings the two admission policies
+// (a node's token writes only its node's IPBlocks; a claim is a block of
+// its pool), each bound with Deny, cluster-scoped, matching ipamd's
+// ServiceAccount as rendered. Their effect is tested on a real API
+// server (TestNodeTokenActsForItsNodeOnly in ipamd/ipsource/pool).
+func checkPoolPolicies(t *testing.T, overlay string, r Rendered) {
+	t.Helper()
+	sa := "system:serviceaccount:" + r.ServiceAccount.Namespace + ":" + r.ServiceAccount.Name
+	var names []string
+	for _, p := range r.Policies {
+		names = append(names, p.Name)
+		if p.Namespace != "" || len(p.Spec.MatchConditions) != 1 || !strings.Contains(p.Spec.MatchConditions[0].Expression, "'"+sa+"'") {
+			t.Errorf("%s+pool: policy %s namespace %q match conditions %+v, want cluster-scoped, matching %s", overlay, p.Name, p.Namespace, p.Spec.MatchConditions, sa)
+		}
+	}
+	for _, b := range r.PolicyBindings {
+		if b.Spec.PolicyName != b.Name || !slices.Equal(b.Spec.ValidationActions, []admissionregistrationv1.ValidationAction{admissionregistrationv1.Deny}) {
+			t.Errorf("%s+pool: binding %s %+v, want Deny of the policy of its name", overlay, b.Name, b.Spec)
+		}
+	}
+	if slices.Sort(names); !slices.Equal(names, []string{"sandboxipam-block-geometry", "sandboxipam-node-blocks"}) || len(r.PolicyBindings) != 2 {
+		t.Errorf("%s+pool: policies %v and %d bindings, want the two", overlay, names, len(r.PolicyBindings))
 	}
 }

@@ -66,3 +66,41 @@ func listBlocks(store cache.Store) ([]v1alpha1.IPBlock, []Skipped) {
 	}
 	return out, bad
 }
+
+// poolBlocks keeps the blocks that are blocks of a known pool: inside
+// one of its CIDRs, at its block size (v1alpha1.CheckBlock). Any other
+// IPBlock (0.0.0.0-1 written with a node's token, a block of a pool that
+// does not exist, or of a size the pool never had) is skipped, named and
+// never routed: a route to it would send other nodes' traffic to the
+// node that wrote it.
+func poolBlocks(blocks []v1alpha1.IPBlock, pools map[string]v1alpha1.IPPool) ([]v1alpha1.IPBlock, []Skipped) {
+	var ok []v1alpha1.IPBlock
+	var bad []Skipped
+	for _, b := range blocks {
+		if err := v1alpha1.CheckBlock(b, pools); err != nil {
+			bad = append(bad, Skipped{Node: b.Spec.NodeName, Dst: b.Spec.CIDR, Reason: err.Error()})
+			continue
+		}
+		ok = append(ok, b)
+	}
+	return ok, bad
+}
+
+// listPools converts what the IPPool informer holds, by name; one that
+// does not convert is left out (its blocks are then skipped).
+func listPools(store cache.Store) map[string]v1alpha1.IPPool {
+	out := map[string]v1alpha1.IPPool{}
+	if store == nil {
+		return out
+	}
+	for _, obj := range store.List() {
+		u, ok := obj.(*unstructured.Unstructured)
+		if !ok {
+			continue
+		}
+		if p, err := v1alpha1.PoolFrom(u); err == nil {
+			out[p.Name] = p
+		}
+	}
+	return out
+}

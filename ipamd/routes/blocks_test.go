@@ -77,6 +77,7 @@ func TestKeeperFollowsBlocks(t *testing.T) {
 	e.InstallPoolCRDs(t)
 	createNode(t, e.Client, k8sNode("node-a", nil, "198.18.10.1"))
 	createNode(t, e.Client, k8sNode("node-b", nil, "198.18.10.2"))
+	e.Pool(t, "default", 28, "198.19.200.0/24") // only a known pool's blocks are routed
 	runKeeper(t, routes.Config{NodeName: "node-a", Blocks: true}, e.Client, routes.Options{Netlink: h, Dynamic: e.Dynamic})
 	b := e.Block(t, "default", "198.19.200.16/28", "node-b", "uid-b")
 	e.Block(t, "default", "198.19.200.0/28", "node-a", "uid-a")

@@ -21,11 +21,14 @@
 // hop: it is skipped, with an error naming it in the log, in the
 // ipamd_node_routes_skipped metric and in Status (ipamctl routes).
 //
-// Nodes come from a client-go informer over all Nodes, and IPBlocks from
-// one over all IPBlocks (this is not the CNI path: the IP sources read
-// only their own Node and blocks). A sync runs after the informers' first
-// lists, after every Node or IPBlock event, and every resync interval, to
-// put back a route someone deleted.
+// Nodes come from a client-go informer over all Nodes, and IPBlocks and
+// IPPools from one each over all of them (this is not the CNI path: the
+// IP sources read only their own Node and blocks). Only a block of a
+// known pool, inside its CIDRs at its block size, is routed; any other is
+// skipped and named (blocks.go), since a node's token could write one. A
+// sync runs after the informers' first lists, after every Node, IPBlock
+// or IPPool event, and every resync interval, to put back a route
+// someone deleted.
 package routes
 
 import (
@@ -123,7 +126,8 @@ func New(cfg Config, client kubernetes.Interface, opts Options) (*Keeper, error)
 	return k, nil
 }
 
-// Run watches all Nodes (and, with Config.Blocks, all IPBlocks) and keeps
+// Run watches all Nodes (and, with Config.Blocks, all IPBlocks and
+// IPPools) and keeps
 // the routes until ctx is done. The routes stay when it returns: a
 // restarted ipamd finds them, and pods keep reaching other nodes
 // meanwhile.
@@ -134,10 +138,11 @@ func (k *Keeper) Run(ctx context.Context) error {
 		AddFunc: func(any) { k.Kick() }, UpdateFunc: func(any, any) { k.Kick() }, DeleteFunc: func(any) { k.Kick() },
 	}
 	infs := []cache.SharedIndexInformer{nodes.Informer()}
-	var blocks cache.Store
+	var blocks, pools cache.Store
 	if k.cfg.Blocks {
 		inf := dynamicinformer.NewFilteredDynamicInformer(k.dyn, v1alpha1.IPBlockResource, "", 0, cache.Indexers{}, nil).Informer()
-		infs, blocks = append(infs, inf), inf.GetStore()
+		pinf := dynamicinformer.NewFilteredDynamicInformer(k.dyn, v1alpha1.IPPoolResource, "", 0, cache.Indexers{}, nil).Informer()
+		infs, blocks, pools = append(infs, inf, pinf), inf.GetStore(), pinf.GetStore()
 	}
 	synced := make([]cache.InformerSynced, 0, len(infs))
 	for _, inf := range infs {
@@ -159,7 +164,7 @@ func (k *Keeper) Run(ctx context.Context) error {
 	ticker := time.NewTicker(k.cfg.Resync)
 	defer ticker.Stop()
 	for {
-		k.syncOnce(nodes.Lister(), blocks)
+		k.syncOnce(nodes.Lister(), blocks, pools)
 		select {
 		case <-ctx.Done():
 			return nil
@@ -180,9 +185,10 @@ func (k *Keeper) Kick() {
 // Synced is closed once the informer has listed the Nodes.
 func (k *Keeper) Synced() <-chan struct{} { return k.synced }
 
-// syncOnce syncs with what the informers hold; blocks is nil without
-// Config.Blocks.
-func (k *Keeper) syncOnce(lister listersv1.NodeLister, blocks cache.Store) {
+// syncOnce syncs with what the informers hold; blocks and pools are nil
+// without Config.Blocks. Only valid blocks of known pools are routed
+// (poolBlocks).
+func (k *Keeper) syncOnce(lister listersv1.NodeLister, blocks, pools cache.Store) {
 	all, err := lister.List(everything())
 	var st Status
 	if err != nil {
@@ -192,6 +198,9 @@ func (k *Keeper) syncOnce(lister listersv1.NodeLister, blocks cache.Store) {
 		var bad []Skipped
 		if blocks != nil {
 			bs, bad = listBlocks(blocks)
+			var outside []Skipped
+			bs, outside = poolBlocks(bs, listPools(pools))
+			bad = append(bad, outside...)
 		}
 		st = k.Sync(all, bs)
 		st.Skipped = append(st.Skipped, bad...)

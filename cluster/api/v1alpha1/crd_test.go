@@ -85,6 +85,7 @@ func TestCRDsOnARealAPIServer(t *testing.T) {
 	if _, err := blocks.Create(ctx, u3, metav1.CreateOptions{}); !apierrors.IsInvalid(err) || !strings.Contains(err.Error(), "must be a canonical CIDR") {
 		t.Errorf("IPBlock with host bits: %v, want Invalid: must be a canonical CIDR", err)
 	}
+	checkGeometry(t, ctx, kc.Dynamic)
 }
 
 func pool(name, spec string) *unstructured.Unstructured {

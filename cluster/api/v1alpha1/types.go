@@ -9,6 +9,13 @@
 // election and no compare-and-swap loop sits on the claim, and nothing
 // here is touched on the CNI ADD or DEL path.
 //
+// Geometry (geometry.go): a block of a pool lies inside one of its CIDRs
+// at its block size (CheckBlock); two pools overlap when their CIDRs do
+// (Overlaps). ipamd claims, routes and the reclaimer judge only blocks
+// that pass CheckBlock, and no node claims from an overlap. The CRDs keep
+// the geometry from changing under claimed blocks: a block size is fixed
+// once set, and an IPBlock's name must be BlockName of its CIDR.
+//
 // The types are plain structs read and written through client-go's
 // dynamic client (ToUnstructured, BlockFrom, PoolFrom): no generated
 // clientset, no deepcopy code. The CRDs themselves, with the structural

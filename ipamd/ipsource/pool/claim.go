@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
 	"net/netip"
 	"slices"
 	"time"
@@ -87,7 +88,7 @@ func (s *Source) grow(ctx context.Context, fams []family, u usage) error {
 // started at the beginning would, in a nearly full pool, try the same
 // taken blocks forever (the scale benchmark found it so).
 func (s *Source) claim(ctx context.Context, f family, u usage) (netip.Prefix, error) {
-	from, tries := s.cursor[f.name], 0
+	from, tries, seen := s.cursor[f.name], 0, s.seenBlocks(u)
 	for round := range 2 {
 		i := -1
 		for p := range f.probe(s.nodeName) {
@@ -95,7 +96,7 @@ func (s *Source) claim(ctx context.Context, f family, u usage) (netip.Prefix, er
 			if round == 1 && i >= from {
 				break
 			}
-			if (round == 0 && i < from) || u.all[p] || slices.Contains(s.current, p) {
+			if (round == 0 && i < from) || slices.ContainsFunc(seen, p.Overlaps) {
 				continue
 			}
 			if tries == maxProbes {
@@ -115,6 +116,22 @@ func (s *Source) claim(ctx context.Context, f family, u usage) (netip.Prefix, er
 		}
 	}
 	return netip.Prefix{}, fmt.Errorf("%w of IPPool %s after %d tries: every block tried is claimed", errPoolFull, s.cfg.Pool, tries)
+}
+
+// seenBlocks is every block this source can see: the datastore's (current
+// and retiring) and every IPBlock in the informer. A claim creates no
+// block that overlaps one of them (of any pool, of any size); see the
+// package doc for what only the API server's names and the pools'
+// geometry close.
+func (s *Source) seenBlocks(u usage) []netip.Prefix {
+	out := slices.Collect(maps.Keys(u.all))
+	out = append(out, s.current...)
+	for _, b := range s.nodeBlocks(func(v1alpha1.IPBlock) bool { return true }) {
+		if p, err := b.Spec.Prefix(); err == nil {
+			out = append(out, p)
+		}
+	}
+	return out
 }
 
 // create claims block p: true when this create made its IPBlock, false
@@ -191,15 +208,16 @@ func (s *Source) giveBack(ctx context.Context, p netip.Prefix) {
 }
 
 // collect deletes this node's IPBlocks that are in no block of the pool
-// (returned, retired and left, or claimed and not recorded), once the
-// store is proven and no assignment holds an address of them.
+// (returned, retired and left, claimed and not recorded, or of a pool this
+// node no longer uses), once the store is proven and no assignment holds
+// an address of them.
 func (s *Source) collect(ctx context.Context) {
 	if s.store.Unproven() {
 		return
 	}
 	u := s.usage()
 	held := s.store.Assignments()
-	for _, b := range s.myBlocks() {
+	for _, b := range append(s.myBlocks(), s.strayBlocks()...) {
 		p, err := b.Spec.Prefix()
 		if err != nil || u.all[p] || slices.Contains(s.current, p) {
 			continue

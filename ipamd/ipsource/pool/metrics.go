@@ -28,6 +28,8 @@ func (s *Source) Collectors() []prometheus.Collector {
 			func(st Status) int { return st.Restored }),
 		gauge("foreign_blocks", "Blocks with addresses busy here that the API server records as another node's, or as nobody's while this Node is gone: another node may hand them out again.",
 			func(st Status) int { return len(st.Foreign) }),
+		gauge("overlapping_cidrs", "CIDRs of this node's IPPool that overlap another IPPool's: no block of them is claimed until one pool changes.",
+			func(st Status) int { return len(st.Overlaps) }),
 		gauge("blocks", "Blocks this node holds (current, not retiring).", func(st Status) int { return len(st.Blocks) }),
 		gauge("growth_waiting", "1 while the pool cannot grow (the reason is in the log and ADD's answer), else 0.",
 			func(st Status) int { return btoi(st.Waiting != "") }),

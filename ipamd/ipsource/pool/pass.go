@@ -66,9 +66,13 @@ func (s *Source) pass(ctx context.Context) {
 		}
 	}
 	s.guard(ctx, true)
-	fams, err := s.poolFamilies()
+	fams, whole, err := s.claimable(n)
+	if whole != nil {
+		s.retireOutside(ctx, whole)
+	}
 	if err != nil {
 		s.wait(err.Error())
+		s.collect(ctx)
 		return
 	}
 	if s.store.Unproven() {

@@ -27,9 +27,28 @@
 // claimed again while any of its addresses is busy here, so no other
 // node can claim it and hand those addresses out again (guard.go).
 //
-// The informers watch one IPPool (field-selected by name), this node's
-// IPBlocks (label-selected by v1alpha1.NodeLabel) and this Node
-// (field-selected).
+// The informers watch every IPPool (a few objects), this node's IPBlocks
+// (label-selected by v1alpha1.NodeLabel) and this Node (field-selected).
+//
+// Geometry (issue 37). A node claims only from its pool when the pool's
+// spec.nodeSelector selects its Node, and never from a CIDR that overlaps
+// another IPPool's (said, Status.Overlaps, ipamd_pool_overlapping_cidrs).
+// A block no longer inside the pool's CIDRs at its block size (a CIDR
+// removed from spec.cidrs: the way to retire one) retires: nothing new
+// is handed out of it, and its IPBlock is deleted once its addresses are
+// all free. IPBlocks of this Node's UID in a pool it no longer uses are
+// deleted the same way. A claim creates no block overlapping any block
+// it can see (its datastore's and the informer's), but it sees only its
+// own: two nodes claiming overlapping blocks of different sizes at once
+// would both win, since create-if-absent guards only equal names. What
+// closes that is geometry the API server holds: a pool's block size is
+// fixed once set (CRD rule), so one pool's blocks never overlap; a claim
+// by ipamd overlapping another pool's CIDRs is refused by admission
+// (components/pool), and overlapping pools are claimed from by no node.
+// What remains: a CIDR removed from one pool and added to another while
+// blocks of it still drain; `ipamctl check --cluster` reports blocks
+// outside every pool and overlapping blocks, and README "Retiring a
+// CIDR" says to wait until its blocks are gone.
 //
 // See docs/architecture.md for where this package sits and the life of an
 // ADD, a DEL, a reconcile pass and a restart through the daemon.
@@ -41,6 +60,7 @@ import (
 	"log/slog"
 	"maps"
 	"net/netip"
+	"slices"
 	"sync"
 	"time"
 
@@ -153,8 +173,11 @@ type Status struct {
 	// Foreign maps each block with busy addresses here that the API
 	// server records as another node's to that node, or to "" when it
 	// records none while this Node is gone (see guard).
-	Foreign   map[string]string `json:"foreign,omitempty"`
-	LastError string            `json:"lastError,omitempty"`
+	Foreign map[string]string `json:"foreign,omitempty"`
+	// Overlaps names each CIDR of the pool that overlaps another
+	// IPPool's: no block of it is claimed.
+	Overlaps  []string `json:"overlaps,omitempty"`
+	LastError string   `json:"lastError,omitempty"`
 }
 
 // New checks cfg. kube reads the Node; dyn the IPPool and IPBlocks.
@@ -234,6 +257,7 @@ func (s *Source) Status() Status {
 	st := s.status
 	st.Blocks = append([]string(nil), st.Blocks...)
 	st.Foreign = maps.Clone(st.Foreign)
+	st.Overlaps = slices.Clone(st.Overlaps)
 	return st
 }
 

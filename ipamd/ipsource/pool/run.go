@@ -27,10 +27,9 @@ func (s *Source) Run(ctx context.Context) error {
 			o.FieldSelector = fields.OneTermEqualSelector("metadata.name", s.nodeName).String()
 		}))
 	s.nodes = nodeFactory.Core().V1().Nodes().Informer()
-	s.pools = dynamicinformer.NewFilteredDynamicInformer(s.dyn, v1alpha1.IPPoolResource, "", 0, cache.Indexers{},
-		func(o *metav1.ListOptions) {
-			o.FieldSelector = fields.OneTermEqualSelector("metadata.name", s.cfg.Pool).String()
-		}).Informer()
+	// Every IPPool (a few objects): a CIDR of this pool that overlaps
+	// another's is not claimed from (claimable).
+	s.pools = dynamicinformer.NewFilteredDynamicInformer(s.dyn, v1alpha1.IPPoolResource, "", 0, cache.Indexers{}, nil).Informer()
 	s.blocks = dynamicinformer.NewFilteredDynamicInformer(s.dyn, v1alpha1.IPBlockResource, "", 0, cache.Indexers{},
 		s.blockSelector).Informer()
 	if _, err := s.blocks.AddEventHandler(cache.ResourceEventHandlerFuncs{
@@ -92,30 +91,24 @@ func (s *Source) node() (*corev1.Node, error) {
 	return n, nil
 }
 
-// poolFamilies is the IPPool's families from the informer.
-func (s *Source) poolFamilies() ([]family, error) {
-	obj, ok, err := s.pools.GetStore().GetByKey(s.cfg.Pool)
-	if err != nil || !ok {
-		return nil, fmt.Errorf("IPPool %s does not exist", s.cfg.Pool)
-	}
-	u, _ := obj.(*unstructured.Unstructured)
-	if u == nil {
-		return nil, fmt.Errorf("IPPool %s: unexpected object %T", s.cfg.Pool, obj)
-	}
-	p, err := v1alpha1.PoolFrom(u)
-	if err != nil {
-		return nil, err
-	}
-	fams, err := families(p.Spec)
-	if err != nil {
-		return nil, fmt.Errorf("IPPool %s: %w", s.cfg.Pool, err)
-	}
-	return fams, nil
-}
-
 // myBlocks lists the IPBlocks of this node's name in the pool, from the
 // informer.
 func (s *Source) myBlocks() []v1alpha1.IPBlock {
+	return s.nodeBlocks(func(b v1alpha1.IPBlock) bool { return b.Spec.Pool == s.cfg.Pool })
+}
+
+// strayBlocks lists the IPBlocks of this Node (its name and UID) in
+// another pool: the node stopped using that pool (ipSource.pool.pool
+// renamed), so collect returns each once no address of it is busy here.
+func (s *Source) strayBlocks() []v1alpha1.IPBlock {
+	return s.nodeBlocks(func(b v1alpha1.IPBlock) bool {
+		return b.Spec.Pool != s.cfg.Pool && s.uid != "" && b.Spec.NodeUID == s.uid
+	})
+}
+
+// nodeBlocks lists the IPBlocks of this node's name that keep holds, from
+// the informer.
+func (s *Source) nodeBlocks(keep func(v1alpha1.IPBlock) bool) []v1alpha1.IPBlock {
 	var out []v1alpha1.IPBlock
 	for _, obj := range s.blocks.GetStore().List() {
 		u, _ := obj.(*unstructured.Unstructured)
@@ -127,7 +120,7 @@ func (s *Source) myBlocks() []v1alpha1.IPBlock {
 			s.log.Warn("IPBlock ignored", slog.Any("error", err))
 			continue
 		}
-		if b.Spec.NodeName == s.nodeName && b.Spec.Pool == s.cfg.Pool {
+		if b.Spec.NodeName == s.nodeName && keep(b) {
 			out = append(out, b)
 		}
 	}
