@@ -17,11 +17,17 @@
 //
 // The package only composes: each component owns its part of the config,
 // with its defaults and its validation, and Config embeds that part as it
-// is: reconcile.Settings (reconcile), aws.Config (ipSource.aws),
-// aws.Tuning (advanced.aws) and plugin.Supervision (advanced.adapter). The sections defined here are the
-// daemon's own wiring (sockets, listeners, the runtime selection, the
-// node). Knobs most operators never touch sit under advanced; a key that
-// moved fails to load with a hint naming its new place (renamed.go).
+// is: reconcileconf.Settings (reconcile), poolconf.Config (ipSource.pool),
+// awsconf.Config (ipSource.aws), reconcileconf.Tuning, awsconf.Tuning and
+// pluginconf.Supervision (under advanced). Each part is a leaf package
+// beside its component that imports no client library, so loading,
+// testing and fuzzing the config compiles neither client-go, the AWS SDK,
+// gRPC nor go-plugin; the static source's own checks (ipsource/static,
+// standard library only) are the one component package it imports. The
+// sections defined here are the daemon's own wiring (sockets, listeners,
+// the runtime selection, the node). Knobs most operators never touch sit
+// under advanced; a key that moved fails to load with a hint naming its
+// new place (renamed.go).
 //
 // The runtime adapter is picked from an explicit name-to-binary table
 // (Adapters), never from init-time registration, so a typo in
@@ -43,9 +49,9 @@ import (
 
 	"go.yaml.in/yaml/v3"
 
-	"github.com/sandboxipam/sandboxipam/ipamd/ipsource/aws"
-	"github.com/sandboxipam/sandboxipam/ipamd/ipsource/pool"
-	"github.com/sandboxipam/sandboxipam/ipamd/reconcile"
+	"github.com/sandboxipam/sandboxipam/ipamd/ipsource/aws/awsconf"
+	"github.com/sandboxipam/sandboxipam/ipamd/ipsource/pool/poolconf"
+	"github.com/sandboxipam/sandboxipam/ipamd/reconcile/reconcileconf"
 )
 
 // Config is ipamd's whole configuration. The comment on each field states
@@ -69,8 +75,8 @@ type Config struct {
 	// Cooldown is how long a released address waits before reuse.
 	// Default 30s.
 	Cooldown time.Duration `yaml:"cooldown" desc:"how long a released IP waits before reuse"`
-	// Reconcile configures the reconciler; package reconcile owns it.
-	Reconcile reconcile.Settings `yaml:"reconcile"`
+	// Reconcile configures the reconciler; package reconcileconf owns it.
+	Reconcile reconcileconf.Settings `yaml:"reconcile"`
 	// Runtime picks and configures the runtime adapter.
 	Runtime Runtime `yaml:"runtime"`
 	// IPSource says where addresses come from.
@@ -171,13 +177,13 @@ type IPSource struct {
 	Static Static `yaml:"static"`
 	// Node configures the node source.
 	Node NodeSource `yaml:"node"`
-	// Pool configures the pool source (package ipsource/pool, whose
-	// Config's field comments state the defaults).
-	Pool pool.Config `yaml:"pool"`
-	// AWS configures the aws (ENI) source; package ipsource/aws owns it
-	// (its fields, defaults, validation, and the AWS VPC CNI's variable
+	// Pool configures the pool source; package ipsource/pool/poolconf
+	// owns it (its Config's field comments state the defaults).
+	Pool poolconf.Config `yaml:"pool"`
+	// AWS configures the aws (ENI) source; package ipsource/aws/awsconf
+	// owns it (its fields, defaults, validation, and the AWS VPC CNI's variable
 	// names as aliases of the targets' IPAMD_ variables).
-	AWS aws.Config `yaml:"aws"`
+	AWS awsconf.Config `yaml:"aws"`
 }
 
 // NodeSource is the node source: the pool is the Node's spec.podCIDRs,
@@ -277,13 +283,13 @@ func DefaultConfig() Config {
 		Network:   "sandboxipam",
 		IfName:    "eth0",
 		Cooldown:  30 * time.Second,
-		Reconcile: reconcile.DefaultSettings(),
+		Reconcile: reconcileconf.DefaultSettings(),
 		Runtime:   Runtime{Adapter: AdapterAuto, AutoMTLS: true},
 		IPSource: IPSource{
 			Type:   SourceStatic,
 			Static: Static{CIDRs: []string{"198.18.0.0/24"}},
-			Pool:   pool.DefaultConfig(),
-			AWS:    aws.DefaultConfig(),
+			Pool:   poolconf.DefaultConfig(),
+			AWS:    awsconf.DefaultConfig(),
 		},
 		Introspection: Listener{Address: "127.0.0.1:61679"},
 		Metrics:       Metrics{Address: "127.0.0.1:61678"},

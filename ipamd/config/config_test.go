@@ -11,10 +11,10 @@ import (
 	"testing"
 	"time"
 
-	"github.com/sandboxipam/sandboxipam/ipamd/ipsource/aws"
-	"github.com/sandboxipam/sandboxipam/ipamd/ipsource/pool"
-	"github.com/sandboxipam/sandboxipam/ipamd/reconcile"
-	"github.com/sandboxipam/sandboxipam/runtime/plugin"
+	"github.com/sandboxipam/sandboxipam/ipamd/ipsource/aws/awsconf"
+	"github.com/sandboxipam/sandboxipam/ipamd/ipsource/pool/poolconf"
+	"github.com/sandboxipam/sandboxipam/ipamd/reconcile/reconcileconf"
+	"github.com/sandboxipam/sandboxipam/runtime/plugin/pluginconf"
 	"go.yaml.in/yaml/v3"
 )
 
@@ -30,7 +30,7 @@ func TestLoadGoldenFullExample(t *testing.T) {
 		Network:    "podnet",
 		IfName:     "net1",
 		Cooldown:   5 * time.Second,
-		Reconcile:  reconcile.Settings{Interval: 2 * time.Minute, Grace: 45 * time.Second},
+		Reconcile:  reconcileconf.Settings{Interval: 2 * time.Minute, Grace: 45 * time.Second},
 		Runtime: Runtime{
 			Adapter:   "containerd",
 			Endpoint:  "unix:///run/k3s/containerd/containerd.sock",
@@ -43,11 +43,11 @@ func TestLoadGoldenFullExample(t *testing.T) {
 			Type:     "static",
 			NodeName: "node-7",
 			Node:     NodeSource{Kubeconfig: "/etc/kubernetes/ipamd.kubeconfig"},
-			Pool: pool.Config{Pool: "pods-b", LowWatermark: 8, HighWatermark: 40, ReturnGrace: 90 * time.Second,
+			Pool: poolconf.Config{Pool: "pods-b", LowWatermark: 8, HighWatermark: 40, ReturnGrace: 90 * time.Second,
 				Interval: 2 * time.Second, Kubeconfig: "/etc/kubernetes/pool.kubeconfig"},
 			Static: Static{CIDRs: []string{"198.18.0.0/24", "198.19.0.0/28"}, Reserved: []string{"198.18.0.2"},
 				Gateways: []string{"198.18.0.1", ""}},
-			AWS: aws.Config{WarmIPTarget: 5, MinimumIPTarget: 10, WarmENITarget: 2, MaxENIs: 3,
+			AWS: awsconf.Config{WarmIPTarget: 5, MinimumIPTarget: 10, WarmENITarget: 2, MaxENIs: 3,
 				Region: "eu-west-1", EC2Endpoint: "http://127.0.0.1:8080", IMDSEndpoint: "http://127.0.0.1:8081"},
 		},
 		Introspection: Listener{Address: "127.0.0.1:7001", AdminSocket: "/run/test-admin/admin.sock"},
@@ -58,9 +58,9 @@ func TestLoadGoldenFullExample(t *testing.T) {
 		Routes:        Routes{Nodes: true},
 		Advanced: Advanced{
 			Adapter: AdapterTuning{StartTimeout: 20 * time.Second,
-				Supervision: plugin.Supervision{MinBackoff: time.Second, MaxBackoff: time.Minute, HealthInterval: 10 * time.Second}},
-			Reconcile: reconcile.Tuning{ListTimeout: 3 * time.Second, LinkGrace: 20 * time.Second},
-			AWS: aws.Tuning{PoolCheckInterval: 2 * time.Second, ShrinkInterval: time.Minute, ResyncInterval: 5 * time.Minute,
+				Supervision: pluginconf.Supervision{MinBackoff: time.Second, MaxBackoff: time.Minute, HealthInterval: 10 * time.Second}},
+			Reconcile: reconcileconf.Tuning{ListTimeout: 3 * time.Second, LinkGrace: 20 * time.Second},
+			AWS: awsconf.Tuning{PoolCheckInterval: 2 * time.Second, ShrinkInterval: time.Minute, ResyncInterval: 5 * time.Minute,
 				LeakedENICleanupInterval: time.Hour, MaxAttempts: 4, MaxBackoff: 5 * time.Second},
 		},
 	}
@@ -495,7 +495,7 @@ func TestOldEnvVariableNamesItsNewPlace(t *testing.T) {
 	}
 	cfg, err := Load("", []string{"IPAMD_ADVANCED_ADAPTER_MINBACKOFF=1s", "IPAMD_ADVANCED_RECONCILE_LISTTIMEOUT=2s", "IPAMD_ADVANCED_RECONCILE_LINKGRACE=3s"})
 	if err != nil || cfg.Advanced.Adapter.MinBackoff != time.Second ||
-		cfg.Advanced.Reconcile != (reconcile.Tuning{ListTimeout: 2 * time.Second, LinkGrace: 3 * time.Second}) {
+		cfg.Advanced.Reconcile != (reconcileconf.Tuning{ListTimeout: 2 * time.Second, LinkGrace: 3 * time.Second}) {
 		t.Fatalf("IPAMD_ADVANCED_*: %+v, %+v, %v", cfg.Advanced.Adapter, cfg.Advanced.Reconcile, err)
 	}
 }
@@ -504,19 +504,19 @@ func TestOldEnvVariableNamesItsNewPlace(t *testing.T) {
 // components' defaults, not copies.
 func TestDefaultsAreTheComponentsOwn(t *testing.T) {
 	def := DefaultConfig()
-	if def.Reconcile != reconcile.DefaultSettings() {
-		t.Errorf("reconcile = %+v, want reconcile.DefaultSettings() %+v", def.Reconcile, reconcile.DefaultSettings())
+	if def.Reconcile != reconcileconf.DefaultSettings() {
+		t.Errorf("reconcile = %+v, want reconcileconf.DefaultSettings() %+v", def.Reconcile, reconcileconf.DefaultSettings())
 	}
-	if def.Advanced.Reconcile != reconcile.DefaultTuning() {
-		t.Errorf("advanced.reconcile = %+v, want reconcile.DefaultTuning() %+v", def.Advanced.Reconcile, reconcile.DefaultTuning())
+	if def.Advanced.Reconcile != reconcileconf.DefaultTuning() {
+		t.Errorf("advanced.reconcile = %+v, want reconcileconf.DefaultTuning() %+v", def.Advanced.Reconcile, reconcileconf.DefaultTuning())
 	}
-	if def.IPSource.AWS != aws.DefaultConfig() {
-		t.Errorf("ipSource.aws = %+v, want aws.DefaultConfig() %+v", def.IPSource.AWS, aws.DefaultConfig())
+	if def.IPSource.AWS != awsconf.DefaultConfig() {
+		t.Errorf("ipSource.aws = %+v, want awsconf.DefaultConfig() %+v", def.IPSource.AWS, awsconf.DefaultConfig())
 	}
-	if def.Advanced.AWS != aws.DefaultTuning() {
-		t.Errorf("advanced.aws = %+v, want aws.DefaultTuning() %+v", def.Advanced.AWS, aws.DefaultTuning())
+	if def.Advanced.AWS != awsconf.DefaultTuning() {
+		t.Errorf("advanced.aws = %+v, want awsconf.DefaultTuning() %+v", def.Advanced.AWS, awsconf.DefaultTuning())
 	}
-	if def.Advanced.Adapter.Supervision != plugin.DefaultSupervision() || def.Advanced.Adapter.StartTimeout != plugin.DefaultStartTimeout {
+	if def.Advanced.Adapter.Supervision != pluginconf.DefaultSupervision() || def.Advanced.Adapter.StartTimeout != pluginconf.DefaultStartTimeout {
 		t.Errorf("advanced.adapter = %+v, want plugin's defaults", def.Advanced.Adapter)
 	}
 }
