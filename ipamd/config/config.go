@@ -32,7 +32,9 @@
 // The runtime adapter is picked from an explicit name-to-binary table
 // (Adapters), never from init-time registration, so a typo in
 // runtime.adapter fails when the config loads rather than when the
-// reconciler first needs the runtime.
+// reconciler first needs the runtime. The config only checks the name or
+// path; resolving it to a command line (probing the runtime sockets for
+// auto) is the daemon's wiring.
 //
 // See docs/architecture.md for where this package sits and the life of an
 // ADD, a DEL, a reconcile pass and a restart through the daemon.
