@@ -40,7 +40,7 @@ func TestLoadGoldenFullExample(t *testing.T) {
 		IPSource: IPSource{
 			Type:     "static",
 			NodeName: "node-7",
-			Node:     NodeSource{Kubeconfig: "/etc/kubernetes/ipamd.kubeconfig"},
+			PodCIDR:  PodCIDRSource{Kubeconfig: "/etc/kubernetes/ipamd.kubeconfig"},
 			Pool: poolconf.Config{Pool: "pods-b", LowWatermark: 8, HighWatermark: 40, ReturnGrace: 90 * time.Second,
 				Interval: 2 * time.Second, Kubeconfig: "/etc/kubernetes/pool.kubeconfig"},
 			Static: Static{CIDRs: []string{"198.18.0.0/24", "198.19.0.0/28"}, Reserved: []string{"198.18.0.2"},
@@ -51,7 +51,7 @@ func TestLoadGoldenFullExample(t *testing.T) {
 		Introspection: Listener{Address: "127.0.0.1:7001", AdminSocket: "/run/test-admin/admin.sock"},
 		Metrics:       Metrics{Address: ""},
 		Log:           Log{Level: "debug", Format: "json"},
-		Node:          Node{HostVethPrefix: "pod", PodWiring: PodWiringPlugin},
+		PodLinks:      PodLinks{HostVethPrefix: "pod", PodWiring: PodWiringPlugin},
 		CNI:           CNI{ConfListPath: "/etc/cni/net.d/10-podnet.conflist"},
 		Routes:        Routes{Nodes: true},
 		Advanced: Advanced{
@@ -141,11 +141,11 @@ func TestValidateNamesFieldAndValue(t *testing.T) {
 		{"maxBackoff", func(c *Config) { c.Advanced.Adapter.MaxBackoff = time.Millisecond },
 			"advanced.adapter.maxBackoff must be at least minBackoff (500ms), got 1ms"},
 		{"healthInterval", func(c *Config) { c.Advanced.Adapter.HealthInterval = 0 }, "advanced.adapter.healthInterval must be positive, got 0s"},
-		{"source type", func(c *Config) { c.IPSource.Type = "dhcp" }, `ipSource.type must be one of static, node, pool, aws, got "dhcp"`},
+		{"source type", func(c *Config) { c.IPSource.Type = "dhcp" }, `ipSource.type must be one of static, podCIDR, pool, aws, got "dhcp"`},
 		{"routes without node name", func(c *Config) { c.Routes.Nodes = true },
 			"ipSource.nodeName must be set when routes.nodes is true"},
-		{"node without name", func(c *Config) { c.IPSource.Type = "node" },
-			"ipSource.nodeName must be set when ipSource.type is node"},
+		{"podCIDR without name", func(c *Config) { c.IPSource.Type = "podCIDR" },
+			"ipSource.nodeName must be set when ipSource.type is podCIDR"},
 		{"static nodes bad cidr", func(c *Config) {
 			c.IPSource.NodeName = "node-1"
 			c.IPSource.Static.Nodes = map[string][]string{"node-1": {"198.18.1.0/24"}, "node-2": {"198.18.2.0/33"}}
@@ -217,11 +217,11 @@ func TestValidateNamesFieldAndValue(t *testing.T) {
 			"ipSource.pool.interval must be positive, got 0s"},
 		{"pool node name", func(c *Config) { c.IPSource.Type = SourcePool },
 			"ipSource.nodeName must be set when ipSource.type is pool"},
-		{"podWiring", func(c *Config) { c.Node.PodWiring = "true" }, `node.podWiring must be one of auto, plugin, ipamOnly, got "true"`},
+		{"podWiring", func(c *Config) { c.PodLinks.PodWiring = "true" }, `podLinks.podWiring must be one of auto, plugin, ipamOnly, got "true"`},
 		{"podWiring ipamOnly with conflist", func(c *Config) {
-			c.Node.PodWiring = PodWiringIPAMOnly
+			c.PodLinks.PodWiring = PodWiringIPAMOnly
 			c.CNI.ConfListPath = "/etc/cni/net.d/10-sandboxipam.conflist"
-		}, `node.podWiring is ipamOnly, but cni.confListPath "/etc/cni/net.d/10-sandboxipam.conflist" makes ipamd write a conflist`},
+		}, `podLinks.podWiring is ipamOnly, but cni.confListPath "/etc/cni/net.d/10-sandboxipam.conflist" makes ipamd write a conflist`},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -288,7 +288,7 @@ func TestPluginWiresEveryPod(t *testing.T) {
 	}
 	for _, tc := range cases {
 		cfg := DefaultConfig()
-		cfg.Node.PodWiring, cfg.CNI.ConfListPath = tc.wiring, tc.confList
+		cfg.PodLinks.PodWiring, cfg.CNI.ConfListPath = tc.wiring, tc.confList
 		if got := cfg.PluginWiresEveryPod(); got != tc.want {
 			t.Errorf("podWiring %q, confListPath %q: PluginWiresEveryPod() = %v, want %v (%s)", tc.wiring, tc.confList, got, tc.want, cfg.PodWiringReason())
 		}
@@ -386,7 +386,7 @@ func TestBadEnvValueNamesVariable(t *testing.T) {
 
 func TestLoadNamesWhatReplacedARenamedField(t *testing.T) {
 	cases := map[string]string{
-		"node:\n  ipamOnly: true\n": "node.ipamOnly was replaced by node.podWiring",
+		"node:\n  ipamOnly: true\n": "node.ipamOnly was replaced by podLinks.podWiring",
 		"runtime:\n  adapter: docker\n  minBackoff: 1s\n  healthInterval: 2s\n": "runtime.healthInterval: moved to advanced.adapter.healthInterval " +
 			"(env IPAMD_ADVANCED_ADAPTER_HEALTHINTERVAL); runtime.minBackoff: moved to advanced.adapter.minBackoff (env IPAMD_ADVANCED_ADAPTER_MINBACKOFF)",
 		"runtime:\n  startTimeout: 1s\n": "runtime.startTimeout: moved to advanced.adapter.startTimeout",
@@ -396,7 +396,13 @@ func TestLoadNamesWhatReplacedARenamedField(t *testing.T) {
 		"reconcile:\n  grace: 1m\n  listTimeout: 5s\n": "reconcile.listTimeout: moved to advanced.reconcile.listTimeout " +
 			"(env IPAMD_ADVANCED_RECONCILE_LISTTIMEOUT)",
 		"node:\n  podWiring: plugin\n  linkGrace: 20s\n": "node.linkGrace: moved to advanced.reconcile.linkGrace " +
-			"(env IPAMD_ADVANCED_RECONCILE_LINKGRACE)",
+			"(env IPAMD_ADVANCED_RECONCILE_LINKGRACE); node.podWiring: moved to podLinks.podWiring (env IPAMD_PODLINKS_PODWIRING)",
+		"node:\n  hostVethPrefix: sbx\n  netNS: /run/netns/x\n": "node.hostVethPrefix: moved to podLinks.hostVethPrefix " +
+			"(env IPAMD_PODLINKS_HOSTVETHPREFIX); node.netNS: moved to podLinks.netNS (env IPAMD_PODLINKS_NETNS)",
+		"node: {}\n": "node: renamed podLinks",
+		"ipSource:\n  type: podCIDR\n  nodeName: n\n  node:\n    kubeconfig: /k\n": "ipSource.node.kubeconfig: moved to " +
+			"ipSource.podCIDR.kubeconfig (env IPAMD_IPSOURCE_PODCIDR_KUBECONFIG)",
+		"ipSource:\n  type: node\n  nodeName: n\n": `ipSource.type "node" was renamed "podCIDR"`,
 	}
 	for yaml, want := range cases {
 		path := filepath.Join(t.TempDir(), "ipamd.yaml")
@@ -424,12 +430,19 @@ func TestOldEnvVariableNamesItsNewPlace(t *testing.T) {
 		{"IPAMD_RUNTIME_MINBACKOFF", "runtime.minBackoff", "advanced.adapter.minBackoff (env IPAMD_ADVANCED_ADAPTER_MINBACKOFF)"},
 		{"IPAMD_RECONCILE_LISTTIMEOUT", "reconcile.listTimeout", "advanced.reconcile.listTimeout (env IPAMD_ADVANCED_RECONCILE_LISTTIMEOUT)"},
 		{"IPAMD_NODE_LINKGRACE", "node.linkGrace", "advanced.reconcile.linkGrace (env IPAMD_ADVANCED_RECONCILE_LINKGRACE)"},
+		{"IPAMD_NODE_PODWIRING", "node.podWiring", "podLinks.podWiring (env IPAMD_PODLINKS_PODWIRING)"},
+		{"IPAMD_NODE_HOSTVETHPREFIX", "node.hostVethPrefix", "podLinks.hostVethPrefix (env IPAMD_PODLINKS_HOSTVETHPREFIX)"},
+		{"IPAMD_IPSOURCE_NODE_KUBECONFIG", "ipSource.node.kubeconfig", "ipSource.podCIDR.kubeconfig (env IPAMD_IPSOURCE_PODCIDR_KUBECONFIG)"},
 	} {
 		_, err := Load("", []string{tc.old + "=1s"})
 		want := "environment variable " + tc.old + " names no config field (" + tc.path + " moved to " + tc.env + ")"
 		if !errors.Is(err, ErrInvalid) || !strings.Contains(err.Error(), want) {
 			t.Errorf("Load = %v; want ErrInvalid containing %q", err, want)
 		}
+	}
+	_, err := Load("", []string{"IPAMD_IPSOURCE_TYPE=node", "IPAMD_IPSOURCE_NODENAME=n"})
+	if want := `ipSource.type "node" was renamed "podCIDR"`; !errors.Is(err, ErrInvalid) || !strings.Contains(err.Error(), want) {
+		t.Errorf("IPAMD_IPSOURCE_TYPE=node: %v; want ErrInvalid containing %q", err, want)
 	}
 	cfg, err := Load("", []string{"IPAMD_ADVANCED_ADAPTER_MINBACKOFF=1s", "IPAMD_ADVANCED_RECONCILE_LISTTIMEOUT=2s", "IPAMD_ADVANCED_RECONCILE_LINKGRACE=3s"})
 	if err != nil || cfg.Advanced.Adapter.MinBackoff != time.Second ||

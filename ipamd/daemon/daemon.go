@@ -75,7 +75,7 @@ type Options struct {
 	// DialProbe.
 	Probe Prober
 	// Kube is the Kubernetes client of the node source and the routes;
-	// nil builds one from ipSource.node.kubeconfig (tests pass their API
+	// nil builds one from ipSource.podCIDR.kubeconfig (tests pass their API
 	// server's).
 	Kube *kubeclient.Client
 	// RoutesNetlink is the network namespace routes.nodes keeps routes

@@ -95,7 +95,7 @@ type Config struct {
 	VethPrefix string
 	// PluginWiresEveryPod: every attachment on the network is known to be
 	// wired by the sandboxipam plugin as the main plugin (config
-	// node.podWiring), so a pod without its pod link holds no address.
+	// podLinks.podWiring), so a pod without its pod link holds no address.
 	// False, the default, never infers anything from a missing link: a pod
 	// wired by another main plugin has none.
 	PluginWiresEveryPod bool

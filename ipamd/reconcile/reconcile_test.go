@@ -299,7 +299,7 @@ func (n *node) reconcilerOnNode(links fakeNode) *reconcile.Reconciler {
 }
 
 // wiredOnNode is reconcilerOnNode on a node where the plugin is known to
-// wire every pod (node.podWiring plugin): a missing pod link proves
+// wire every pod (podLinks.podWiring plugin): a missing pod link proves
 // something.
 func (n *node) wiredOnNode(links fakeNode) *reconcile.Reconciler {
 	return reconcile.New(n.store, n.adapter, reconcile.Config{Network: "pods", Now: n.clock.Now, Logger: discard(), Node: links, PluginWiresEveryPod: true})

@@ -49,12 +49,12 @@ func (s Settings) Validate() error {
 type Tuning struct {
 	// ListTimeout bounds one ListSandboxes call. Default 10s.
 	ListTimeout time.Duration `yaml:"listTimeout" desc:"deadline of one sandbox listing through the adapter"`
-	// LinkGrace: after a lost checkpoint, when node.podWiring resolves to
+	// LinkGrace: after a lost checkpoint, when podLinks.podWiring resolves to
 	// "plugin", a pod made before ipamd started that the runtime reports
 	// no IP for and that has no pod link yet is waited for this long after
 	// start (an ADD answered just before the restart may still be wiring
 	// it) before it counts as holding nothing. Default 10s.
-	LinkGrace time.Duration `yaml:"linkGrace" desc:"after a lost checkpoint, when the plugin wires every pod (node.podWiring), how long a pod without IP or pod link may still be being wired"`
+	LinkGrace time.Duration `yaml:"linkGrace" desc:"after a lost checkpoint, when the plugin wires every pod (podLinks.podWiring), how long a pod without IP or pod link may still be being wired"`
 }
 
 // Validate reports every invalid field, each named by its YAML name; ipamd

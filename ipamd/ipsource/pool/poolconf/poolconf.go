@@ -32,9 +32,9 @@ type Config struct {
 	// watermarks. Default 1s.
 	Interval time.Duration `yaml:"interval" desc:"how often free addresses are compared with the watermarks"`
 	// Kubeconfig is the kubeconfig file to reach the API server with.
-	// Default empty: ipSource.node.kubeconfig, else the in-cluster config
+	// Default empty: ipSource.podCIDR.kubeconfig, else the in-cluster config
 	// of the pod's service account.
-	Kubeconfig string `yaml:"kubeconfig" desc:"kubeconfig file for the pool source (empty: ipSource.node.kubeconfig, else in-cluster service account)"`
+	Kubeconfig string `yaml:"kubeconfig" desc:"kubeconfig file for the pool source (empty: ipSource.podCIDR.kubeconfig, else in-cluster service account)"`
 }
 
 // DefaultConfig returns the defaults stated on Config's fields.
