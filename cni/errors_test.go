@@ -53,7 +53,7 @@ func TestEveryStoreErrorReachesThePluginAsItsCNIError(t *testing.T) {
 		{apierr.Invalid(`netns "x" must be an absolute path`), 100, "ipamd rejected Add as invalid"},
 		{datastore.ErrInvalidKey, 100, "ipamd rejected Add as invalid"},
 		{apierr.ErrNotHeld, 102, "ipamd holds no address for this attachment (Add)"},
-		{apierr.ErrWiringRefused, 100, "ipamd refused Add: the plugin's wiring disagrees with node.podWiring"},
+		{apierr.ErrWiringRefused, 100, "ipamd refused Add: the plugin's wiring disagrees with podLinks.podWiring"},
 		{context.DeadlineExceeded, 11, later},
 		{context.Canceled, 100, "ipamd abandoned Add: the call was canceled"},
 		{errors.New("a bug"), 100, "ipamd rejected Add (code 13)"},

@@ -9,7 +9,7 @@ import (
 	"testing"
 
 	"github.com/sandboxipam/sandboxipam/ipamd/config"
-	"github.com/sandboxipam/sandboxipam/ipamd/ipsource/aws"
+	"github.com/sandboxipam/sandboxipam/ipamd/ipsource/aws/awsconf"
 )
 
 func TestHelpListsEveryFieldWithVariableAndDefault(t *testing.T) {
@@ -72,7 +72,7 @@ func TestConfigReferenceListsAWSVariables(t *testing.T) {
 		"maxAttempts": "10", "maxBackoff": "20s", "region": `""`, "ec2Endpoint": `""`, "imdsEndpoint": `""`,
 	}
 	fields := 0
-	for prefix, rt := range map[string]reflect.Type{"ipSource.aws.": reflect.TypeFor[aws.Config](), "advanced.aws.": reflect.TypeFor[aws.Tuning]()} {
+	for prefix, rt := range map[string]reflect.Type{"ipSource.aws.": reflect.TypeFor[awsconf.Config](), "advanced.aws.": reflect.TypeFor[awsconf.Tuning]()} {
 		for i := range rt.NumField() {
 			sf := rt.Field(i)
 			path := prefix + sf.Tag.Get("yaml")
@@ -84,7 +84,7 @@ func TestConfigReferenceListsAWSVariables(t *testing.T) {
 		}
 	}
 	if fields != len(defaults) {
-		t.Fatalf("aws.Config and aws.Tuning have %d fields, this test knows %d", fields, len(defaults))
+		t.Fatalf("awsconf.Config and awsconf.Tuning have %d fields, this test knows %d", fields, len(defaults))
 	}
 	for alias, want := range map[string]string{
 		"WARM_IP_TARGET":           "IPAMD_IPSOURCE_AWS_WARMIPTARGET ipSource.aws.warmIPTarget",

@@ -21,9 +21,9 @@ import (
 // overlayRuntime is what each overlay must give ipamd: its adapter, the
 // runtime socket, and the IP source.
 var overlayRuntime = map[string]struct{ adapter, socket, source string }{
-	"containerd":      {"containerd", "/run/containerd/containerd.sock", "node"},
-	"crio":            {"crio", "/run/crio/crio.sock", "node"},
-	"cri-dockerd":     {"dockershim", "/run/cri-dockerd.sock", "node"},
+	"containerd":      {"containerd", "/run/containerd/containerd.sock", "podCIDR"},
+	"crio":            {"crio", "/run/crio/crio.sock", "podCIDR"},
+	"cri-dockerd":     {"dockershim", "/run/cri-dockerd.sock", "podCIDR"},
 	"aws":             {"containerd", "/run/containerd/containerd.sock", "aws"},
 	"static-one-node": {"containerd", "/run/containerd/containerd.sock", "static"},
 }
@@ -103,7 +103,7 @@ func TestRoutesComponent(t *testing.T) {
 		}
 		ipamd := container(t, r.DaemonSet.Spec.Template.Spec.Containers, "ipamd")
 		cfg := loadConfig(t, r, ipamd)
-		if !cfg.Routes.Nodes || cfg.IPSource.Type != "node" || cfg.Runtime.Adapter != overlayRuntime[overlay].adapter {
+		if !cfg.Routes.Nodes || cfg.IPSource.Type != "podCIDR" || cfg.Runtime.Adapter != overlayRuntime[overlay].adapter {
 			t.Errorf("%s+routes: routes.nodes %v source %q adapter %q", overlay, cfg.Routes.Nodes, cfg.IPSource.Type, cfg.Runtime.Adapter)
 		}
 		sc := ipamd.SecurityContext

@@ -15,6 +15,7 @@ import (
 	"github.com/sandboxipam/sandboxipam/internal/testsupport"
 	"github.com/sandboxipam/sandboxipam/ipamd/datastore"
 	"github.com/sandboxipam/sandboxipam/ipamd/ipsource/pool"
+	"github.com/sandboxipam/sandboxipam/ipamd/ipsource/pool/poolconf"
 	"github.com/sandboxipam/sandboxipam/ipamd/metrics"
 	"github.com/sandboxipam/sandboxipam/ipamd/reconcile"
 )
@@ -94,7 +95,7 @@ func exported(t *testing.T) (names map[string]bool, scrape []byte) {
 	})
 	// The pool source's metrics, which ipamd registers with ipSource.type
 	// pool; nothing of it but its status is read.
-	src, err := pool.New(pool.DefaultConfig(), "node-a", nil, nil, nil, pool.Options{})
+	src, err := pool.New(poolconf.DefaultConfig(), "node-a", nil, nil, nil, pool.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -3,9 +3,9 @@ package config
 import (
 	"time"
 
-	"github.com/sandboxipam/sandboxipam/ipamd/ipsource/aws"
-	"github.com/sandboxipam/sandboxipam/ipamd/reconcile"
-	"github.com/sandboxipam/sandboxipam/runtime/plugin/host"
+	"github.com/sandboxipam/sandboxipam/ipamd/ipsource/aws/awsconf"
+	"github.com/sandboxipam/sandboxipam/ipamd/reconcile/reconcileconf"
+	"github.com/sandboxipam/sandboxipam/runtime/plugin/pluginconf"
 )
 
 // Advanced holds the tuning knobs most operators never touch: their
@@ -15,30 +15,30 @@ type Advanced struct {
 	Adapter AdapterTuning `yaml:"adapter"`
 	// Reconcile tunes the reconciler's listing deadline and, after a lost
 	// checkpoint, how long a pod may still be being wired; package
-	// reconcile owns it (reconcile.Tuning, defaults reconcile.DefaultTuning).
-	Reconcile reconcile.Tuning `yaml:"reconcile"`
+	// reconcileconf owns it (Tuning, defaults DefaultTuning).
+	Reconcile reconcileconf.Tuning `yaml:"reconcile"`
 	// AWS tunes the aws source's intervals and EC2 retries; package
-	// ipsource/aws owns it (aws.Tuning, defaults aws.DefaultTuning).
-	AWS aws.Tuning `yaml:"aws"`
+	// awsconf owns it (Tuning, defaults DefaultTuning).
+	AWS awsconf.Tuning `yaml:"aws"`
 }
 
 // AdapterTuning tunes the adapter's launch and its supervisor; the
-// supervisor's part is package runtime/plugin's own Supervision, with its
-// defaults and validation.
+// supervisor's part is package runtime/plugin/pluginconf's Supervision,
+// with its defaults and validation.
 type AdapterTuning struct {
 	// StartTimeout bounds one adapter launch, handshake and first ping
-	// included. Default 10s (host.DefaultStartTimeout).
+	// included. Default 10s (pluginconf.DefaultStartTimeout).
 	StartTimeout time.Duration `yaml:"startTimeout" desc:"deadline of one adapter launch"`
 	// Supervision: relaunch backoff and health checks. Defaults 500ms,
-	// 30s and 5s (host.DefaultSupervision).
-	host.Supervision `yaml:",inline"`
+	// 30s and 5s (pluginconf.DefaultSupervision).
+	pluginconf.Supervision `yaml:",inline"`
 }
 
 func defaultAdvanced() Advanced {
 	return Advanced{
-		Adapter:   AdapterTuning{StartTimeout: host.DefaultStartTimeout, Supervision: host.DefaultSupervision()},
-		Reconcile: reconcile.DefaultTuning(),
-		AWS:       aws.DefaultTuning(),
+		Adapter:   AdapterTuning{StartTimeout: pluginconf.DefaultStartTimeout, Supervision: pluginconf.DefaultSupervision()},
+		Reconcile: reconcileconf.DefaultTuning(),
+		AWS:       awsconf.DefaultTuning(),
 	}
 }
 

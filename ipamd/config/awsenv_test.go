@@ -12,7 +12,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/sandboxipam/sandboxipam/ipamd/ipsource/aws"
+	"github.com/sandboxipam/sandboxipam/ipamd/ipsource/aws/awsconf"
 )
 
 // awsParts are the aws package's two config types and where ipamd's
@@ -22,8 +22,8 @@ var awsParts = []struct {
 	name   string // the Go type's name in the aws package
 	prefix string // its YAML path in ipamd's config
 }{
-	{reflect.TypeFor[aws.Config](), "Config", "ipSource.aws."},
-	{reflect.TypeFor[aws.Tuning](), "Tuning", "advanced.aws."},
+	{reflect.TypeFor[awsconf.Config](), "Config", "ipSource.aws."},
+	{reflect.TypeFor[awsconf.Tuning](), "Tuning", "advanced.aws."},
 }
 
 // awsFieldEnv is, per field of the aws package's config types, by its
@@ -49,7 +49,7 @@ func TestAWSEnvTagsAreTheDerivedVariables(t *testing.T) {
 	}
 	tags := awsFieldEnv(t)
 	if len(tags) != 16 {
-		t.Fatalf("aws.Config and aws.Tuning have %d fields, this test knows 16: %v", len(tags), tags)
+		t.Fatalf("awsconf.Config and awsconf.Tuning have %d fields, this test knows 16: %v", len(tags), tags)
 	}
 	for path, env := range tags {
 		if want := EnvName(path); env != want {
@@ -64,7 +64,7 @@ func TestAWSEnvTagsAreTheDerivedVariables(t *testing.T) {
 // The field comments in the aws package name the same variables as the
 // tags (and the aliases where there are some), and nothing else.
 func TestAWSDocCommentsNameTheDerivedVariables(t *testing.T) {
-	src := filepath.Join("..", "ipsource", "aws", "config.go")
+	src := filepath.Join("..", "ipsource", "aws", "awsconf", "awsconf.go")
 	file, err := parser.ParseFile(token.NewFileSet(), src, nil, parser.ParseComments)
 	if err != nil {
 		t.Fatal(err)
@@ -101,7 +101,7 @@ func TestAWSDocCommentsNameTheDerivedVariables(t *testing.T) {
 		return false
 	})
 	if checked != len(tags) {
-		t.Fatalf("checked %d field comments, aws.Config and aws.Tuning have %d fields", checked, len(tags))
+		t.Fatalf("checked %d field comments, awsconf.Config and awsconf.Tuning have %d fields", checked, len(tags))
 	}
 	data, err := os.ReadFile(src)
 	if err != nil {
@@ -145,12 +145,12 @@ func TestAWSEnvOverridesByDocumentedNames(t *testing.T) {
 	if err != nil {
 		t.Fatalf("Load: %v", err)
 	}
-	want := aws.Config{WarmIPTarget: 7, MinimumIPTarget: 12, WarmENITarget: 3, EnablePrefixDelegation: true, WarmPrefixTarget: 2, EnableIPv6: true, MaxENIs: 2,
+	want := awsconf.Config{WarmIPTarget: 7, MinimumIPTarget: 12, WarmENITarget: 3, EnablePrefixDelegation: true, WarmPrefixTarget: 2, EnableIPv6: true, MaxENIs: 2,
 		Region: "ap-south-2", EC2Endpoint: "http://127.0.0.1:9001", IMDSEndpoint: "http://127.0.0.1:9002"}
 	if got := cfg.IPSource.AWS; got != want {
 		t.Errorf("aws config from env =\n%+v\nwant\n%+v", got, want)
 	}
-	wantTuning := aws.Tuning{PoolCheckInterval: 250 * time.Millisecond, ShrinkInterval: 0, ResyncInterval: 90 * time.Second,
+	wantTuning := awsconf.Tuning{PoolCheckInterval: 250 * time.Millisecond, ShrinkInterval: 0, ResyncInterval: 90 * time.Second,
 		LeakedENICleanupInterval: 2 * time.Hour, MaxAttempts: 4, MaxBackoff: 3 * time.Second}
 	if got := cfg.Advanced.AWS; got != wantTuning {
 		t.Errorf("aws tuning from env =\n%+v\nwant\n%+v", got, wantTuning)

@@ -17,16 +17,24 @@
 //
 // The package only composes: each component owns its part of the config,
 // with its defaults and its validation, and Config embeds that part as it
-// is: reconcile.Settings (reconcile), aws.Config (ipSource.aws),
-// aws.Tuning (advanced.aws) and plugin.Supervision (advanced.adapter). The sections defined here are the
-// daemon's own wiring (sockets, listeners, the runtime selection, the
-// node). Knobs most operators never touch sit under advanced; a key that
-// moved fails to load with a hint naming its new place (renamed.go).
+// is: reconcileconf.Settings (reconcile), poolconf.Config (ipSource.pool),
+// awsconf.Config (ipSource.aws), reconcileconf.Tuning, awsconf.Tuning and
+// pluginconf.Supervision (under advanced). Each part is a leaf package
+// beside its component that imports no client library, so loading,
+// testing and fuzzing the config compiles neither client-go, the AWS SDK,
+// gRPC nor go-plugin; the static source's own checks (ipsource/static,
+// standard library only) are the one component package it imports. The
+// sections defined here are the daemon's own wiring (sockets, listeners,
+// the runtime selection, the pod links on this host). Knobs most operators never touch sit
+// under advanced; a key that moved fails to load with a hint naming its
+// new place (renamed.go).
 //
 // The runtime adapter is picked from an explicit name-to-binary table
 // (Adapters), never from init-time registration, so a typo in
 // runtime.adapter fails when the config loads rather than when the
-// reconciler first needs the runtime.
+// reconciler first needs the runtime. The config only checks the name or
+// path; resolving it to a command line (probing the runtime sockets for
+// auto) is the daemon's wiring.
 //
 // See docs/architecture.md for where this package sits and the life of an
 // ADD, a DEL, a reconcile pass and a restart through the daemon.
@@ -43,9 +51,9 @@ import (
 
 	"go.yaml.in/yaml/v3"
 
-	"github.com/sandboxipam/sandboxipam/ipamd/ipsource/aws"
-	"github.com/sandboxipam/sandboxipam/ipamd/ipsource/pool"
-	"github.com/sandboxipam/sandboxipam/ipamd/reconcile"
+	"github.com/sandboxipam/sandboxipam/ipamd/ipsource/aws/awsconf"
+	"github.com/sandboxipam/sandboxipam/ipamd/ipsource/pool/poolconf"
+	"github.com/sandboxipam/sandboxipam/ipamd/reconcile/reconcileconf"
 )
 
 // Config is ipamd's whole configuration. The comment on each field states
@@ -69,8 +77,8 @@ type Config struct {
 	// Cooldown is how long a released address waits before reuse.
 	// Default 30s.
 	Cooldown time.Duration `yaml:"cooldown" desc:"how long a released IP waits before reuse"`
-	// Reconcile configures the reconciler; package reconcile owns it.
-	Reconcile reconcile.Settings `yaml:"reconcile"`
+	// Reconcile configures the reconciler; package reconcileconf owns it.
+	Reconcile reconcileconf.Settings `yaml:"reconcile"`
 	// Runtime picks and configures the runtime adapter.
 	Runtime Runtime `yaml:"runtime"`
 	// IPSource says where addresses come from.
@@ -81,8 +89,9 @@ type Config struct {
 	Metrics Metrics `yaml:"metrics"`
 	// Log configures ipamd's structured log.
 	Log Log `yaml:"log"`
-	// Node says how ipamd reads the node's own evidence of pod addresses.
-	Node Node `yaml:"node"`
+	// PodLinks says how pods are wired on this host and where ipamd finds
+	// their links: the node's own evidence of pod addresses.
+	PodLinks PodLinks `yaml:"podLinks"`
 	// CNI is how ipamd announces itself to the runtime.
 	CNI CNI `yaml:"cni"`
 	// Routes configures routes between nodes.
@@ -91,10 +100,14 @@ type Config struct {
 	Advanced Advanced `yaml:"advanced"`
 }
 
-// Node says where ipamd finds pods' links on the node: after a lost
-// checkpoint, a pod whose runtime reports no IP is accounted for by the
-// host routes through the veth the CNI plugin made for it.
-type Node struct {
+// PodLinks is about the pod links on this host: the host side of the veth
+// pair the CNI plugin makes for each pod it wires. After a lost checkpoint,
+// a pod whose runtime reports no IP is accounted for by the host routes
+// through its link. The block was called node, a word that also named the
+// podCIDR source (ipSource.type node, the Node object's spec.podCIDRs);
+// podLinks says what it holds: what the links are called (hostVethPrefix),
+// where they are (netNS), and whether every pod has one (podWiring).
+type PodLinks struct {
 	// HostVethPrefix is the CNI plugin's hostVethPrefix (at most 7
 	// characters). Default "sbx", the plugin's default.
 	HostVethPrefix string `yaml:"hostVethPrefix" desc:"the CNI plugin's hostVethPrefix, to find pod links on the node"`
@@ -160,33 +173,36 @@ type Runtime struct {
 
 // IPSource says where the pool's addresses come from.
 type IPSource struct {
-	// Type is static, node, pool or aws. Default "static".
-	Type string `yaml:"type" desc:"static (CIDRs from config), node (the Node's spec.podCIDRs), pool (blocks claimed from an IPPool) or aws"`
-	// NodeName is this node's Kubernetes Node name: the node source reads
+	// Type is static, podCIDR, pool or aws. Default "static". podCIDR
+	// (once "node") is named after what it serves: the Node object's
+	// spec.podCIDRs.
+	Type string `yaml:"type" desc:"static (CIDRs from config), podCIDR (the Node's spec.podCIDRs), pool (blocks claimed from an IPPool) or aws"`
+	// NodeName is this node's Kubernetes Node name: the podCIDR source reads
 	// that Node, static.nodes picks its entry, routes.nodes skips it. The
 	// DaemonSet sets NODE_NAME from the downward API's spec.nodeName.
 	// Default empty.
 	NodeName string `yaml:"nodeName" envAlias:"NODE_NAME" desc:"this node's Kubernetes Node name (the DaemonSet sets NODE_NAME from spec.nodeName)"`
 	// Static configures the static source.
 	Static Static `yaml:"static"`
-	// Node configures the node source.
-	Node NodeSource `yaml:"node"`
-	// Pool configures the pool source (package ipsource/pool, whose
-	// Config's field comments state the defaults).
-	Pool pool.Config `yaml:"pool"`
-	// AWS configures the aws (ENI) source; package ipsource/aws owns it
-	// (its fields, defaults, validation, and the AWS VPC CNI's variable
+	// PodCIDR configures the podCIDR source.
+	PodCIDR PodCIDRSource `yaml:"podCIDR"`
+	// Pool configures the pool source; package ipsource/pool/poolconf
+	// owns it (its Config's field comments state the defaults).
+	Pool poolconf.Config `yaml:"pool"`
+	// AWS configures the aws (ENI) source; package ipsource/aws/awsconf
+	// owns it (its fields, defaults, validation, and the AWS VPC CNI's variable
 	// names as aliases of the targets' IPAMD_ variables).
-	AWS aws.Config `yaml:"aws"`
+	AWS awsconf.Config `yaml:"aws"`
 }
 
-// NodeSource is the node source: the pool is the Node's spec.podCIDRs,
-// which kube-controller-manager assigns with --allocate-node-cidrs.
-type NodeSource struct {
+// PodCIDRSource is the podCIDR source (package ipsource/podcidr): the pool
+// is the Node's spec.podCIDRs, which kube-controller-manager assigns with
+// --allocate-node-cidrs.
+type PodCIDRSource struct {
 	// Kubeconfig is the kubeconfig file to reach the API server with; the
 	// routes (routes.nodes) use it too. Default empty: the in-cluster
 	// config of the pod's service account.
-	Kubeconfig string `yaml:"kubeconfig" desc:"kubeconfig file for the node source and routes.nodes (empty: in-cluster service account)"`
+	Kubeconfig string `yaml:"kubeconfig" desc:"kubeconfig file for the podCIDR source and routes.nodes (empty: in-cluster service account)"`
 }
 
 // Routes configures the routes ipamd keeps between nodes.
@@ -195,7 +211,7 @@ type Routes struct {
 	// node's spec.podCIDRs (and, with ipSource.type pool, per other
 	// node's IPBlock) via that node's InternalIP (host-gw), tagged with
 	// ipamd's own route protocol (routes.Protocol, 201). It needs
-	// CAP_NET_ADMIN and the Kubernetes API (ipSource.node.kubeconfig).
+	// CAP_NET_ADMIN and the Kubernetes API (ipSource.podCIDR.kubeconfig).
 	// Default false.
 	Nodes bool `yaml:"nodes" desc:"route other nodes' podCIDRs (and, in pool mode, IPBlocks) via their InternalIP (needs CAP_NET_ADMIN)"`
 }
@@ -277,23 +293,23 @@ func DefaultConfig() Config {
 		Network:   "sandboxipam",
 		IfName:    "eth0",
 		Cooldown:  30 * time.Second,
-		Reconcile: reconcile.DefaultSettings(),
+		Reconcile: reconcileconf.DefaultSettings(),
 		Runtime:   Runtime{Adapter: AdapterAuto, AutoMTLS: true},
 		IPSource: IPSource{
 			Type:   SourceStatic,
 			Static: Static{CIDRs: []string{"198.18.0.0/24"}},
-			Pool:   pool.DefaultConfig(),
-			AWS:    aws.DefaultConfig(),
+			Pool:   poolconf.DefaultConfig(),
+			AWS:    awsconf.DefaultConfig(),
 		},
 		Introspection: Listener{Address: "127.0.0.1:61679"},
 		Metrics:       Metrics{Address: "127.0.0.1:61678"},
 		Log:           Log{Level: "info", Format: "text"},
-		Node:          Node{HostVethPrefix: "sbx", PodWiring: PodWiringAuto},
+		PodLinks:      PodLinks{HostVethPrefix: "sbx", PodWiring: PodWiringAuto},
 		Advanced:      defaultAdvanced(),
 	}
 }
 
-// Values of node.podWiring.
+// Values of podLinks.podWiring.
 const (
 	PodWiringAuto     = "auto"
 	PodWiringPlugin   = "plugin"
@@ -302,11 +318,11 @@ const (
 
 // PluginWiresEveryPod reports whether every attachment on ipamd's network
 // is known to be wired by the sandboxipam plugin as the main plugin: set
-// so by node.podWiring, or, with "auto", because ipamd writes the conflist
+// so by podLinks.podWiring, or, with "auto", because ipamd writes the conflist
 // itself. Only then does a missing pod link prove that a pod holds no
 // address, and only then is an ADD from the plugin as IPAM only refused.
 func (c Config) PluginWiresEveryPod() bool {
-	switch c.Node.PodWiring {
+	switch c.PodLinks.PodWiring {
 	case PodWiringPlugin:
 		return true
 	case PodWiringAuto:
@@ -319,22 +335,22 @@ func (c Config) PluginWiresEveryPod() bool {
 // decided.
 func (c Config) PodWiringReason() string {
 	switch {
-	case c.Node.PodWiring == PodWiringPlugin:
-		return "node.podWiring is plugin"
-	case c.Node.PodWiring == PodWiringIPAMOnly:
-		return "node.podWiring is ipamOnly"
+	case c.PodLinks.PodWiring == PodWiringPlugin:
+		return "podLinks.podWiring is plugin"
+	case c.PodLinks.PodWiring == PodWiringIPAMOnly:
+		return "podLinks.podWiring is ipamOnly"
 	case c.CNI.ConfListPath != "":
-		return "node.podWiring is auto and ipamd writes the conflist (cni.confListPath)"
+		return "podLinks.podWiring is auto and ipamd writes the conflist (cni.confListPath)"
 	}
-	return "node.podWiring is auto and cni.confListPath is empty, so ipamd does not know who wires the pods"
+	return "podLinks.podWiring is auto and cni.confListPath is empty, so ipamd does not know who wires the pods"
 }
 
 // IP source types.
 const (
-	SourceStatic = "static"
-	SourceNode   = "node"
-	SourcePool   = "pool"
-	SourceAWS    = "aws"
+	SourceStatic  = "static"
+	SourcePodCIDR = "podCIDR"
+	SourcePool    = "pool"
+	SourceAWS     = "aws"
 )
 
 // ErrInvalid wraps every validation failure, so callers can tell a bad

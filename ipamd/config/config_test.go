@@ -1,20 +1,18 @@
 package config
 
 import (
-	"context"
 	"errors"
 	"os"
 	"path/filepath"
 	"reflect"
-	"slices"
 	"strings"
 	"testing"
 	"time"
 
-	"github.com/sandboxipam/sandboxipam/ipamd/ipsource/aws"
-	"github.com/sandboxipam/sandboxipam/ipamd/ipsource/pool"
-	"github.com/sandboxipam/sandboxipam/ipamd/reconcile"
-	"github.com/sandboxipam/sandboxipam/runtime/plugin/host"
+	"github.com/sandboxipam/sandboxipam/ipamd/ipsource/aws/awsconf"
+	"github.com/sandboxipam/sandboxipam/ipamd/ipsource/pool/poolconf"
+	"github.com/sandboxipam/sandboxipam/ipamd/reconcile/reconcileconf"
+	"github.com/sandboxipam/sandboxipam/runtime/plugin/pluginconf"
 	"go.yaml.in/yaml/v3"
 )
 
@@ -30,7 +28,7 @@ func TestLoadGoldenFullExample(t *testing.T) {
 		Network:    "podnet",
 		IfName:     "net1",
 		Cooldown:   5 * time.Second,
-		Reconcile:  reconcile.Settings{Interval: 2 * time.Minute, Grace: 45 * time.Second},
+		Reconcile:  reconcileconf.Settings{Interval: 2 * time.Minute, Grace: 45 * time.Second},
 		Runtime: Runtime{
 			Adapter:   "containerd",
 			Endpoint:  "unix:///run/k3s/containerd/containerd.sock",
@@ -42,25 +40,25 @@ func TestLoadGoldenFullExample(t *testing.T) {
 		IPSource: IPSource{
 			Type:     "static",
 			NodeName: "node-7",
-			Node:     NodeSource{Kubeconfig: "/etc/kubernetes/ipamd.kubeconfig"},
-			Pool: pool.Config{Pool: "pods-b", LowWatermark: 8, HighWatermark: 40, ReturnGrace: 90 * time.Second,
+			PodCIDR:  PodCIDRSource{Kubeconfig: "/etc/kubernetes/ipamd.kubeconfig"},
+			Pool: poolconf.Config{Pool: "pods-b", LowWatermark: 8, HighWatermark: 40, ReturnGrace: 90 * time.Second,
 				Interval: 2 * time.Second, Kubeconfig: "/etc/kubernetes/pool.kubeconfig"},
 			Static: Static{CIDRs: []string{"198.18.0.0/24", "198.19.0.0/28"}, Reserved: []string{"198.18.0.2"},
 				Gateways: []string{"198.18.0.1", ""}},
-			AWS: aws.Config{WarmIPTarget: 5, MinimumIPTarget: 10, WarmENITarget: 2, MaxENIs: 3,
+			AWS: awsconf.Config{WarmIPTarget: 5, MinimumIPTarget: 10, WarmENITarget: 2, MaxENIs: 3,
 				Region: "eu-west-1", EC2Endpoint: "http://127.0.0.1:8080", IMDSEndpoint: "http://127.0.0.1:8081"},
 		},
 		Introspection: Listener{Address: "127.0.0.1:7001", AdminSocket: "/run/test-admin/admin.sock"},
 		Metrics:       Metrics{Address: ""},
 		Log:           Log{Level: "debug", Format: "json"},
-		Node:          Node{HostVethPrefix: "pod", PodWiring: PodWiringPlugin},
+		PodLinks:      PodLinks{HostVethPrefix: "pod", PodWiring: PodWiringPlugin},
 		CNI:           CNI{ConfListPath: "/etc/cni/net.d/10-podnet.conflist"},
 		Routes:        Routes{Nodes: true},
 		Advanced: Advanced{
 			Adapter: AdapterTuning{StartTimeout: 20 * time.Second,
-				Supervision: host.Supervision{MinBackoff: time.Second, MaxBackoff: time.Minute, HealthInterval: 10 * time.Second}},
-			Reconcile: reconcile.Tuning{ListTimeout: 3 * time.Second, LinkGrace: 20 * time.Second},
-			AWS: aws.Tuning{PoolCheckInterval: 2 * time.Second, ShrinkInterval: time.Minute, ResyncInterval: 5 * time.Minute,
+				Supervision: pluginconf.Supervision{MinBackoff: time.Second, MaxBackoff: time.Minute, HealthInterval: 10 * time.Second}},
+			Reconcile: reconcileconf.Tuning{ListTimeout: 3 * time.Second, LinkGrace: 20 * time.Second},
+			AWS: awsconf.Tuning{PoolCheckInterval: 2 * time.Second, ShrinkInterval: time.Minute, ResyncInterval: 5 * time.Minute,
 				LeakedENICleanupInterval: time.Hour, MaxAttempts: 4, MaxBackoff: 5 * time.Second},
 		},
 	}
@@ -143,11 +141,11 @@ func TestValidateNamesFieldAndValue(t *testing.T) {
 		{"maxBackoff", func(c *Config) { c.Advanced.Adapter.MaxBackoff = time.Millisecond },
 			"advanced.adapter.maxBackoff must be at least minBackoff (500ms), got 1ms"},
 		{"healthInterval", func(c *Config) { c.Advanced.Adapter.HealthInterval = 0 }, "advanced.adapter.healthInterval must be positive, got 0s"},
-		{"source type", func(c *Config) { c.IPSource.Type = "dhcp" }, `ipSource.type must be one of static, node, pool, aws, got "dhcp"`},
+		{"source type", func(c *Config) { c.IPSource.Type = "dhcp" }, `ipSource.type must be one of static, podCIDR, pool, aws, got "dhcp"`},
 		{"routes without node name", func(c *Config) { c.Routes.Nodes = true },
 			"ipSource.nodeName must be set when routes.nodes is true"},
-		{"node without name", func(c *Config) { c.IPSource.Type = "node" },
-			"ipSource.nodeName must be set when ipSource.type is node"},
+		{"podCIDR without name", func(c *Config) { c.IPSource.Type = "podCIDR" },
+			"ipSource.nodeName must be set when ipSource.type is podCIDR"},
 		{"static nodes bad cidr", func(c *Config) {
 			c.IPSource.NodeName = "node-1"
 			c.IPSource.Static.Nodes = map[string][]string{"node-1": {"198.18.1.0/24"}, "node-2": {"198.18.2.0/33"}}
@@ -219,11 +217,11 @@ func TestValidateNamesFieldAndValue(t *testing.T) {
 			"ipSource.pool.interval must be positive, got 0s"},
 		{"pool node name", func(c *Config) { c.IPSource.Type = SourcePool },
 			"ipSource.nodeName must be set when ipSource.type is pool"},
-		{"podWiring", func(c *Config) { c.Node.PodWiring = "true" }, `node.podWiring must be one of auto, plugin, ipamOnly, got "true"`},
+		{"podWiring", func(c *Config) { c.PodLinks.PodWiring = "true" }, `podLinks.podWiring must be one of auto, plugin, ipamOnly, got "true"`},
 		{"podWiring ipamOnly with conflist", func(c *Config) {
-			c.Node.PodWiring = PodWiringIPAMOnly
+			c.PodLinks.PodWiring = PodWiringIPAMOnly
 			c.CNI.ConfListPath = "/etc/cni/net.d/10-sandboxipam.conflist"
-		}, `node.podWiring is ipamOnly, but cni.confListPath "/etc/cni/net.d/10-sandboxipam.conflist" makes ipamd write a conflist`},
+		}, `podLinks.podWiring is ipamOnly, but cni.confListPath "/etc/cni/net.d/10-sandboxipam.conflist" makes ipamd write a conflist`},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -290,7 +288,7 @@ func TestPluginWiresEveryPod(t *testing.T) {
 	}
 	for _, tc := range cases {
 		cfg := DefaultConfig()
-		cfg.Node.PodWiring, cfg.CNI.ConfListPath = tc.wiring, tc.confList
+		cfg.PodLinks.PodWiring, cfg.CNI.ConfListPath = tc.wiring, tc.confList
 		if got := cfg.PluginWiresEveryPod(); got != tc.want {
 			t.Errorf("podWiring %q, confListPath %q: PluginWiresEveryPod() = %v, want %v (%s)", tc.wiring, tc.confList, got, tc.want, cfg.PodWiringReason())
 		}
@@ -386,69 +384,9 @@ func TestBadEnvValueNamesVariable(t *testing.T) {
 	}
 }
 
-func TestSelectAdapter(t *testing.T) {
-	dir := t.TempDir()
-	for _, name := range AdapterNames() {
-		if err := os.WriteFile(filepath.Join(dir, name), []byte("#!/bin/sh\n"), 0o755); err != nil {
-			t.Fatal(err)
-		}
-	}
-	exe := filepath.Join(dir, "..", "ipamd")
-	probeOnly := func(live ...string) Prober {
-		return func(_ context.Context, socket string) bool { return slices.Contains(live, socket) }
-	}
-	rt := DefaultConfig().Runtime
-	rt.PluginDir = dir
-
-	sel, err := rt.Select(t.Context(), exe, probeOnly("/var/run/docker.sock", "/var/run/cri-dockerd.sock"))
-	if err != nil {
-		t.Fatalf("auto: %v", err)
-	}
-	want := Selection{Adapter: "dockershim", Binary: filepath.Join(dir, "dockershim"),
-		Args: []string{"--endpoint", "unix:///var/run/cri-dockerd.sock"}, Endpoint: "unix:///var/run/cri-dockerd.sock",
-		Reason:    "auto: /var/run/cri-dockerd.sock accepts connections (first of crictl's order)",
-		AlsoFound: []string{"/var/run/docker.sock"}}
-	if !reflect.DeepEqual(sel, want) {
-		t.Errorf("auto = %+v\nwant %+v", sel, want)
-	}
-
-	sel, err = rt.Select(t.Context(), exe, probeOnly("/run/crio/crio.sock", "/run/containerd/containerd.sock"))
-	if err != nil || sel.Adapter != "containerd" {
-		t.Errorf("auto with containerd and crio = %+v, %v; want containerd (crictl's first)", sel, err)
-	}
-
-	_, err = rt.Select(t.Context(), exe, probeOnly())
-	if !errors.Is(err, ErrNoRuntime) {
-		t.Errorf("auto with no socket = %v, want ErrNoRuntime", err)
-	}
-
-	rt.Adapter, rt.Endpoint, rt.Args = "crio", "unix:///run/crio/crio.sock", []string{"--timeout", "2s"}
-	sel, err = rt.Select(t.Context(), exe, probeOnly())
-	if err != nil || sel.Binary != filepath.Join(dir, "crio") ||
-		!reflect.DeepEqual(sel.Args, []string{"--endpoint", "unix:///run/crio/crio.sock", "--timeout", "2s"}) {
-		t.Errorf("named = %+v, %v", sel, err)
-	}
-
-	rt = DefaultConfig().Runtime
-	rt.Adapter = filepath.Join(dir, "docker")
-	sel, err = rt.Select(t.Context(), exe, probeOnly())
-	if err != nil || sel.Adapter != "path" || sel.Binary != rt.Adapter || len(sel.Args) != 0 {
-		t.Errorf("path = %+v, %v", sel, err)
-	}
-
-	rt = DefaultConfig().Runtime
-	rt.Adapter = "docker"
-	if got := rt.PluginDirFor("/usr/local/bin/ipamd"); got != "/usr/local/bin/adapters" {
-		t.Errorf("default plugin dir = %q, want /usr/local/bin/adapters", got)
-	}
-	if _, err := rt.Select(t.Context(), "/nonexistent/ipamd", probeOnly()); !errors.Is(err, os.ErrNotExist) {
-		t.Errorf("missing binary = %v, want ErrNotExist", err)
-	}
-}
-
 func TestLoadNamesWhatReplacedARenamedField(t *testing.T) {
 	cases := map[string]string{
-		"node:\n  ipamOnly: true\n": "node.ipamOnly was replaced by node.podWiring",
+		"node:\n  ipamOnly: true\n": "node.ipamOnly was replaced by podLinks.podWiring",
 		"runtime:\n  adapter: docker\n  minBackoff: 1s\n  healthInterval: 2s\n": "runtime.healthInterval: moved to advanced.adapter.healthInterval " +
 			"(env IPAMD_ADVANCED_ADAPTER_HEALTHINTERVAL); runtime.minBackoff: moved to advanced.adapter.minBackoff (env IPAMD_ADVANCED_ADAPTER_MINBACKOFF)",
 		"runtime:\n  startTimeout: 1s\n": "runtime.startTimeout: moved to advanced.adapter.startTimeout",
@@ -458,7 +396,13 @@ func TestLoadNamesWhatReplacedARenamedField(t *testing.T) {
 		"reconcile:\n  grace: 1m\n  listTimeout: 5s\n": "reconcile.listTimeout: moved to advanced.reconcile.listTimeout " +
 			"(env IPAMD_ADVANCED_RECONCILE_LISTTIMEOUT)",
 		"node:\n  podWiring: plugin\n  linkGrace: 20s\n": "node.linkGrace: moved to advanced.reconcile.linkGrace " +
-			"(env IPAMD_ADVANCED_RECONCILE_LINKGRACE)",
+			"(env IPAMD_ADVANCED_RECONCILE_LINKGRACE); node.podWiring: moved to podLinks.podWiring (env IPAMD_PODLINKS_PODWIRING)",
+		"node:\n  hostVethPrefix: sbx\n  netNS: /run/netns/x\n": "node.hostVethPrefix: moved to podLinks.hostVethPrefix " +
+			"(env IPAMD_PODLINKS_HOSTVETHPREFIX); node.netNS: moved to podLinks.netNS (env IPAMD_PODLINKS_NETNS)",
+		"node: {}\n": "node: renamed podLinks",
+		"ipSource:\n  type: podCIDR\n  nodeName: n\n  node:\n    kubeconfig: /k\n": "ipSource.node.kubeconfig: moved to " +
+			"ipSource.podCIDR.kubeconfig (env IPAMD_IPSOURCE_PODCIDR_KUBECONFIG)",
+		"ipSource:\n  type: node\n  nodeName: n\n": `ipSource.type "node" was renamed "podCIDR"`,
 	}
 	for yaml, want := range cases {
 		path := filepath.Join(t.TempDir(), "ipamd.yaml")
@@ -486,6 +430,9 @@ func TestOldEnvVariableNamesItsNewPlace(t *testing.T) {
 		{"IPAMD_RUNTIME_MINBACKOFF", "runtime.minBackoff", "advanced.adapter.minBackoff (env IPAMD_ADVANCED_ADAPTER_MINBACKOFF)"},
 		{"IPAMD_RECONCILE_LISTTIMEOUT", "reconcile.listTimeout", "advanced.reconcile.listTimeout (env IPAMD_ADVANCED_RECONCILE_LISTTIMEOUT)"},
 		{"IPAMD_NODE_LINKGRACE", "node.linkGrace", "advanced.reconcile.linkGrace (env IPAMD_ADVANCED_RECONCILE_LINKGRACE)"},
+		{"IPAMD_NODE_PODWIRING", "node.podWiring", "podLinks.podWiring (env IPAMD_PODLINKS_PODWIRING)"},
+		{"IPAMD_NODE_HOSTVETHPREFIX", "node.hostVethPrefix", "podLinks.hostVethPrefix (env IPAMD_PODLINKS_HOSTVETHPREFIX)"},
+		{"IPAMD_IPSOURCE_NODE_KUBECONFIG", "ipSource.node.kubeconfig", "ipSource.podCIDR.kubeconfig (env IPAMD_IPSOURCE_PODCIDR_KUBECONFIG)"},
 	} {
 		_, err := Load("", []string{tc.old + "=1s"})
 		want := "environment variable " + tc.old + " names no config field (" + tc.path + " moved to " + tc.env + ")"
@@ -493,9 +440,13 @@ func TestOldEnvVariableNamesItsNewPlace(t *testing.T) {
 			t.Errorf("Load = %v; want ErrInvalid containing %q", err, want)
 		}
 	}
+	_, err := Load("", []string{"IPAMD_IPSOURCE_TYPE=node", "IPAMD_IPSOURCE_NODENAME=n"})
+	if want := `ipSource.type "node" was renamed "podCIDR"`; !errors.Is(err, ErrInvalid) || !strings.Contains(err.Error(), want) {
+		t.Errorf("IPAMD_IPSOURCE_TYPE=node: %v; want ErrInvalid containing %q", err, want)
+	}
 	cfg, err := Load("", []string{"IPAMD_ADVANCED_ADAPTER_MINBACKOFF=1s", "IPAMD_ADVANCED_RECONCILE_LISTTIMEOUT=2s", "IPAMD_ADVANCED_RECONCILE_LINKGRACE=3s"})
 	if err != nil || cfg.Advanced.Adapter.MinBackoff != time.Second ||
-		cfg.Advanced.Reconcile != (reconcile.Tuning{ListTimeout: 2 * time.Second, LinkGrace: 3 * time.Second}) {
+		cfg.Advanced.Reconcile != (reconcileconf.Tuning{ListTimeout: 2 * time.Second, LinkGrace: 3 * time.Second}) {
 		t.Fatalf("IPAMD_ADVANCED_*: %+v, %+v, %v", cfg.Advanced.Adapter, cfg.Advanced.Reconcile, err)
 	}
 }
@@ -504,19 +455,19 @@ func TestOldEnvVariableNamesItsNewPlace(t *testing.T) {
 // components' defaults, not copies.
 func TestDefaultsAreTheComponentsOwn(t *testing.T) {
 	def := DefaultConfig()
-	if def.Reconcile != reconcile.DefaultSettings() {
-		t.Errorf("reconcile = %+v, want reconcile.DefaultSettings() %+v", def.Reconcile, reconcile.DefaultSettings())
+	if def.Reconcile != reconcileconf.DefaultSettings() {
+		t.Errorf("reconcile = %+v, want reconcileconf.DefaultSettings() %+v", def.Reconcile, reconcileconf.DefaultSettings())
 	}
-	if def.Advanced.Reconcile != reconcile.DefaultTuning() {
-		t.Errorf("advanced.reconcile = %+v, want reconcile.DefaultTuning() %+v", def.Advanced.Reconcile, reconcile.DefaultTuning())
+	if def.Advanced.Reconcile != reconcileconf.DefaultTuning() {
+		t.Errorf("advanced.reconcile = %+v, want reconcileconf.DefaultTuning() %+v", def.Advanced.Reconcile, reconcileconf.DefaultTuning())
 	}
-	if def.IPSource.AWS != aws.DefaultConfig() {
-		t.Errorf("ipSource.aws = %+v, want aws.DefaultConfig() %+v", def.IPSource.AWS, aws.DefaultConfig())
+	if def.IPSource.AWS != awsconf.DefaultConfig() {
+		t.Errorf("ipSource.aws = %+v, want awsconf.DefaultConfig() %+v", def.IPSource.AWS, awsconf.DefaultConfig())
 	}
-	if def.Advanced.AWS != aws.DefaultTuning() {
-		t.Errorf("advanced.aws = %+v, want aws.DefaultTuning() %+v", def.Advanced.AWS, aws.DefaultTuning())
+	if def.Advanced.AWS != awsconf.DefaultTuning() {
+		t.Errorf("advanced.aws = %+v, want awsconf.DefaultTuning() %+v", def.Advanced.AWS, awsconf.DefaultTuning())
 	}
-	if def.Advanced.Adapter.Supervision != host.DefaultSupervision() || def.Advanced.Adapter.StartTimeout != host.DefaultStartTimeout {
+	if def.Advanced.Adapter.Supervision != pluginconf.DefaultSupervision() || def.Advanced.Adapter.StartTimeout != pluginconf.DefaultStartTimeout {
 		t.Errorf("advanced.adapter = %+v, want plugin's defaults", def.Advanced.Adapter)
 	}
 }

@@ -127,7 +127,7 @@ func ApplyEnv(cfg *Config, environ []string) error {
 		}
 		f, ok := byEnv[name]
 		if !ok {
-			return fmt.Errorf("%w: environment variable %s names no config field%s (see ipamd config-reference)", ErrInvalid, name, renamedEnvHint(name))
+			return fmt.Errorf("%w: environment variable %s names no config field%s (see ipamd config-reference)", ErrInvalid, name, renamedEnvHint(name, byEnv))
 		}
 		if err := parseInto(f.value, values[name]); err != nil {
 			return fmt.Errorf("%w: environment variable %s (%s): %v", ErrInvalid, name, f.Path, err)

@@ -13,7 +13,7 @@ import (
 // it, so a config written for that version fails with the way forward
 // rather than with "field not found", in the file and in the environment.
 var renamed = map[string]string{
-	"node.ipamOnly": "node.ipamOnly was replaced by node.podWiring: " +
+	"node.ipamOnly": "node.ipamOnly was replaced by podLinks.podWiring: " +
 		"write podWiring: ipamOnly for ipamOnly: true, or leave it out (auto) for false",
 	"reconcile.listTimeout": movedTo("advanced.reconcile.listTimeout"),
 	"node.linkGrace":        movedTo("advanced.reconcile.linkGrace"),
@@ -29,6 +29,20 @@ var renamed = map[string]string{
 	"ipSource.aws.leakedENICleanupInterval": movedTo("advanced.aws.leakedENICleanupInterval"),
 	"ipSource.aws.maxAttempts":              movedTo("advanced.aws.maxAttempts"),
 	"ipSource.aws.maxBackoff":               movedTo("advanced.aws.maxBackoff"),
+}
+
+// renamedBlocks maps a block an older ipamd took to its new name; the keys
+// inside it kept theirs. node held the pod links on this host, a word that
+// also named the podCIDR source; ipSource.node was that source's block.
+var renamedBlocks = map[string]string{
+	"node":          "podLinks",
+	"ipSource.node": "ipSource.podCIDR",
+}
+
+// renamedValues maps, by field, a value an older ipamd took to its new
+// spelling: the podCIDR source was ipSource.type node.
+var renamedValues = map[string]map[string]string{
+	"ipSource.type": {"node": SourcePodCIDR},
 }
 
 func movedTo(path string) string {
@@ -49,6 +63,9 @@ func checkRenamed(data []byte) error {
 			found = append(found, old+": "+hint)
 		}
 	}
+	for old, now := range renamedBlocks {
+		found = append(found, renamedBlockKeys(root.Content[0], old, now)...)
+	}
 	if len(found) == 0 {
 		return nil
 	}
@@ -56,26 +73,76 @@ func checkRenamed(data []byte) error {
 	return fmt.Errorf("%w: %s", ErrInvalid, strings.Join(found, "; "))
 }
 
-func hasPath(n *yaml.Node, path []string) bool {
+// renamedBlockKeys names, for the block old if the file has it, each key
+// in it and its new place under now; a key renamed on its own is left to
+// its own hint.
+func renamedBlockKeys(root *yaml.Node, old, now string) []string {
+	block := lookup(root, strings.Split(old, "."))
+	if block == nil {
+		return nil
+	}
+	var found []string
+	if block.Kind == yaml.MappingNode {
+		for i := 0; i+1 < len(block.Content); i += 2 {
+			key := block.Content[i].Value
+			if _, own := renamed[old+"."+key]; !own {
+				found = append(found, old+"."+key+": "+movedTo(now+"."+key))
+			}
+		}
+	}
+	if len(found) == 0 && len(block.Content) == 0 {
+		found = append(found, old+": renamed "+now)
+	}
+	return found
+}
+
+func hasPath(n *yaml.Node, path []string) bool { return lookup(n, path) != nil }
+
+// lookup is the value at path in the mapping n, or nil.
+func lookup(n *yaml.Node, path []string) *yaml.Node {
 	if n.Kind != yaml.MappingNode {
-		return false
+		return nil
 	}
 	for i := 0; i+1 < len(n.Content); i += 2 {
 		if n.Content[i].Value != path[0] {
 			continue
 		}
-		return len(path) == 1 || hasPath(n.Content[i+1], path[1:])
+		if len(path) == 1 {
+			return n.Content[i+1]
+		}
+		return lookup(n.Content[i+1], path[1:])
 	}
-	return false
+	return nil
+}
+
+// renamedValue is the hint for a value of the field at path that an older
+// ipamd took and that is now spelt otherwise, or "".
+func renamedValue(path, value string) string {
+	now, ok := renamedValues[path][value]
+	if !ok {
+		return ""
+	}
+	return fmt.Sprintf("%s %q was renamed %q", path, value, now)
 }
 
 // renamedEnvHint is the hint for an IPAMD_ variable that names an old key,
-// or "".
-func renamedEnvHint(name string) string {
+// or "". byEnv finds the field a renamed block's key became.
+func renamedEnvHint(name string, byEnv map[string]Field) string {
 	for old, hint := range renamed {
 		if EnvName(old) == name {
 			return fmt.Sprintf(" (%s %s)", old, hint)
 		}
+	}
+	for old, now := range renamedBlocks {
+		rest, ok := strings.CutPrefix(name, EnvName(old)+"_")
+		if !ok {
+			continue
+		}
+		f, ok := byEnv[EnvName(now)+"_"+rest]
+		if !ok {
+			return fmt.Sprintf(" (%s was renamed %s)", old, now)
+		}
+		return fmt.Sprintf(" (%s.%s %s)", old, strings.TrimPrefix(f.Path, now+"."), movedTo(f.Path))
 	}
 	return ""
 }

@@ -47,14 +47,14 @@ func (c Config) Validate() error {
 	v.hostPort("metrics.address", c.Metrics.Address, false)
 	v.oneOf("log.level", c.Log.Level, "debug", "info", "warn", "error")
 	v.oneOf("log.format", c.Log.Format, "text", "json")
-	if n := len(c.Node.HostVethPrefix); n == 0 || n > 7 {
-		v.addf("node.hostVethPrefix must be 1 to 7 characters (the CNI plugin's hostVethPrefix), got %q", c.Node.HostVethPrefix)
+	if n := len(c.PodLinks.HostVethPrefix); n == 0 || n > 7 {
+		v.addf("podLinks.hostVethPrefix must be 1 to 7 characters (the CNI plugin's hostVethPrefix), got %q", c.PodLinks.HostVethPrefix)
 	}
 	v.absPath("cni.confListPath", c.CNI.ConfListPath, false)
-	v.absPath("node.netNS", c.Node.NetNS, false)
-	v.oneOf("node.podWiring", c.Node.PodWiring, PodWiringAuto, PodWiringPlugin, PodWiringIPAMOnly)
-	if c.Node.PodWiring == PodWiringIPAMOnly && c.CNI.ConfListPath != "" {
-		v.addf("node.podWiring is ipamOnly, but cni.confListPath %q makes ipamd write a conflist with sandboxipam as the main plugin: set node.podWiring to auto or plugin, or empty cni.confListPath", c.CNI.ConfListPath)
+	v.absPath("podLinks.netNS", c.PodLinks.NetNS, false)
+	v.oneOf("podLinks.podWiring", c.PodLinks.PodWiring, PodWiringAuto, PodWiringPlugin, PodWiringIPAMOnly)
+	if c.PodLinks.PodWiring == PodWiringIPAMOnly && c.CNI.ConfListPath != "" {
+		v.addf("podLinks.podWiring is ipamOnly, but cni.confListPath %q makes ipamd write a conflist with sandboxipam as the main plugin: set podLinks.podWiring to auto or plugin, or empty cni.confListPath", c.CNI.ConfListPath)
 	}
 	c.Advanced.validate(&v, c.IPSource.Type)
 	return v.err()
@@ -95,8 +95,12 @@ func (r Runtime) validate(v *validator) {
 }
 
 func (s IPSource) validate(v *validator) {
-	v.oneOf("ipSource.type", s.Type, SourceStatic, SourceNode, SourcePool, SourceAWS)
-	if (s.Type == SourceNode || s.Type == SourcePool) && s.NodeName == "" {
+	if hint := renamedValue("ipSource.type", s.Type); hint != "" {
+		v.addf("%s (the source of the Node's spec.podCIDRs)", hint)
+	} else {
+		v.oneOf("ipSource.type", s.Type, SourceStatic, SourcePodCIDR, SourcePool, SourceAWS)
+	}
+	if (s.Type == SourcePodCIDR || s.Type == SourcePool) && s.NodeName == "" {
 		v.addf("ipSource.nodeName must be set when ipSource.type is %s (set NODE_NAME from the downward API's spec.nodeName)", s.Type)
 	}
 	if err := s.Pool.Validate("ipSource.pool"); err != nil && s.Type == SourcePool {

@@ -23,7 +23,7 @@ type adapterHandle struct {
 	log  *slog.Logger
 
 	mu  sync.Mutex
-	sel config.Selection
+	sel selection
 	// selErr: the selection failed or is not usable yet; refused: ipamd
 	// will not reconcile with this selection (auto found several
 	// runtimes).
@@ -41,7 +41,7 @@ func newAdapterHandle(cfg config.Config, opts Options, log *slog.Logger) *adapte
 // A failed launch is logged loudly and never stops ipamd: the supervisor
 // keeps relaunching in the background.
 func (h *adapterHandle) start(ctx context.Context) runtime.RuntimeAdapter {
-	sel, selErr := h.cfg.Runtime.Select(ctx, h.opts.Executable, h.opts.Probe)
+	sel, selErr := selectAdapter(ctx, h.cfg.Runtime, h.opts.Executable, h.opts.Probe)
 	h.mu.Lock()
 	h.sel, h.selErr = sel, selErr
 	h.mu.Unlock()

@@ -56,7 +56,7 @@ func netnsHandle(t *testing.T, name string) *netlink.Handle {
 }
 
 // plugNode is a node whose pods the real CNI plugin wires: it runs in
-// hostNS (ipamd reads pod links there, node.netNS), each pod in its own
+// hostNS (ipamd reads pod links there, podLinks.netNS), each pod in its own
 // namespace.
 type plugNode struct {
 	*node
@@ -156,7 +156,7 @@ func TestCheckWhoAndMetricsOnARealNode(t *testing.T) {
 	testsupport.RequireRoot(t, "ip")
 	n := newNode(t, "198.18.0.0/28")
 	p := &plugNode{node: n, hostNS: newNetns(t, "h"), plugin: buildPlugin(t), pods: map[string]string{}}
-	n.cfg.Node.NetNS = "/run/netns/" + p.hostNS
+	n.cfg.PodLinks.NetNS = "/run/netns/" + p.hostNS
 	d, cni, intro := startInProcess(t, n)
 	ctx := t.Context()
 	waitReady(t, cni)

@@ -31,7 +31,7 @@ func TestChurnWithLostDELsEndsWithNothingLeaked(t *testing.T) {
 		t.Skip("runs the real ipamd and CNI plugin; skipped with -short")
 	}
 	n := newNode(t, "198.18.0.0/27")
-	n.cfg.Node.PodWiring = config.PodWiringAuto
+	n.cfg.PodLinks.PodWiring = config.PodWiringAuto
 	port := n.reserveIntrospection()
 	bin, cfgPath, logPath := buildIpamd(t), n.writeConfig(), filepath.Join(n.dir, "ipamd.log")
 	cni, intro := cniClient{socket: n.cfg.Socket}, client.NewAdmin(n.cfg.AdminSocketPath())

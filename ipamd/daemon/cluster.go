@@ -21,7 +21,7 @@ func (d *Daemon) kube() (*kubeclient.Client, error) {
 			d.kubeClient = d.opts.Kube
 			return
 		}
-		kubeconfig := d.cfg.IPSource.Node.Kubeconfig
+		kubeconfig := d.cfg.IPSource.PodCIDR.Kubeconfig
 		if d.cfg.IPSource.Type == config.SourcePool && d.cfg.IPSource.Pool.Kubeconfig != "" {
 			kubeconfig = d.cfg.IPSource.Pool.Kubeconfig
 		}
@@ -42,7 +42,7 @@ func startNode(ctx, runCtx context.Context, d *Daemon, store *datastore.Store, w
 	src, err := podcidr.New(podcidr.Config{NodeName: d.cfg.IPSource.NodeName}, client, store,
 		podcidr.Options{Logger: d.log.With("component", "ipsource"), OnChange: d.sourceChanged})
 	if err != nil {
-		return nil, fmt.Errorf("ipSource.node: %w", err)
+		return nil, fmt.Errorf("ipSource.podCIDR: %w", err)
 	}
 	ok, err := src.Restore(ctx)
 	if err != nil {

@@ -119,7 +119,7 @@ func stateDestroyed(fault int) bool {
 // a retried DEL, as kubelet does, half by the reconciler, with the
 // sandbox gone from the runtime).
 //
-// It runs with the default node.podWiring (auto, no conflist: ipamd does
+// It runs with the default podLinks.podWiring (auto, no conflist: ipamd does
 // not know who wires the pods) and every grace a millisecond, so every
 // ADD after a restart comes well past them. Half the clients make their
 // pods through the real CNI plugin as IPAM only, and the runtime reports
@@ -142,7 +142,7 @@ func TestCrashRecoveryRealBinary(t *testing.T) {
 	n := newNode(t, "198.18.0.0/26")
 	n.cfg.Introspection.Address = freeLoopbackAddr(t)
 	n.cfg.Log.Level = "info" // one line per change: the history of a violation
-	n.cfg.Node.PodWiring = config.PodWiringAuto
+	n.cfg.PodLinks.PodWiring = config.PodWiringAuto
 	n.cfg.Advanced.Reconcile.LinkGrace = time.Millisecond
 	n.cfg.Reconcile.Interval = 300 * time.Millisecond
 	cfgPath := n.writeConfig()

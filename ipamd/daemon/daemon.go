@@ -72,10 +72,10 @@ type Options struct {
 	// directory; empty means os.Executable.
 	Executable string
 	// Probe tests runtime sockets for runtime.adapter auto; nil means
-	// config.DialProbe.
-	Probe config.Prober
+	// DialProbe.
+	Probe Prober
 	// Kube is the Kubernetes client of the node source and the routes;
-	// nil builds one from ipSource.node.kubeconfig (tests pass their API
+	// nil builds one from ipSource.podCIDR.kubeconfig (tests pass their API
 	// server's).
 	Kube *kubeclient.Client
 	// RoutesNetlink is the network namespace routes.nodes keeps routes
@@ -131,7 +131,7 @@ func New(cfg config.Config, opts Options) *Daemon {
 		opts.Logger = slog.New(slog.DiscardHandler)
 	}
 	if opts.Probe == nil {
-		opts.Probe = config.DialProbe
+		opts.Probe = DialProbe
 	}
 	if opts.Executable == "" {
 		if exe, err := os.Executable(); err == nil {

@@ -52,7 +52,7 @@ func newNode(t testing.TB, cidr string) *node {
 	// plugin wires every pod, they hold nothing once this short wait after
 	// start is over. Tests of the default (auto: nothing inferred from a
 	// missing link) set PodWiring back.
-	cfg.Node.PodWiring = config.PodWiringPlugin
+	cfg.PodLinks.PodWiring = config.PodWiringPlugin
 	cfg.Advanced.Reconcile.LinkGrace = time.Millisecond
 	cfg.Runtime.Adapter = testadapter.Build(t)
 	cfg.Runtime.Args = []string{"--state=" + n.state}

@@ -28,7 +28,7 @@ func TestIPAMOnlyPodWhoseNetNSStaysKeepsItsAddress(t *testing.T) {
 	}
 	testsupport.RequireRoot(t, "unshare", "umount")
 	n := newNode(t, "198.18.0.0/28")
-	n.cfg.Node.PodWiring = config.PodWiringAuto // the default: no inference from a missing pod link
+	n.cfg.PodLinks.PodWiring = config.PodWiringAuto // the default: no inference from a missing pod link
 	port := n.reserveIntrospection()
 	bin, cfgPath, logPath := buildIpamd(t), n.writeConfig(), filepath.Join(n.dir, "ipamd.log")
 	cni, intro := cniClient{socket: n.cfg.Socket}, client.NewAdmin(n.cfg.AdminSocketPath())

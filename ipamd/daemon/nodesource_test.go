@@ -71,9 +71,9 @@ func waitPool(t *testing.T, c *client.Client, want string) {
 func nodeConfig(t *testing.T, a *kubeenv.APIServer, name string) *node {
 	t.Helper()
 	n := newNode(t, "198.18.0.0/28")
-	n.cfg.IPSource.Type = config.SourceNode
+	n.cfg.IPSource.Type = config.SourcePodCIDR
 	n.cfg.IPSource.NodeName = name
-	n.cfg.IPSource.Node.Kubeconfig = a.Kubeconfig
+	n.cfg.IPSource.PodCIDR.Kubeconfig = a.Kubeconfig
 	n.cfg.CNI.ConfListPath = n.dir + "/net.d/10-test.conflist"
 	if err := n.cfg.Validate(); err != nil {
 		t.Fatal(err)

@@ -43,7 +43,7 @@ func (d *Daemon) sandboxesNow(ctx context.Context) ([]runtime.Sandbox, error) {
 
 // checkNow serves ipamctl nodecheck. ipamd reads the kernel itself rather
 // than leaving it to ipamctl: it runs on the node, in the namespace whose
-// pod links it already reads for proof (node.netNS), with the plugin's
+// pod links it already reads for proof (podLinks.netNS), with the plugin's
 // hostVethPrefix from its config, so the check reads exactly what the
 // reconciler trusts, and ipamctl works the same from a port-forward. The
 // settle time is the reconcile grace: an ADD still being wired, or a
@@ -51,13 +51,13 @@ func (d *Daemon) sandboxesNow(ctx context.Context) ([]runtime.Sandbox, error) {
 func (d *Daemon) checkNow(ctx context.Context) nodecheck.Outcome {
 	src := nodecheck.Sources{
 		Assignments: d.store.Assignments, Deleted: d.store.DeletedSandboxes, NetNS: hostlinks.NetNSAddrs,
-		VethPrefix: d.cfg.Node.HostVethPrefix, Settle: d.cfg.Reconcile.Grace,
+		VethPrefix: d.cfg.PodLinks.HostVethPrefix, Settle: d.cfg.Reconcile.Grace,
 	}
 	if d.rec.Load() != nil {
 		src.Sandboxes = d.sandboxesNow
 	}
-	if d.cfg.Node.PodWiring != config.PodWiringIPAMOnly {
-		src.Node = hostlinks.Reader{Prefix: d.cfg.Node.HostVethPrefix, NetNS: d.cfg.Node.NetNS}.Read
+	if d.cfg.PodLinks.PodWiring != config.PodWiringIPAMOnly {
+		src.Node = hostlinks.Reader{Prefix: d.cfg.PodLinks.HostVethPrefix, NetNS: d.cfg.PodLinks.NetNS}.Read
 	}
 	out := nodecheck.Run(ctx, src)
 	d.log.Info("check compared ipamd, the runtime and the kernel", slog.Int("disagreements", len(out.Disagreements)),

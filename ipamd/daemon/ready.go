@@ -154,8 +154,8 @@ func (d *Daemon) withdraw() {
 // ipamd's own network name and socket.
 func (d *Daemon) confList() ([]byte, error) {
 	plugin := map[string]any{"type": "sandboxipam", "ipamdSocket": d.cfg.Socket}
-	if d.cfg.Node.HostVethPrefix != hostveth.DefaultPrefix {
-		plugin["hostVethPrefix"] = d.cfg.Node.HostVethPrefix
+	if d.cfg.PodLinks.HostVethPrefix != hostveth.DefaultPrefix {
+		plugin["hostVethPrefix"] = d.cfg.PodLinks.HostVethPrefix
 	}
 	b, err := json.MarshalIndent(map[string]any{
 		"cniVersion": "1.0.0", "name": d.cfg.Network, "plugins": []any{plugin},

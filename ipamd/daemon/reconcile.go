@@ -26,9 +26,9 @@ func (d *Daemon) newReconciler(adapter runtime.RuntimeAdapter) *reconcile.Reconc
 		Network: d.cfg.Network, IfName: d.cfg.IfName,
 		Logger:     d.log.With("component", "reconcile"),
 		OnResult:   d.onReconcile,
-		Node:       hostlinks.Reader{Prefix: d.cfg.Node.HostVethPrefix, NetNS: d.cfg.Node.NetNS},
+		Node:       hostlinks.Reader{Prefix: d.cfg.PodLinks.HostVethPrefix, NetNS: d.cfg.PodLinks.NetNS},
 		NetNS:      hostlinks.NetNSAddrs,
-		VethPrefix: d.cfg.Node.HostVethPrefix,
+		VethPrefix: d.cfg.PodLinks.HostVethPrefix,
 		StartedAt:  d.startedAt,
 		LinkGrace:  d.cfg.Advanced.Reconcile.LinkGrace,
 

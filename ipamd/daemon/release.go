@@ -203,8 +203,8 @@ func (d *Daemon) currentListing(ctx context.Context) (listing, string, error) {
 }
 
 func (d *Daemon) nodeEvidence(ctx context.Context, a datastore.Assignment, ev *evidence) {
-	prefix := d.cfg.Node.HostVethPrefix
-	snap, err := hostlinks.Reader{Prefix: prefix, NetNS: d.cfg.Node.NetNS}.Read(ctx)
+	prefix := d.cfg.PodLinks.HostVethPrefix
+	snap, err := hostlinks.Reader{Prefix: prefix, NetNS: d.cfg.PodLinks.NetNS}.Read(ctx)
 	if err != nil {
 		ev.add(nil, "the node's pod links could not be read (%v)", err)
 		return

@@ -151,7 +151,7 @@ func TestReleaseRefusedWhileTheNodeShowsThePod(t *testing.T) {
 	testsupport.RequireRoot(t, "ip")
 	n := newNode(t, "198.18.0.0/28")
 	p := &plugNode{node: n, hostNS: newNetns(t, "h"), plugin: buildPlugin(t), pods: map[string]string{}}
-	n.cfg.Node.NetNS = "/run/netns/" + p.hostNS
+	n.cfg.PodLinks.NetNS = "/run/netns/" + p.hostNS
 	d, cni, admin, _ := startLogged(t, n)
 	waitReady(t, cni)
 	id := p.runPod(t, "node-evidence")

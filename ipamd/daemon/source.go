@@ -36,7 +36,7 @@ type sourceHandle struct {
 func startSource(ctx, runCtx context.Context, d *Daemon) (*sourceHandle, error) {
 	cfg, store, log, wg := d.cfg, d.store, d.log, &d.wg
 	switch cfg.IPSource.Type {
-	case config.SourceNode:
+	case config.SourcePodCIDR:
 		return startNode(ctx, runCtx, d, store, wg)
 	case config.SourcePool:
 		return startPool(ctx, runCtx, d, store, wg)

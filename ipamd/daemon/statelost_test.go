@@ -22,7 +22,7 @@ import (
 var ipamPods = []string{"ipam-pod-1", "ipam-pod-2", "ipam-pod-3", "ipam-pod-4", "ipam-pod-5"}
 
 // The first case, in its three forms, through the real ipamd and
-// the real plugin with the default config (node.podWiring auto, no
+// the real plugin with the default config (podLinks.podWiring auto, no
 // conflist: ipamd does not know who wires the pods) and every grace a
 // millisecond long, so each ADD after the restart comes well past them.
 // Every ADD is refused with CNI code 11 naming the five unaccounted
@@ -66,7 +66,7 @@ func flipByte(t *testing.T, path string, at int) {
 
 func stateLossCase(t *testing.T, bin string, fault func(*testing.T, *node)) {
 	n := newNode(t, "198.18.0.0/24")
-	n.cfg.Node.PodWiring = config.PodWiringAuto // the default
+	n.cfg.PodLinks.PodWiring = config.PodWiringAuto // the default
 	if n.cfg.PluginWiresEveryPod() {
 		t.Fatal("the default config infers from a missing pod link")
 	}
@@ -179,13 +179,13 @@ func namesAll(text string, ids []string) bool {
 
 // A wrong setting shows on the first pod: on a node configured as the
 // plugin wiring every pod, the plugin's first ADD as IPAM only is refused
-// with an error naming node.podWiring, and counted.
+// with an error naming podLinks.podWiring, and counted.
 func TestIPAMOnlyADDRefusedWhereThePluginWiresEveryPod(t *testing.T) {
 	if testing.Short() {
 		t.Skip("runs the real ipamd and CNI plugin; skipped with -short")
 	}
 	n := newNode(t, "198.18.0.0/24")
-	n.cfg.Node.PodWiring = config.PodWiringPlugin
+	n.cfg.PodLinks.PodWiring = config.PodWiringPlugin
 	port := n.reserveIntrospection()
 	cni, intro := cniClient{socket: n.cfg.Socket}, client.NewAdmin(n.cfg.AdminSocketPath())
 	p := startOnPort(t, port, buildIpamd(t), n.writeConfig(), filepath.Join(n.dir, "ipamd.log"), cni, intro)
@@ -193,8 +193,8 @@ func TestIPAMOnlyADDRefusedWhereThePluginWiresEveryPod(t *testing.T) {
 	n.addSandbox("first-pod")
 	_, err := newIPAMOnlyPlugin(t, n.cfg.Socket).add(t.Context(), "first-pod")
 	var cerr *cniError
-	if !errors.As(err, &cerr) || !strings.Contains(cerr.Details, "node.podWiring is plugin") || !strings.Contains(cerr.Details, "set node.podWiring to ipamOnly") {
-		t.Fatalf("IPAM-only ADD = %v; want a refusal naming node.podWiring", err)
+	if !errors.As(err, &cerr) || !strings.Contains(cerr.Details, "podLinks.podWiring is plugin") || !strings.Contains(cerr.Details, "set podLinks.podWiring to ipamOnly") {
+		t.Fatalf("IPAM-only ADD = %v; want a refusal naming podLinks.podWiring", err)
 	}
 	if line := metricLine(scrape(t, n.cfg.Introspection.Address), "ipamd_ipam_only_adds_refused_total"); line != "ipamd_ipam_only_adds_refused_total 1" {
 		t.Fatalf("metric line %q, want ipamd_ipam_only_adds_refused_total 1", line)

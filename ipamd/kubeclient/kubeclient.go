@@ -41,10 +41,10 @@ func New(kubeconfig string) (*Client, error) {
 	if kubeconfig == "" {
 		cfg, err = rest.InClusterConfig()
 		if err != nil {
-			return nil, fmt.Errorf("kubernetes in-cluster config (set ipSource.node.kubeconfig when ipamd runs outside a pod): %w", err)
+			return nil, fmt.Errorf("kubernetes in-cluster config (set ipSource.podCIDR.kubeconfig when ipamd runs outside a pod): %w", err)
 		}
 	} else if cfg, err = clientcmd.BuildConfigFromFlags("", kubeconfig); err != nil {
-		return nil, fmt.Errorf("ipSource.node.kubeconfig %s: %w", kubeconfig, err)
+		return nil, fmt.Errorf("ipSource.podCIDR.kubeconfig %s: %w", kubeconfig, err)
 	}
 	return FromConfig(cfg)
 }

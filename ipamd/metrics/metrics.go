@@ -118,7 +118,7 @@ func New(src Sources) *Metrics {
 		}),
 		wiringRefused: prometheus.NewCounter(prometheus.CounterOpts{
 			Namespace: namespace, Name: "ipam_only_adds_refused_total",
-			Help: "ADDs refused because the CNI plugin ran as IPAM only under another main plugin while node.podWiring says the plugin wires every pod (plugin, or auto with cni.confListPath set): the setting is wrong for this node.",
+			Help: "ADDs refused because the CNI plugin ran as IPAM only under another main plugin while podLinks.podWiring says the plugin wires every pod (plugin, or auto with cni.confListPath set): the setting is wrong for this node.",
 		}),
 		loopbackRefused: prometheus.NewCounter(prometheus.CounterOpts{
 			Namespace: namespace, Name: "loopback_changes_refused_total",

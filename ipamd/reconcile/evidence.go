@@ -154,7 +154,7 @@ func (r *Reconciler) sandboxAddrs(row join.SandboxRow, n node, unproven bool) (i
 			nsErr = errors.New("no network namespace is known")
 		}
 		return nil, "", fmt.Sprintf("the runtime reports no IP, there is no pod link %s on the node, and %v; "+
-			"a pod wired by another main plugin has no pod link, so this proves nothing (node.podWiring is not plugin): "+
+			"a pod wired by another main plugin has no pod link, so this proves nothing (podLinks.podWiring is not plugin): "+
 			"waiting until the runtime reports its IP, or its DEL or `ipamctl release %s` comes", veth, nsErr, sb.ID)
 	case sb.State != runtime.StateReady:
 		// Stopped, reporting no address, and no link on the node: nothing

@@ -31,8 +31,8 @@ func TestIPAMOnlyPodsWithoutIPsStayUnaccountedPastEveryGrace(t *testing.T) {
 		t.Fatalf("pass a minute after start = %+v; want ipam-1, ipam-2 and ipam-3 unaccounted", res)
 	}
 	for i, id := range []string{"ipam-1", "ipam-2", "ipam-3"} {
-		if !strings.HasPrefix(res.Unaccounted[i], "sandbox "+id+" ") || !strings.Contains(res.Unaccounted[i], "node.podWiring is not plugin") {
-			t.Errorf("Unaccounted[%d] = %q; want it to name %s and node.podWiring", i, res.Unaccounted[i], id)
+		if !strings.HasPrefix(res.Unaccounted[i], "sandbox "+id+" ") || !strings.Contains(res.Unaccounted[i], "podLinks.podWiring is not plugin") {
+			t.Errorf("Unaccounted[%d] = %q; want it to name %s and podLinks.podWiring", i, res.Unaccounted[i], id)
 		}
 	}
 	_, err := n.store.Assign(context.Background(), datastore.Key{Network: "pods", SandboxID: "new", IfName: "eth0"}, datastore.Pod{})

@@ -51,16 +51,14 @@ import (
 	"github.com/sandboxipam/sandboxipam/ipamd/api/hostveth"
 	"github.com/sandboxipam/sandboxipam/ipamd/datastore"
 	"github.com/sandboxipam/sandboxipam/ipamd/join"
+	"github.com/sandboxipam/sandboxipam/ipamd/reconcile/reconcileconf"
 	"github.com/sandboxipam/sandboxipam/runtime"
 )
 
-// Defaults for Config's zero values.
-const (
-	DefaultInterval    = 60 * time.Second
-	DefaultGrace       = 30 * time.Second
-	DefaultListTimeout = 10 * time.Second
-	DefaultIfName      = "eth0"
-)
+// DefaultIfName is the interface of adopted assignments when Config.IfName
+// is empty. The other fields' defaults are ipamd's config's, owned by
+// package reconcileconf.
+const DefaultIfName = "eth0"
 
 // Config configures a Reconciler.
 type Config struct {
@@ -97,7 +95,7 @@ type Config struct {
 	VethPrefix string
 	// PluginWiresEveryPod: every attachment on the network is known to be
 	// wired by the sandboxipam plugin as the main plugin (config
-	// node.podWiring), so a pod without its pod link holds no address.
+	// podLinks.podWiring), so a pod without its pod link holds no address.
 	// False, the default, never infers anything from a missing link: a pod
 	// wired by another main plugin has none.
 	PluginWiresEveryPod bool
@@ -106,13 +104,9 @@ type Config struct {
 	// LinkGrace is how long after StartedAt a pod made before it, that the
 	// runtime reports no IP for and that has no pod link, may still be
 	// being wired by an ADD answered before a restart; default
-	// DefaultLinkGrace.
+	// reconcileconf.DefaultLinkGrace.
 	LinkGrace time.Duration
 }
-
-// DefaultLinkGrace: the CNI plugin wires a pod milliseconds after ipamd
-// answers its ADD; this leaves room for a busy node.
-const DefaultLinkGrace = 10 * time.Second
 
 // Result is one pass's outcome.
 type Result struct {
@@ -177,13 +171,13 @@ type Reconciler struct {
 // New returns a Reconciler; zero Config fields take their defaults.
 func New(store *datastore.Store, adapter runtime.RuntimeAdapter, cfg Config) *Reconciler {
 	if cfg.Interval <= 0 {
-		cfg.Interval = DefaultInterval
+		cfg.Interval = reconcileconf.DefaultInterval
 	}
 	if cfg.Grace <= 0 {
-		cfg.Grace = DefaultGrace
+		cfg.Grace = reconcileconf.DefaultGrace
 	}
 	if cfg.ListTimeout <= 0 {
-		cfg.ListTimeout = DefaultListTimeout
+		cfg.ListTimeout = reconcileconf.DefaultListTimeout
 	}
 	if cfg.IfName == "" {
 		cfg.IfName = DefaultIfName
@@ -195,7 +189,7 @@ func New(store *datastore.Store, adapter runtime.RuntimeAdapter, cfg Config) *Re
 		cfg.Now = time.Now
 	}
 	if cfg.LinkGrace <= 0 {
-		cfg.LinkGrace = DefaultLinkGrace
+		cfg.LinkGrace = reconcileconf.DefaultLinkGrace
 	}
 	if cfg.StartedAt.IsZero() {
 		cfg.StartedAt = cfg.Now()

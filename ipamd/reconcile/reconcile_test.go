@@ -16,6 +16,7 @@ import (
 	"github.com/sandboxipam/sandboxipam/ipamd/datastore"
 	"github.com/sandboxipam/sandboxipam/ipamd/hostlinks"
 	"github.com/sandboxipam/sandboxipam/ipamd/reconcile"
+	"github.com/sandboxipam/sandboxipam/ipamd/reconcile/reconcileconf"
 	"github.com/sandboxipam/sandboxipam/runtime"
 )
 
@@ -298,7 +299,7 @@ func (n *node) reconcilerOnNode(links fakeNode) *reconcile.Reconciler {
 }
 
 // wiredOnNode is reconcilerOnNode on a node where the plugin is known to
-// wire every pod (node.podWiring plugin): a missing pod link proves
+// wire every pod (podLinks.podWiring plugin): a missing pod link proves
 // something.
 func (n *node) wiredOnNode(links fakeNode) *reconcile.Reconciler {
 	return reconcile.New(n.store, n.adapter, reconcile.Config{Network: "pods", Now: n.clock.Now, Logger: discard(), Node: links, PluginWiresEveryPod: true})
@@ -339,7 +340,7 @@ func TestPodsWithoutLinksAreProvenEmptyAfterTheGrace(t *testing.T) {
 		t.Fatalf("pass within the grace = %+v; want web-1 and web-2 unaccounted, the young pod not", res)
 	}
 	links[veth("web-2")] = []netip.Addr{netip.MustParseAddr("198.18.0.2")}
-	n.clock.Set(t0.Add(reconcile.DefaultLinkGrace))
+	n.clock.Set(t0.Add(reconcileconf.DefaultLinkGrace))
 	res := n.pass(r)
 	if res.Unproven || res.Adopted != 1 {
 		t.Fatalf("pass after the grace = %+v; want proven, web-2 adopted from its link", res)

@@ -115,7 +115,7 @@ func (s *Server) wiring(w ipamdv1.Wiring) (datastore.Wiring, error) {
 			s.opts.OnWiringRefused()
 		}
 		return "", fmt.Errorf("%w: the sandboxipam CNI plugin runs as IPAM only (an \"ipam\" section of another main plugin), but ipamd is configured as the plugin wiring every pod (%s): "+
-			"set node.podWiring to ipamOnly (and empty cni.confListPath), or make sandboxipam the main plugin", apierr.ErrWiringRefused, s.opts.RefuseIPAMOnly)
+			"set podLinks.podWiring to ipamOnly (and empty cni.confListPath), or make sandboxipam the main plugin", apierr.ErrWiringRefused, s.opts.RefuseIPAMOnly)
 	}
 	return datastore.WiringUnknown, nil
 }

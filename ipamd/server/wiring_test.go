@@ -45,13 +45,13 @@ func TestAddRecordsHowThePluginRan(t *testing.T) {
 func TestIPAMOnlyAddRefusedWhenThePluginWiresEveryPod(t *testing.T) {
 	h := newHarness(t, "198.18.0.0/29")
 	refused := 0
-	srv := server.New(h.store, server.Options{RefuseIPAMOnly: "node.podWiring is plugin", OnWiringRefused: func() { refused++ }})
+	srv := server.New(h.store, server.Options{RefuseIPAMOnly: "podLinks.podWiring is plugin", OnWiringRefused: func() { refused++ }})
 	req := addReq("ipam-pod")
 	req.Wiring = ipamdv1.Wiring_WIRING_IPAM_ONLY
 	_, err := srv.Add(context.Background(), req)
-	if apierr.Code(err) != wire.CodeFailedPrecondition || !strings.Contains(err.Error(), "node.podWiring is plugin") ||
-		!strings.Contains(err.Error(), "set node.podWiring to ipamOnly") {
-		t.Fatalf("Add = %v; want FailedPrecondition naming node.podWiring", err)
+	if apierr.Code(err) != wire.CodeFailedPrecondition || !strings.Contains(err.Error(), "podLinks.podWiring is plugin") ||
+		!strings.Contains(err.Error(), "set podLinks.podWiring to ipamOnly") {
+		t.Fatalf("Add = %v; want FailedPrecondition naming podLinks.podWiring", err)
 	}
 	if refused != 1 {
 		t.Errorf("refused %d times, want 1", refused)

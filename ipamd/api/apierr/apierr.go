@@ -48,7 +48,7 @@ var (
 	// ErrNotHeld: CHECK of an attachment ipamd holds no address for.
 	ErrNotHeld = errors.New("no address held")
 	// ErrWiringRefused: an ADD from the plugin running as IPAM only on a
-	// node configured as the plugin wiring every pod (node.podWiring).
+	// node configured as the plugin wiring every pod (podLinks.podWiring).
 	ErrWiringRefused = errors.New("ADD refused")
 )
 
@@ -90,7 +90,7 @@ var rows = [...]row{
 	{ErrInvalidRequest, wire.CodeInvalidArgument, CNIRejected, "ipamd rejected %s as invalid"},
 	{ErrInvalidKey, wire.CodeInvalidArgument, CNIRejected, "ipamd rejected %s as invalid"},
 	{ErrNotHeld, wire.CodeNotFound, CNINotHeld, "ipamd holds no address for this attachment (%s)"},
-	{ErrWiringRefused, wire.CodeFailedPrecondition, CNIRejected, "ipamd refused %s: the plugin's wiring disagrees with node.podWiring"},
+	{ErrWiringRefused, wire.CodeFailedPrecondition, CNIRejected, "ipamd refused %s: the plugin's wiring disagrees with podLinks.podWiring"},
 	{context.DeadlineExceeded, wire.CodeDeadlineExceeded, CNITryAgainLater, "ipamd could not serve %s now"},
 	{context.Canceled, wire.CodeCanceled, CNIRejected, "ipamd abandoned %s: the call was canceled"},
 }

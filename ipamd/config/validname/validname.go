@@ -1,7 +1,8 @@
-// Package validname checks names that both ipamd's config and its CNI-facing
-// server accept from outside. It is a leaf (standard library only), so the
-// server can validate a request without linking the config package, which
-// imports the AWS SDK for the aws IP source's settings.
+// Package validname checks names that ipamd accepts from outside: in its
+// config, in the settings packages the config composes, and in its
+// CNI-facing server. It is a leaf (standard library only), so each of them
+// checks a name without linking anything else: the server no config, the
+// config no k8s.io.
 package validname
 
 import (

@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/sandboxipam/sandboxipam/internal/awslocal"
+	"github.com/sandboxipam/sandboxipam/ipamd/ipsource/aws/awsconf"
 )
 
 // BenchmarkEC2CallsPer100Pods counts the EC2 calls one cycle costs: 100
@@ -42,7 +43,7 @@ func BenchmarkEC2CallsPer100Pods(b *testing.B) {
 func benchmarkCycle(b *testing.B, edit func(*settings), throttleEvery int) {
 	n := newNode(b, awslocal.Options{InstanceType: "m5.4xlarge"})
 	n.start(n.config(func(c *settings) {
-		*c = settings{DefaultConfig(), DefaultTuning()}
+		*c = settings{awsconf.DefaultConfig(), awsconf.DefaultTuning()}
 		c.Region, c.EC2Endpoint, c.IMDSEndpoint = n.cloud.Region(), n.cloud.EC2Endpoint(), n.cloud.IMDSEndpoint()
 		c.PoolCheckInterval, c.ResyncInterval, c.LeakedENICleanupInterval = time.Hour, time.Hour, time.Hour
 		c.MaxBackoff = time.Millisecond

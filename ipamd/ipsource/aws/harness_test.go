@@ -16,6 +16,7 @@ import (
 
 	"github.com/sandboxipam/sandboxipam/internal/awslocal"
 	"github.com/sandboxipam/sandboxipam/ipamd/datastore"
+	"github.com/sandboxipam/sandboxipam/ipamd/ipsource/aws/awsconf"
 )
 
 // clock is a settable clock shared by the datastore (cooldowns) and the
@@ -84,15 +85,15 @@ func isolateSDK(t testing.TB) {
 
 // settings are what New takes: the targets and the tuning.
 type settings struct {
-	Config
-	Tuning
+	awsconf.Config
+	awsconf.Tuning
 }
 
 // config is DefaultConfig and DefaultTuning pointed at the local cloud,
 // with the loop slowed to a crawl so that tests drive adjustments with
 // Adjust, one at a time.
 func (n *node) config(edit func(*settings)) settings {
-	cfg := settings{DefaultConfig(), DefaultTuning()}
+	cfg := settings{awsconf.DefaultConfig(), awsconf.DefaultTuning()}
 	cfg.Region = n.cloud.Region()
 	cfg.EC2Endpoint = n.cloud.EC2Endpoint()
 	cfg.IMDSEndpoint = n.cloud.IMDSEndpoint()

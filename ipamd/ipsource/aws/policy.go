@@ -8,7 +8,7 @@ type poolCounts struct {
 }
 
 // shortfall is how many addresses the pool lacks to meet the targets.
-func (c Config) shortfall(p poolCounts, perENI int) int {
+func (c targets) shortfall(p poolCounts, perENI int) int {
 	if c.ipTargetsSet() {
 		return max(c.WarmIPTarget-p.free, c.MinimumIPTarget-p.total, 0)
 	}
@@ -23,7 +23,7 @@ func (c Config) shortfall(p poolCounts, perENI int) int {
 // still met. Only the IP targets shrink by address; with WarmENITarget
 // alone the pool shrinks by whole ENIs (see canReleaseENI), as in the VPC
 // CNI, so it never calls UnassignPrivateIpAddresses.
-func (c Config) surplus(p poolCounts) int {
+func (c targets) surplus(p poolCounts) int {
 	if !c.ipTargetsSet() {
 		return 0
 	}
@@ -32,7 +32,7 @@ func (c Config) surplus(p poolCounts) int {
 
 // canReleaseENI reports whether an ENI whose eniFree addresses are all
 // free can be detached with the targets still met afterwards.
-func (c Config) canReleaseENI(p poolCounts, eniFree, perENI int) bool {
+func (c targets) canReleaseENI(p poolCounts, eniFree, perENI int) bool {
 	after := poolCounts{total: p.total - eniFree, free: p.free - eniFree}
 	if c.ipTargetsSet() {
 		return c.surplus(p) >= eniFree && c.shortfall(after, perENI) == 0
@@ -42,4 +42,4 @@ func (c Config) canReleaseENI(p poolCounts, eniFree, perENI int) bool {
 
 // growsByENI reports whether growth fills whole ENIs (WarmENITarget alone)
 // rather than asking for exactly the shortfall.
-func (c Config) growsByENI() bool { return !c.ipTargetsSet() && !c.EnablePrefixDelegation }
+func (c targets) growsByENI() bool { return !c.ipTargetsSet() && !c.EnablePrefixDelegation }

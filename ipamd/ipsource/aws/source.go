@@ -9,7 +9,7 @@
 // ENI holds, so a restarted ipamd puts the same addresses back in the pool
 // and allocates nothing new. It then deletes detached ENIs that this
 // node's ipamd created and leaked, and fills the pool to its targets (see
-// Config for WARM_IP_TARGET, MINIMUM_IP_TARGET and WARM_ENI_TARGET).
+// awsconf.Config for WARM_IP_TARGET, MINIMUM_IP_TARGET and WARM_ENI_TARGET).
 //
 // The source manages the primary ENI (never detached; its primary address
 // is never a pod address) and the ENIs it created, which carry the tags
@@ -48,6 +48,8 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/sandboxipam/sandboxipam/ipamd/ipsource"
+
+	"github.com/sandboxipam/sandboxipam/ipamd/ipsource/aws/awsconf"
 )
 
 // Errors callers branch on.
@@ -82,8 +84,8 @@ type Options struct {
 
 // Source is the aws IP source. Create it with New and start it with Run.
 type Source struct {
-	cfg  Config
-	tun  Tuning
+	cfg  targets
+	tun  awsconf.Tuning
 	opts Options
 	log  *slog.Logger
 
@@ -132,7 +134,7 @@ type eni struct {
 var _ ipsource.Source = (*Source)(nil)
 
 // New checks cfg and tun and returns a Source; it makes no network call.
-func New(cfg Config, tun Tuning, opts Options) (*Source, error) {
+func New(cfg awsconf.Config, tun awsconf.Tuning, opts Options) (*Source, error) {
 	if err := errors.Join(cfg.Validate(), tun.Validate()); err != nil {
 		return nil, fmt.Errorf("aws source config: %w", err)
 	}
@@ -143,7 +145,7 @@ func New(cfg Config, tun Tuning, opts Options) (*Source, error) {
 		opts.Now = time.Now
 	}
 	return &Source{
-		cfg:     cfg,
+		cfg:     targets{cfg},
 		tun:     tun,
 		opts:    opts,
 		log:     opts.Logger.With(slog.String("source", Name)),

@@ -7,12 +7,13 @@ import (
 
 	"github.com/sandboxipam/sandboxipam/internal/awslocal"
 	"github.com/sandboxipam/sandboxipam/ipamd/ipsource"
+	"github.com/sandboxipam/sandboxipam/ipamd/ipsource/aws/awsconf"
 )
 
 var _ ipsource.Source = (*Source)(nil)
 
 func TestNothingBeforeReady(t *testing.T) {
-	src, err := New(DefaultConfig(), DefaultTuning(), Options{})
+	src, err := New(awsconf.DefaultConfig(), awsconf.DefaultTuning(), Options{})
 	if err != nil {
 		t.Fatal(err)
 	}

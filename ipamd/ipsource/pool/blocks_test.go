@@ -4,7 +4,6 @@ import (
 	"net/netip"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/sandboxipam/sandboxipam/cluster/api/v1alpha1"
 )
@@ -43,27 +42,5 @@ func TestFamiliesRejectsACIDRSmallerThanABlock(t *testing.T) {
 	_, err := families(v1alpha1.IPPoolSpec{IPv6: &v1alpha1.PoolFamily{CIDRs: []string{"fd00::/126"}, BlockSize: 122}})
 	if err == nil || !strings.Contains(err.Error(), "fd00::/126: smaller than a block (/122)") {
 		t.Fatalf("families = %v, want an error naming the CIDR", err)
-	}
-}
-
-func TestConfigValidateNamesTheField(t *testing.T) {
-	for _, tc := range []struct {
-		mutate func(*Config)
-		want   string
-	}{
-		{func(c *Config) { c.Pool = "" }, `ipSource.pool.pool must name an IPPool (a lowercase DNS subdomain such as "default"), got ""`},
-		{func(c *Config) { c.LowWatermark = 0 }, "ipSource.pool.lowWatermark must be at least 1, got 0"},
-		{func(c *Config) { c.HighWatermark = 10 }, "ipSource.pool.highWatermark must be above lowWatermark (16), got 10"},
-		{func(c *Config) { c.ReturnGrace = -time.Second }, "ipSource.pool.returnGrace must not be negative, got -1s"},
-		{func(c *Config) { c.Interval = 0 }, "ipSource.pool.interval must be positive, got 0s"},
-	} {
-		c := DefaultConfig()
-		tc.mutate(&c)
-		if err := c.Validate("ipSource.pool"); err == nil || err.Error() != tc.want {
-			t.Errorf("Validate = %v, want %q", err, tc.want)
-		}
-	}
-	if err := DefaultConfig().Validate("ipSource.pool"); err != nil {
-		t.Errorf("DefaultConfig().Validate = %v", err)
 	}
 }

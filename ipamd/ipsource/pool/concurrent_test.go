@@ -14,7 +14,7 @@ import (
 	"github.com/sandboxipam/sandboxipam/internal/clusterfixture"
 	"github.com/sandboxipam/sandboxipam/internal/testsupport"
 	"github.com/sandboxipam/sandboxipam/ipamd/datastore"
-	"github.com/sandboxipam/sandboxipam/ipamd/ipsource/pool"
+	"github.com/sandboxipam/sandboxipam/ipamd/ipsource/pool/poolconf"
 )
 
 // Four nodes start at once against one real kube-apiserver and a
@@ -33,7 +33,7 @@ func TestPoolNodesClaimConcurrently(t *testing.T) {
 	if err := clusterfixture.CreatePool(ctx, admin.Dynamic, "default", 29, 125, "198.18.16.0/27", "fd00:16::/123"); err != nil {
 		t.Fatal(err)
 	}
-	cfg := pool.DefaultConfig()
+	cfg := poolconf.DefaultConfig()
 	cfg.LowWatermark, cfg.HighWatermark, cfg.Interval, cfg.ReturnGrace = 2, 8, 20*time.Millisecond, time.Hour
 	dir := t.TempDir()
 	nodes := make([]*simNode, 4)

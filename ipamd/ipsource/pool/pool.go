@@ -70,6 +70,7 @@ import (
 
 	"github.com/sandboxipam/sandboxipam/ipamd/datastore"
 	"github.com/sandboxipam/sandboxipam/ipamd/ipsource"
+	"github.com/sandboxipam/sandboxipam/ipamd/ipsource/pool/poolconf"
 	"github.com/sandboxipam/sandboxipam/ipamd/ipsource/static"
 )
 
@@ -119,7 +120,7 @@ type Claim struct {
 
 // Source claims and returns the node's blocks.
 type Source struct {
-	cfg      Config
+	cfg      poolconf.Config
 	nodeName string
 	kube     kubernetes.Interface
 	dyn      dynamic.Interface
@@ -181,7 +182,7 @@ type Status struct {
 }
 
 // New checks cfg. kube reads the Node; dyn the IPPool and IPBlocks.
-func New(cfg Config, nodeName string, kube kubernetes.Interface, dyn dynamic.Interface, store Store, opts Options) (*Source, error) {
+func New(cfg poolconf.Config, nodeName string, kube kubernetes.Interface, dyn dynamic.Interface, store Store, opts Options) (*Source, error) {
 	if nodeName == "" {
 		return nil, fmt.Errorf("pool source: the node name is empty (ipSource.nodeName, NODE_NAME)")
 	}

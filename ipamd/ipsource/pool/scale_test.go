@@ -15,6 +15,7 @@ import (
 	"github.com/sandboxipam/sandboxipam/internal/testsupport"
 	"github.com/sandboxipam/sandboxipam/ipamd/datastore"
 	"github.com/sandboxipam/sandboxipam/ipamd/ipsource/pool"
+	"github.com/sandboxipam/sandboxipam/ipamd/ipsource/pool/poolconf"
 )
 
 // BenchmarkPoolClaimScale is issue 23's scale measurement: POOL_SCALE_NODES
@@ -49,7 +50,7 @@ func BenchmarkPoolClaimScale(b *testing.B) {
 		wg.Go(func() {
 			sem <- struct{}{}
 			defer func() { <-sem }()
-			nodes[i] = startSim(ctx, b, a, admin, dir, fmt.Sprintf("sim-%04d", i), pool.DefaultConfig(), rec.add)
+			nodes[i] = startSim(ctx, b, a, admin, dir, fmt.Sprintf("sim-%04d", i), poolconf.DefaultConfig(), rec.add)
 		})
 	}
 	wg.Wait()

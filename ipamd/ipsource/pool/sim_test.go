@@ -14,6 +14,7 @@ import (
 	"github.com/sandboxipam/sandboxipam/internal/kubeenv"
 	"github.com/sandboxipam/sandboxipam/ipamd/datastore"
 	"github.com/sandboxipam/sandboxipam/ipamd/ipsource/pool"
+	"github.com/sandboxipam/sandboxipam/ipamd/ipsource/pool/poolconf"
 	"github.com/sandboxipam/sandboxipam/ipamd/kubeclient"
 )
 
@@ -30,7 +31,7 @@ type simNode struct {
 }
 
 func startSim(ctx context.Context, t testing.TB, a *kubeenv.APIServer, admin *kubeclient.Client, dir, name string,
-	cfg pool.Config, onClaim func(pool.Claim)) *simNode {
+	cfg poolconf.Config, onClaim func(pool.Claim)) *simNode {
 	uid, err := clusterfixture.CreateNode(ctx, admin, name)
 	if err != nil {
 		t.Fatal(err)

@@ -15,6 +15,7 @@ import (
 
 	"github.com/sandboxipam/sandboxipam/runtime"
 	"github.com/sandboxipam/sandboxipam/runtime/plugin/internal/shared"
+	"github.com/sandboxipam/sandboxipam/runtime/plugin/pluginconf"
 	adapterpb "github.com/sandboxipam/sandboxipam/runtime/plugin/proto"
 )
 
@@ -44,7 +45,7 @@ type Config struct {
 	// it.
 	DisableAutoMTLS bool
 	// StartTimeout bounds a launch, handshake and first ping included.
-	// Default DefaultStartTimeout (10s).
+	// Default pluginconf.DefaultStartTimeout (10s).
 	StartTimeout time.Duration
 }
 
@@ -53,7 +54,7 @@ func (cfg Config) withDefaults() Config {
 		cfg.Logger = slog.Default()
 	}
 	if cfg.StartTimeout <= 0 {
-		cfg.StartTimeout = DefaultStartTimeout
+		cfg.StartTimeout = pluginconf.DefaultStartTimeout
 	}
 	return cfg
 }

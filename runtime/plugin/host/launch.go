@@ -23,9 +23,6 @@ import (
 	"github.com/sandboxipam/sandboxipam/runtime/plugin/internal/shared"
 )
 
-// DefaultStartTimeout bounds a launch when Config.StartTimeout is zero.
-const DefaultStartTimeout = 10 * time.Second
-
 // resolveBinary finds the adapter binary and checks that it can run: a
 // path, or a bare name looked up in PATH.
 func resolveBinary(path string) (string, error) {

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/sandboxipam/sandboxipam/runtime"
+	"github.com/sandboxipam/sandboxipam/runtime/plugin/pluginconf"
 )
 
 // HealthState is the state of a supervised plugin. Its value is the word
@@ -35,8 +36,8 @@ func (s HealthState) String() string { return string(s) }
 type SupervisorConfig struct {
 	Plugin Config
 	// Supervision tunes relaunches and health checks; zero fields take
-	// their defaults (DefaultSupervision).
-	Supervision
+	// their defaults (pluginconf.DefaultSupervision).
+	pluginconf.Supervision
 }
 
 // Health is a snapshot of a supervised plugin's state.
@@ -76,7 +77,7 @@ var _ runtime.RuntimeAdapter = (*Supervisor)(nil)
 
 // NewSupervisor returns a supervisor; Start launches the plugin.
 func NewSupervisor(cfg SupervisorConfig) *Supervisor {
-	cfg.Supervision = cfg.Supervision.withDefaults()
+	cfg.Supervision = cfg.Supervision.WithDefaults()
 	cfg.Plugin = cfg.Plugin.withDefaults()
 	return &Supervisor{
 		cfg:     cfg,

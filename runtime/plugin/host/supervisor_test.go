@@ -15,6 +15,7 @@ import (
 	"github.com/sandboxipam/sandboxipam/internal/testadapter"
 	"github.com/sandboxipam/sandboxipam/internal/testsupport"
 	"github.com/sandboxipam/sandboxipam/runtime"
+	"github.com/sandboxipam/sandboxipam/runtime/plugin/pluginconf"
 )
 
 // ownAdapterCopy copies the testadapter binary to a path the test may
@@ -54,7 +55,7 @@ func newTestSupervisor(t *testing.T, cfg Config) *Supervisor {
 	t.Helper()
 	s := NewSupervisor(SupervisorConfig{
 		Plugin: cfg,
-		Supervision: Supervision{
+		Supervision: pluginconf.Supervision{
 			MinBackoff: 10 * time.Millisecond,
 			MaxBackoff: 50 * time.Millisecond,
 			// Only exits are noticed here, at once; health checks would
@@ -239,7 +240,7 @@ func TestSupervisorCloseLeavesNoProcess(t *testing.T) {
 func TestSupervisorRelaunchesPluginFailingHealthCheck(t *testing.T) {
 	s := NewSupervisor(SupervisorConfig{
 		Plugin:      pluginConfig(t, writeState(t, fixtureState())),
-		Supervision: Supervision{MinBackoff: 10 * time.Millisecond, HealthInterval: 500 * time.Millisecond},
+		Supervision: pluginconf.Supervision{MinBackoff: 10 * time.Millisecond, HealthInterval: 500 * time.Millisecond},
 	})
 	t.Cleanup(func() { _ = s.Close() })
 	if err := s.Start(testContext(t)); err != nil {

@@ -1,4 +1,4 @@
-package host
+package pluginconf
 
 import (
 	"strings"
@@ -11,7 +11,7 @@ func TestDefaultSupervisionValidatesAndIsWhatZeroFieldsGet(t *testing.T) {
 	if err := def.Validate(); err != nil {
 		t.Fatalf("DefaultSupervision().Validate() = %v", err)
 	}
-	if got := (Supervision{}).withDefaults(); got != def {
+	if got := (Supervision{}).WithDefaults(); got != def {
 		t.Errorf("zero Supervision with defaults = %+v, want %+v", got, def)
 	}
 	if def.MinBackoff != 500*time.Millisecond {

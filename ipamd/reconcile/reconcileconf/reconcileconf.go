@@ -1,4 +1,9 @@
-package reconcile
+// Package reconcileconf is the reconciler's part of ipamd's configuration:
+// the fields, their defaults and their validation. It is a leaf (standard
+// library only) so that package config can compose it without compiling
+// the reconciler, and parsing or fuzzing the config touches only the
+// config; package reconcile takes its defaults from here.
+package reconcileconf
 
 import (
 	"errors"
@@ -6,12 +11,20 @@ import (
 	"time"
 )
 
-// Settings is the reconciler's part of ipamd's configuration, which ipamd
-// reads under reconcile and embeds as it is (package config only
-// composes): this package owns the fields, their defaults (DefaultSettings,
-// from the Default* constants New also falls back to) and their validation.
-// The daemon hands them to New in Config. The knobs most operators never
-// touch are in Tuning, which ipamd reads under advanced.reconcile.
+// Defaults of the fields; reconcile.New also uses them for zero fields.
+const (
+	DefaultInterval    = 60 * time.Second
+	DefaultGrace       = 30 * time.Second
+	DefaultListTimeout = 10 * time.Second
+	// DefaultLinkGrace: the CNI plugin wires a pod milliseconds after
+	// ipamd answers its ADD; this leaves room for a busy node.
+	DefaultLinkGrace = 10 * time.Second
+)
+
+// Settings is what ipamd reads under reconcile and embeds as it is
+// (package config only composes). The daemon hands the values to
+// reconcile.New. The knobs most operators never touch are in Tuning,
+// which ipamd reads under advanced.reconcile.
 type Settings struct {
 	// Interval between passes; one pass also runs at start. Default 60s.
 	Interval time.Duration `yaml:"interval" desc:"time between reconcile passes (one also runs at start)"`
@@ -36,12 +49,12 @@ func (s Settings) Validate() error {
 type Tuning struct {
 	// ListTimeout bounds one ListSandboxes call. Default 10s.
 	ListTimeout time.Duration `yaml:"listTimeout" desc:"deadline of one sandbox listing through the adapter"`
-	// LinkGrace: after a lost checkpoint, when node.podWiring resolves to
+	// LinkGrace: after a lost checkpoint, when podLinks.podWiring resolves to
 	// "plugin", a pod made before ipamd started that the runtime reports
 	// no IP for and that has no pod link yet is waited for this long after
 	// start (an ADD answered just before the restart may still be wiring
 	// it) before it counts as holding nothing. Default 10s.
-	LinkGrace time.Duration `yaml:"linkGrace" desc:"after a lost checkpoint, when the plugin wires every pod (node.podWiring), how long a pod without IP or pod link may still be being wired"`
+	LinkGrace time.Duration `yaml:"linkGrace" desc:"after a lost checkpoint, when the plugin wires every pod (podLinks.podWiring), how long a pod without IP or pod link may still be being wired"`
 }
 
 // Validate reports every invalid field, each named by its YAML name; ipamd

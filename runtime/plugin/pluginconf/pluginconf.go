@@ -1,4 +1,10 @@
-package host
+// Package pluginconf is what a host sets about launching and supervising a
+// runtime adapter plugin: the supervisor's relaunch backoff and health
+// checks, and the launch deadline's default. It is a leaf (standard library
+// only), apart from the transport that uses it, so that a host's config
+// (ipamd's advanced.adapter) can embed it without compiling go-plugin and
+// gRPC.
+package pluginconf
 
 import (
 	"errors"
@@ -6,17 +12,21 @@ import (
 	"time"
 )
 
-// Defaults of Supervision's fields; NewSupervisor also uses them for zero
-// fields. This package owns them: ipamd's config (advanced.adapter) embeds
-// Supervision and takes its defaults from DefaultSupervision, so there is
-// one value of each.
+// DefaultStartTimeout bounds a launch when the launch's StartTimeout is
+// zero.
+const DefaultStartTimeout = 10 * time.Second
+
+// Defaults of Supervision's fields; the supervisor also uses them for zero
+// fields (WithDefaults). This package owns them: ipamd's config
+// (advanced.adapter) embeds Supervision and takes its defaults from
+// DefaultSupervision, so there is one value of each.
 const (
 	DefaultMinBackoff     = 500 * time.Millisecond
 	DefaultMaxBackoff     = 30 * time.Second
 	DefaultHealthInterval = 5 * time.Second
 )
 
-// Supervision tunes how a Supervisor watches and relaunches its plugin.
+// Supervision tunes how a supervisor watches and relaunches its plugin.
 // The YAML and desc tags serve a host that reads it from a config file
 // (ipamd: advanced.adapter); field comments state the defaults.
 type Supervision struct {
@@ -53,8 +63,8 @@ func (s Supervision) Validate() error {
 	return errors.Join(errs...)
 }
 
-// withDefaults fills zero fields, as NewSupervisor documents.
-func (s Supervision) withDefaults() Supervision {
+// WithDefaults fills zero fields, as the supervisor documents.
+func (s Supervision) WithDefaults() Supervision {
 	if s.MinBackoff <= 0 {
 		s.MinBackoff = DefaultMinBackoff
 	}

@@ -1,16 +1,20 @@
-package pool
+// Package poolconf is the pool IP source's part of ipamd's configuration
+// (ipSource.pool): the fields, their defaults and their validation. It is
+// a leaf (no client library) so that package config can compose it without
+// compiling client-go, and parsing or fuzzing the config touches only the
+// config; package ipsource/pool runs a source from these values.
+package poolconf
 
 import (
 	"errors"
 	"fmt"
 	"time"
 
-	"k8s.io/apimachinery/pkg/util/validation"
+	"github.com/sandboxipam/sandboxipam/ipamd/config/validname"
 )
 
-// Config is the pool source's section of ipamd's config
-// (ipSource.pool); ipamd/config embeds it. The node's name comes from
-// ipSource.nodeName.
+// Config is what ipamd reads under ipSource.pool and embeds as it is. The
+// node's name comes from ipSource.nodeName.
 type Config struct {
 	// Pool is the IPPool to claim blocks of. Default "default".
 	Pool string `yaml:"pool" desc:"the IPPool this node claims address blocks of"`
@@ -28,12 +32,12 @@ type Config struct {
 	// watermarks. Default 1s.
 	Interval time.Duration `yaml:"interval" desc:"how often free addresses are compared with the watermarks"`
 	// Kubeconfig is the kubeconfig file to reach the API server with.
-	// Default empty: ipSource.node.kubeconfig, else the in-cluster config
+	// Default empty: ipSource.podCIDR.kubeconfig, else the in-cluster config
 	// of the pod's service account.
-	Kubeconfig string `yaml:"kubeconfig" desc:"kubeconfig file for the pool source (empty: ipSource.node.kubeconfig, else in-cluster service account)"`
+	Kubeconfig string `yaml:"kubeconfig" desc:"kubeconfig file for the pool source (empty: ipSource.podCIDR.kubeconfig, else in-cluster service account)"`
 }
 
-// DefaultConfig is the pool source's defaults.
+// DefaultConfig returns the defaults stated on Config's fields.
 func DefaultConfig() Config {
 	return Config{Pool: "default", LowWatermark: 16, HighWatermark: 96, ReturnGrace: 5 * time.Minute, Interval: time.Second}
 }
@@ -43,7 +47,7 @@ func DefaultConfig() Config {
 func (c Config) Validate(prefix string) error {
 	var errs []error
 	add := func(format string, a ...any) { errs = append(errs, fmt.Errorf(prefix+"."+format, a...)) }
-	if len(validation.IsDNS1123Subdomain(c.Pool)) > 0 {
+	if validname.DNSSubdomain(c.Pool) != nil {
 		add("pool must name an IPPool (a lowercase DNS subdomain such as \"default\"), got %q", c.Pool)
 	}
 	if c.LowWatermark < 1 {

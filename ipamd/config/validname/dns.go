@@ -1,0 +1,27 @@
+package validname
+
+import (
+	"fmt"
+	"regexp"
+)
+
+// maxDNSSubdomain is RFC 1123's limit on a whole name.
+const maxDNSSubdomain = 253
+
+// dnsSubdomain is RFC 1123's subdomain in lowercase, as Kubernetes names
+// most objects (an IPPool among them).
+var dnsSubdomain = regexp.MustCompile(`^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$`)
+
+// DNSSubdomain checks a Kubernetes object name: what apimachinery's
+// validation.IsDNS1123Subdomain accepts (a test holds the two equal), kept
+// here so that checking a config does not link k8s.io. The error
+// completes a sentence that starts with the name.
+func DNSSubdomain(name string) error {
+	switch {
+	case len(name) > maxDNSSubdomain:
+		return fmt.Errorf("is %d bytes, longer than %d", len(name), maxDNSSubdomain)
+	case !dnsSubdomain.MatchString(name):
+		return fmt.Errorf("is not a lowercase RFC 1123 subdomain (lowercase letters, digits, '-' and '.', starting and ending with a letter or digit)")
+	}
+	return nil
+}
