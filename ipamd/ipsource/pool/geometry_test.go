@@ -19,6 +19,7 @@ import (
 	"github.com/sandboxipam/sandboxipam/internal/testsupport"
 	"github.com/sandboxipam/sandboxipam/ipamd/datastore"
 	"github.com/sandboxipam/sandboxipam/ipamd/ipsource/pool"
+	"github.com/sandboxipam/sandboxipam/ipamd/ipsource/pool/poolconf"
 	"github.com/sandboxipam/sandboxipam/ipamd/kubeclient"
 )
 
@@ -162,7 +163,7 @@ func blockNames(t *testing.T, ctx context.Context, admin *kubeclient.Client) []s
 // checkNodeSelector: node D, configured for IPPool "picky" (nodeSelector
 // pool=picky), claims nothing and says why until its Node has the label;
 // then it claims a block of it.
-func checkNodeSelector(t *testing.T, ctx context.Context, a *kubeenv.APIServer, admin *kubeclient.Client, dir string, cfg pool.Config) {
+func checkNodeSelector(t *testing.T, ctx context.Context, a *kubeenv.APIServer, admin *kubeclient.Client, dir string, cfg poolconf.Config) {
 	t.Helper()
 	p := v1alpha1.IPPool{TypeMeta: metav1.TypeMeta{APIVersion: v1alpha1.Group + "/" + v1alpha1.Version, Kind: v1alpha1.IPPoolKind},
 		ObjectMeta: metav1.ObjectMeta{Name: "picky"},
