@@ -21,6 +21,7 @@ import (
 	"github.com/sandboxipam/sandboxipam/internal/testsupport"
 	"github.com/sandboxipam/sandboxipam/ipamd/datastore"
 	"github.com/sandboxipam/sandboxipam/ipamd/ipsource/pool"
+	"github.com/sandboxipam/sandboxipam/ipamd/ipsource/pool/poolconf"
 	"github.com/sandboxipam/sandboxipam/ipamd/kubeclient"
 )
 
@@ -133,7 +134,7 @@ func claimAndReturn(t *testing.T, ctx context.Context, kc *kubeclient.Client, no
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = store.Close() })
-	cfg := pool.DefaultConfig()
+	cfg := poolconf.DefaultConfig()
 	cfg.Interval = 20 * time.Millisecond
 	src, err := pool.New(cfg, node, kc, kc.Dynamic, store, pool.Options{})
 	if err != nil {

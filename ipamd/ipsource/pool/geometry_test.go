@@ -40,7 +40,7 @@ func TestPoolGeometryEdits(t *testing.T) {
 	if err := clusterfixture.CreatePool(ctx, admin.Dynamic, "default", 26, 0, "198.18.0.0/26", "198.18.1.0/26"); err != nil {
 		t.Fatal(err)
 	}
-	cfg := pool.DefaultConfig()
+	cfg := poolconf.DefaultConfig()
 	cfg.LowWatermark, cfg.HighWatermark, cfg.Interval, cfg.ReturnGrace = 2, 8, 20*time.Millisecond, time.Hour
 	dir := t.TempDir()
 	nodeA := startSim(ctx, t, a, admin, dir, "node-a", cfg, nil)
