@@ -18,7 +18,6 @@ import (
 	"github.com/sandboxipam/sandboxipam/internal/kubeenv"
 	"github.com/sandboxipam/sandboxipam/internal/testsupport"
 	"github.com/sandboxipam/sandboxipam/ipamd/datastore"
-	"github.com/sandboxipam/sandboxipam/ipamd/ipsource/pool"
 	"github.com/sandboxipam/sandboxipam/ipamd/ipsource/pool/poolconf"
 	"github.com/sandboxipam/sandboxipam/ipamd/kubeclient"
 )
