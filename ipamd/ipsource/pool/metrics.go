@@ -29,6 +29,8 @@ func (s *Source) Collectors() []prometheus.Collector {
 		gauge("foreign_blocks", "Blocks with addresses busy here that the API server records as another node's, or as nobody's while this Node is gone: another node may hand them out again.",
 			func(st Status) int { return len(st.Foreign) }),
 		gauge("blocks", "Blocks this node holds (current, not retiring).", func(st Status) int { return len(st.Blocks) }),
+		gauge("fenced", "1 while no new address of this node's blocks is handed out because its Lease lapsed (or is not yet renewed since start), else 0.",
+			func(st Status) int { return btoi(st.Fenced != "") }),
 		gauge("growth_waiting", "1 while the pool cannot grow (the reason is in the log and ADD's answer), else 0.",
 			func(st Status) int { return btoi(st.Waiting != "") }),
 	}
