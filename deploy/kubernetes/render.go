@@ -53,6 +53,10 @@ type Rendered struct {
 	ServiceAccount     *corev1.ServiceAccount
 	ClusterRole        *rbacv1.ClusterRole
 	ClusterRoleBinding *rbacv1.ClusterRoleBinding
+	// Roles and RoleBindings are ipamd's namespaced grants (components/pool
+	// brings its own Lease's and its Events').
+	Roles        []rbacv1.Role
+	RoleBindings []rbacv1.RoleBinding
 	// Reclaimer is what components/reclaimer adds; nil without it.
 	Reclaimer *Reclaimer
 	// CRDs are the CustomResourceDefinitions (components/pool brings the
@@ -124,6 +128,10 @@ func (r *Rendered) add(kind string, data []byte) error {
 		return decodeOne(data, &r.ClusterRole, kind)
 	case "ClusterRoleBinding":
 		return decodeOne(data, &r.ClusterRoleBinding, kind)
+	case "Role":
+		return appendDecoded(data, &r.Roles)
+	case "RoleBinding":
+		return appendDecoded(data, &r.RoleBindings)
 	}
 	return fmt.Errorf("unexpected kind %q", kind)
 }
