@@ -53,9 +53,11 @@ const ipblocksPath = "/apis/sandboxipam.io/v1alpha1/ipblocks"
 //     server, the leader's kubelet, its runtime);
 //   - node 3 dies (kubelet stopped, Node deleted) with its pods in the
 //     API: the reclaimer keeps its blocks past the grace for exactly those
-//     pods; force-deleted, they go, the blocks are reclaimed (one Event
-//     each), and claimed again by the live nodes once they need the whole
-//     pool; node 3 registers again;
+//     pods; force-deleted, they go, and the blocks are still kept, each
+//     for node 3's ipamd, which runs on and renews its own Lease (issue
+//     37); once it is killed, the blocks are reclaimed (one Event each),
+//     and claimed again by the live nodes once they need the whole pool;
+//     node 3 registers again;
 //   - the API server stopped, pods start and stop on node 1 inside its
 //     blocks;
 //   - scaled to zero, the empty blocks go back past the grace down to the
