@@ -132,8 +132,8 @@ func (c *cluster) deadNodeReclaimed(t *testing.T, d deadNode) {
 	d.n.killIPAMD(t)
 	c.logf(t, "%s's ipamd SIGKILLed (its kubelet stopped, nothing restarts it): its Lease is renewed no more", d.n.name)
 	// The wait: the grace, or ipamd's leaseDuration (fenceAfter +
-	// renewInterval, 2m10s by default) when longer, then a pass.
-	testsupport.WaitFor(t, 4*time.Minute, d.n.name+"'s blocks reclaimed, each with its Event", func(ctx context.Context) error {
+	// renewInterval) when longer, then a pass.
+	testsupport.WaitFor(t, ipamdFenceAfter+3*time.Minute, d.n.name+"'s blocks reclaimed, each with its Event", func(ctx context.Context) error {
 		for name, p := range d.blocks {
 			if err := c.api.get(ctx, ipblocksPath+"/"+name, nil); !errors.Is(err, errNotFound) {
 				return fmt.Errorf("IPBlock %s still there (%v)", name, err)
