@@ -29,9 +29,9 @@ import (
 // is in the API. ipamd's Lease clock and the reclaimer's clock are fake
 // and stepped together, one renew interval at a time, so the order of
 // the two is by construction: ipamd fences (ADD: code 11 naming its
-// Lease; DEL still works) at 2m10s, when the reclaimer still keeps the
-// block for ipamd's Lease; the reclaimer takes it at 5m1s and another
-// node claims it. Once the cut heals, ipamd renews, reads its blocks
+// Lease; DEL still works) 2m10s after its last renew, when the reclaimer
+// still keeps the block for ipamd's Lease alone; the reclaimer takes it
+// past the grace and another node claims it. Once the cut heals, ipamd renews, reads its blocks
 // again, and reports the block as foreign (status, metric source, an
 // Event on its Node); nothing more is handed out of it.
 func TestPoolSourceFencesWhenCutOff(t *testing.T) {
@@ -63,6 +63,14 @@ func TestPoolSourceFencesWhenCutOff(t *testing.T) {
 	lease := "ipamd Lease kube-system/" + v1alpha1.IpamdLeaseName(name)
 	blockName := v1alpha1.BlockName(netip.MustParsePrefix(block))
 	waitKeep(t, r, blockName, "Lease kube-node-lease/"+name+" absent, but only for 0s")
+	// Six minutes of the reclaimer's clock with ipamd renewing once a
+	// minute of it: the kubelet's Lease has been absent past the grace,
+	// and only ipamd's keeps the block.
+	for range 6 {
+		renewOnce(t, e, leaseClk, name)
+		rclk.Step(time.Minute)
+	}
+	waitKeep(t, r, blockName, lease+" last seen to change ")
 
 	proxy.Cut()
 	elapsed := time.Duration(0)
@@ -81,7 +89,10 @@ func TestPoolSourceFencesWhenCutOff(t *testing.T) {
 	if elapsed != 130*time.Second {
 		t.Fatalf("fenced %s after the last renew, want 2m10s (fenceAfter 2m, then the next renew attempt)", elapsed)
 	}
-	if v, _ := r.RunOnce(t.Context()).Verdict(blockName); v.Reclaim || v.Keep != lease+" last seen to change 2m10s ago, within the grace 5m0s: ipamd may live" {
+	// The reclaimer saw ipamd's last renew at most a step after it was
+	// sent: 2m10s or 3m10s ago, within the grace.
+	if v, _ := r.RunOnce(t.Context()).Verdict(blockName); v.Reclaim || (v.Keep != lease+" last seen to change 2m10s ago, within the grace 5m0s: ipamd may live" &&
+		v.Keep != lease+" last seen to change 3m10s ago, within the grace 5m0s: ipamd may live") {
 		t.Fatalf("at the fence the reclaimer judged %+v", v)
 	}
 	n.addSandbox("sandbox-2")
@@ -92,7 +103,9 @@ func TestPoolSourceFencesWhenCutOff(t *testing.T) {
 	}
 	mustDel(t, cni, n, "sandbox-1")
 
-	rclk.SetTime(t0.Add(5*time.Minute + time.Second))
+	// Past the grace since the last change it can have seen (5m or 6m
+	// after t0, by its clock).
+	rclk.Step(3 * time.Minute)
 	if p := r.RunOnce(t.Context()); !slices.Equal(p.Reclaimed, []string{blockName}) {
 		t.Fatalf("past the grace: %+v", p)
 	}
@@ -114,6 +127,21 @@ func TestPoolSourceFencesWhenCutOff(t *testing.T) {
 	if ips, err := cni.addAll(t.Context(), "sandbox-2"); err == nil {
 		t.Fatalf("ADD after the heal got %v out of a block node-other holds", ips)
 	}
+}
+
+// renewOnce steps ipamd's Lease clock by its renew interval and waits
+// until the renew it wakes reached the API server.
+func renewOnce(t *testing.T, e *poolEnv, clk *clocktesting.FakeClock, node string) {
+	t.Helper()
+	testsupport.Wait(t, "ipamd's renewer to wait on its clock", func() (bool, string) { return clk.HasWaiters(), "" })
+	clk.Step(10 * time.Second)
+	testsupport.Wait(t, "ipamd's renew at "+clk.Now().String(), func() (bool, string) {
+		l, err := e.kube.CoordinationV1().Leases("kube-system").Get(t.Context(), v1alpha1.IpamdLeaseName(node), metav1.GetOptions{})
+		if err != nil {
+			return false, err.Error()
+		}
+		return l.Spec.RenewTime != nil && l.Spec.RenewTime.Time.Equal(clk.Now()), fmt.Sprint(l.Spec.RenewTime)
+	})
 }
 
 // proxiedClient is an API client that reaches e's API server through a
