@@ -14,6 +14,7 @@ import (
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/tools/clientcmd"
+	clocktesting "k8s.io/utils/clock/testing"
 
 	"github.com/sandboxipam/sandboxipam/cluster/api/v1alpha1"
 	"github.com/sandboxipam/sandboxipam/internal/clusterfixture"
@@ -108,7 +109,10 @@ func startPoolDaemon(t *testing.T, e *poolEnv, n *node, clock *fakeClock) (*daem
 		t.Fatal(err)
 	}
 	logger := slog.New(slog.NewTextHandler(testLogWriter{t}, &slog.HandlerOptions{Level: slog.LevelDebug}))
-	d := daemon.New(n.cfg, daemon.Options{Logger: logger, Kube: kc, PoolNow: clock.Now})
+	// ipamd's Lease clock stands still: one renew at start, and neither
+	// renews nor a fence after, so the requests the tests count are the
+	// pool's (TestPoolSourceFencesWhenCutOff steps one).
+	d := daemon.New(n.cfg, daemon.Options{Logger: logger, Kube: kc, PoolNow: clock.Now, PoolLeaseClock: clocktesting.NewFakeClock(clock.Now())})
 	if err := d.Start(t.Context()); err != nil {
 		t.Fatalf("Start: %v", err)
 	}

@@ -93,6 +93,9 @@ type Options struct {
 	// LeaseClock is the monotonic clock of this ipamd's Lease renews and
 	// fence (package lease); the real one when nil.
 	LeaseClock clock.WithTicker
+	// LeaseKube writes the Lease; nil is the source's own client (tests
+	// that count the source's requests pass another).
+	LeaseKube kubernetes.Interface
 }
 
 // Claim is one pass's claims: the blocks won, the time from the first
@@ -193,7 +196,11 @@ func New(cfg Config, nodeName string, kube kubernetes.Interface, dyn dynamic.Int
 	s := &Source{cfg: cfg, nodeName: nodeName, kube: kube, dyn: dyn, store: store, opts: opts, fence: &fence{store: store},
 		log: opts.Logger, emptySince: map[netip.Prefix]time.Time{}, full: map[string]fullPool{}, cursor: map[string]int{}, unseen: map[netip.Prefix]bool{}, passes: make(chan struct{}, 1),
 		status: Status{Pool: cfg.Pool, Node: nodeName, Blocks: []string{}}}
-	r, err := lease.New(kube, lease.Options{Namespace: cfg.Lease.Namespace, Node: nodeName, RenewInterval: cfg.Lease.RenewInterval,
+	leaseKube := opts.LeaseKube
+	if leaseKube == nil {
+		leaseKube = kube
+	}
+	r, err := lease.New(leaseKube, lease.Options{Namespace: cfg.Lease.Namespace, Node: nodeName, RenewInterval: cfg.Lease.RenewInterval,
 		FenceAfter: cfg.Lease.FenceAfter, Clock: opts.LeaseClock, Logger: opts.Logger, OnFence: s.fenced})
 	if err != nil {
 		return nil, fmt.Errorf("pool source: %w", err)
