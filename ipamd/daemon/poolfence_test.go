@@ -1,6 +1,7 @@
 package daemon_test
 
 import (
+	"context"
 	"fmt"
 	"log/slog"
 	"maps"
@@ -46,7 +47,7 @@ func TestPoolSourceFencesWhenCutOff(t *testing.T) {
 	if err := d.Start(t.Context()); err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { _ = d.Stop(t.Context()) })
+	t.Cleanup(func() { _ = d.Stop(context.Background()) })
 	cni := cniClient{socket: n.cfg.Socket}
 	waitReady(t, cni)
 	block := d.PoolSource().Status().Blocks[0]
