@@ -4,12 +4,14 @@ import (
 	"errors"
 	"fmt"
 	"time"
+
+	"github.com/sandboxipam/sandboxipam/cluster/api/ipamdlease"
 )
 
 // MinGrace is the shortest Config.Grace accepted: a kubelet renews its
 // node Lease every 10 s and a Lease lasts 40 s, so a shorter grace could
 // take a brief API server outage for a dead node.
-const MinGrace = time.Minute
+const MinGrace = ipamdlease.MinReclaimGrace
 
 // Config is the reclaimer's configuration; DefaultConfig fills it.
 type Config struct {
@@ -24,6 +26,10 @@ type Config struct {
 	CheckInterval time.Duration
 	// LeaderElection is the Lease that makes one reclaimer act at a time.
 	LeaderElection LeaderElection
+	// IpamdLeaseNamespace is where each node's ipamd renews its own Lease
+	// (ipamdlease.IpamdLeaseName): the namespace ipamd's DaemonSet runs in.
+	// Default kube-system.
+	IpamdLeaseNamespace string
 }
 
 // LeaderElection says which Lease the reclaimers contend for, and its
@@ -46,9 +52,10 @@ type LeaderElection struct {
 // DefaultConfig is the configuration with every default.
 func DefaultConfig() Config {
 	return Config{
-		Grace: 5 * time.Minute, Interval: 30 * time.Second, CheckInterval: time.Minute,
+		Grace: ipamdlease.DefaultReclaimGrace, Interval: 30 * time.Second, CheckInterval: time.Minute,
 		LeaderElection: LeaderElection{Namespace: "kube-system", Name: "sandboxipam-reclaimer",
 			LeaseDuration: 15 * time.Second, RenewDeadline: 10 * time.Second, RetryPeriod: 2 * time.Second},
+		IpamdLeaseNamespace: "kube-system",
 	}
 }
 
@@ -66,6 +73,9 @@ func (c Config) Validate() error {
 		if d.v <= 0 {
 			errs = append(errs, fmt.Errorf("%s must be positive, got %s", d.name, d.v))
 		}
+	}
+	if c.IpamdLeaseNamespace == "" {
+		errs = append(errs, errors.New("ipamdLeaseNamespace must be set (the namespace ipamd's DaemonSet runs in)"))
 	}
 	le := c.LeaderElection
 	if le.Namespace == "" || le.Name == "" {

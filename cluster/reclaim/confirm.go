@@ -14,6 +14,7 @@ import (
 	"k8s.io/client-go/tools/pager"
 	"k8s.io/utils/ptr"
 
+	"github.com/sandboxipam/sandboxipam/cluster/api/ipamdlease"
 	"github.com/sandboxipam/sandboxipam/cluster/api/v1alpha1"
 )
 
@@ -32,6 +33,16 @@ func (r *Reclaimer) forgetLeases(blocks []runtime.Object) {
 		}
 	}
 	r.leases.keepOnly(keep)
+	ipamd := map[string]bool{}
+	for n := range keep {
+		ipamd[ipamdlease.IpamdLeaseName(n)] = true
+	}
+	if leases, err := r.ipamdLeases.List(labels.Everything()); err == nil {
+		for _, l := range leases {
+			ipamd[l.Name] = true
+		}
+	}
+	r.ipamdSeen.keepOnly(ipamd)
 }
 
 // metaOf is the node name a block object names.
@@ -111,8 +122,23 @@ func (r *Reclaimer) freshInput(ctx context.Context, c candidate, addrs []podAddr
 		return in, fmt.Errorf("get Lease kube-node-lease/%s to confirm reclaiming %s: %w", name, c.block.Name, err)
 	}
 	in.Lease = r.leases.observe(name, lease)
+	ipamd, err := r.freshIpamdLease(ctx, name)
+	if err != nil {
+		return in, fmt.Errorf("get ipamd Lease %s to confirm reclaiming %s: %w", in.IpamdLease, c.block.Name, err)
+	}
+	in.Ipamd = r.ipamdSeen.observe(ipamdlease.IpamdLeaseName(name), ipamd)
 	in.Pods = podsIn(c.cidr, addrs)
 	return in, nil
+}
+
+// freshIpamdLease reads node's ipamd Lease from the API server; nil when
+// there is none.
+func (r *Reclaimer) freshIpamdLease(ctx context.Context, node string) (*coordinationv1.Lease, error) {
+	l, err := r.clients.Kube.CoordinationV1().Leases(r.cfg.IpamdLeaseNamespace).Get(ctx, ipamdlease.IpamdLeaseName(node), metav1.GetOptions{})
+	if apierrors.IsNotFound(err) {
+		return nil, nil
+	}
+	return l, err
 }
 
 // reclaim deletes the block, on the condition that it is the very object

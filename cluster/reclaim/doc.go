@@ -2,14 +2,24 @@
 // node's IPBlocks to the pool, only on evidence, and runs the cluster-wide
 // comparison (package clustercheck) periodically for the metrics.
 //
-// A block is reclaimed only when all three hold (Decide):
+// A block is reclaimed only when all four hold (Decide):
 //
 //	(a) the Node that claimed it is gone: no Node has its name, or the
 //	    Node of that name has another UID (registered again);
 //	(b) that node's Lease in kube-node-lease has not been renewed for
 //	    longer than the grace; and
 //	(c) no Pod anywhere has a status.podIPs address inside the block,
-//	    whatever its phase.
+//	    whatever its phase; and
+//	(d) that node's ipamd has stopped renewing its own Lease
+//	    (ipamdlease.IpamdLeaseName, in Config.IpamdLeaseNamespace): unchanged
+//	    or absent, in the reclaimer's sight, for longer than the grace, or
+//	    than the Lease's leaseDurationSeconds when longer (ipamd's fence
+//	    plus its renew interval: package ipsource/pool/lease).
+//
+// (a) to (c) can all hold under a node that lives: a kubelet stopped or
+// cut off, `kubectl delete node`, and its kubelet Lease goes with the
+// Node while PodGC deletes its Pods. (d) is ipamd's own word, and ipamd
+// stops handing out addresses of its blocks before (d) can hold.
 //
 // Owner references are not evidence: a Node object can be deleted while
 // its kubelet and its pods run on. (b) is judged as client-go's leader
@@ -21,11 +31,11 @@
 // exists, its spec.renewTime must be older than the grace as well.
 //
 // The decision is made on the informers' caches and confirmed, right
-// before the delete, by fresh reads from the API server: the Node, the
-// Lease and every Pod (a paginated list). The delete carries UID and
+// before the delete, by fresh reads from the API server: the Node, both
+// Leases and every Pod (a paginated list). The delete carries UID and
 // resourceVersion preconditions, so a block claimed again, or changed,
 // since it was judged is never deleted. Every reclaim is an Event on the
-// block and a log line naming the evidence.
+// block and a log line naming the four pieces of evidence.
 //
 // One reclaimer acts at a time: Run takes a Lease through client-go's
 // leader election, and only the leader starts informers and passes. It

@@ -17,6 +17,10 @@ type Input struct {
 	// Lease is the node's Lease in kube-node-lease as the reclaimer has
 	// watched it.
 	Lease LeaseSeen
+	// IpamdLease names the node's ipamd Lease ("namespace/name"), and
+	// Ipamd is what the reclaimer has watched of it.
+	IpamdLease string
+	Ipamd      LeaseSeen
 	// Pods are the pods (namespace/name address) with an address inside
 	// the block, whatever their phase.
 	Pods []string
@@ -34,6 +38,11 @@ type LeaseSeen struct {
 	// Since is when, by the reclaimer's clock, the Lease was last seen to
 	// change (or to appear, or to go), or when the reclaimer first looked.
 	Since time.Time
+	// Duration is the Lease's spec.leaseDurationSeconds: ipamd writes how
+	// long after a renew it may still hand out addresses (its fence plus
+	// its renew interval), so a reclaimer whose grace is shorter waits
+	// that long instead.
+	Duration time.Duration
 }
 
 // Verdict is Decide's answer: reclaim, with the evidence, or keep, and why.
@@ -47,7 +56,7 @@ type Verdict struct {
 }
 
 // Decide judges one block. It is pure, and it reclaims only when all
-// three conditions hold; the first that fails is the reason to keep.
+// four conditions hold; the first that fails is the reason to keep.
 func Decide(in Input) Verdict {
 	node, ok := nodeGone(in)
 	if !ok {
@@ -60,7 +69,11 @@ func Decide(in Input) Verdict {
 	if len(in.Pods) > 0 {
 		return Verdict{Keep: fmt.Sprintf("pods still hold addresses in %s: %s", in.BlockCIDR, strings.Join(in.Pods, ", "))}
 	}
-	return Verdict{Reclaim: true, Evidence: []string{node, lease, "no Pod has a status.podIPs address in " + in.BlockCIDR}}
+	ipamd, ok := ipamdStopped(in)
+	if !ok {
+		return Verdict{Keep: ipamd}
+	}
+	return Verdict{Reclaim: true, Evidence: []string{node, lease, "no Pod has a status.podIPs address in " + in.BlockCIDR, ipamd}}
 }
 
 // nodeGone is condition (a), in words either way.
@@ -97,4 +110,28 @@ func leaseExpired(in Input) (string, bool) {
 		return fmt.Sprintf("%s %s and last seen to change %s ago: within the grace %s", name, renewed, quiet, in.Grace), false
 	}
 	return fmt.Sprintf("%s %s, unchanged for %s in the reclaimer's sight, longer than the grace %s", name, renewed, quiet, in.Grace), true
+}
+
+// ipamdStopped is condition (d): the node's ipamd Lease unchanged (or
+// absent) in the reclaimer's sight for longer than the grace, or than the
+// Lease's own duration when that is longer. Only the reclaimer's clock
+// counts: spec.renewTime is the node's clock, and a node cut off from the
+// API server cannot be asked.
+func ipamdStopped(in Input) (string, bool) {
+	name := "ipamd Lease " + in.IpamdLease
+	wait, words := in.Grace, fmt.Sprintf("the grace %s", in.Grace)
+	if in.Ipamd.Duration > in.Grace {
+		wait, words = in.Ipamd.Duration, fmt.Sprintf("its leaseDuration %s (longer than the grace %s)", in.Ipamd.Duration, in.Grace)
+	}
+	quiet := in.Now.Sub(in.Ipamd.Since)
+	switch {
+	case !in.Ipamd.Present && quiet <= wait:
+		return fmt.Sprintf("%s absent, but only for %s in the reclaimer's sight, not longer than %s", name, quiet, words), false
+	case !in.Ipamd.Present:
+		return fmt.Sprintf("%s absent for %s in the reclaimer's sight, longer than %s", name, quiet, words), true
+	case quiet <= wait:
+		return fmt.Sprintf("%s last seen to change %s ago, within %s: ipamd may live", name, quiet, words), false
+	default:
+		return fmt.Sprintf("%s unchanged for %s in the reclaimer's sight, longer than %s", name, quiet, words), true
+	}
 }

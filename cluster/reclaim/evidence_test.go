@@ -11,7 +11,9 @@ func TestDecide(t *testing.T) {
 	grace := 5 * time.Minute
 	base := func() Input {
 		return Input{Block: "198.18.0.0-26", BlockCIDR: "198.18.0.0/26", BlockNodeName: "n1", BlockNodeUID: "uid-1",
-			Lease: LeaseSeen{Present: true, RenewTime: t0, Since: t0}, Now: t0.Add(6 * time.Minute), Grace: grace}
+			Lease: LeaseSeen{Present: true, RenewTime: t0, Since: t0}, IpamdLease: "kube-system/sandboxipam-ipamd-n1",
+			Ipamd: LeaseSeen{Present: true, RenewTime: t0.Add(6 * time.Minute), Since: t0, Duration: 130 * time.Second},
+			Now:   t0.Add(6 * time.Minute), Grace: grace}
 	}
 	cases := []struct {
 		name    string
@@ -21,8 +23,21 @@ func TestDecide(t *testing.T) {
 	}{
 		{"node alive with the claim's UID", func(in *Input) { in.NodeExists, in.NodeUID = true, "uid-1" }, false,
 			"Node n1 exists with the block's UID uid-1"},
-		{"all three hold", func(*Input) {}, true,
-			"Node n1 (UID uid-1) does not exist; Lease kube-node-lease/n1 renewed at 2026-12-03T10:00:00Z, unchanged for 6m0s in the reclaimer's sight, longer than the grace 5m0s; no Pod has a status.podIPs address in 198.18.0.0/26"},
+		{"all four hold", func(*Input) {}, true,
+			"Node n1 (UID uid-1) does not exist; Lease kube-node-lease/n1 renewed at 2026-12-03T10:00:00Z, unchanged for 6m0s in the reclaimer's sight, longer than the grace 5m0s; no Pod has a status.podIPs address in 198.18.0.0/26; " +
+				"ipamd Lease kube-system/sandboxipam-ipamd-n1 unchanged for 6m0s in the reclaimer's sight, longer than the grace 5m0s"},
+		// The node's own renewTime says nothing: only the reclaimer's
+		// sight of a change counts (above, renewTime is "now").
+		{"ipamd renewing (Node, kubelet Lease and Pods gone)", func(in *Input) { in.Ipamd.Since = t0.Add(5 * time.Minute) }, false,
+			"ipamd Lease kube-system/sandboxipam-ipamd-n1 last seen to change 1m0s ago, within the grace 5m0s: ipamd may live"},
+		{"ipamd Lease exactly at the grace", func(in *Input) { in.Ipamd.Since = t0.Add(time.Minute) }, false,
+			"last seen to change 5m0s ago, within the grace 5m0s"},
+		{"ipamd Lease's own duration longer than the grace", func(in *Input) { in.Ipamd.Duration = 7 * time.Minute }, false,
+			"within its leaseDuration 7m0s (longer than the grace 5m0s)"},
+		{"ipamd Lease absent, but not watched long enough (a reclaimer restart)", func(in *Input) { in.Ipamd = LeaseSeen{Since: t0.Add(2 * time.Minute)} }, false,
+			"ipamd Lease kube-system/sandboxipam-ipamd-n1 absent, but only for 4m0s in the reclaimer's sight, not longer than the grace 5m0s"},
+		{"ipamd Lease absent long enough", func(in *Input) { in.Ipamd = LeaseSeen{Since: t0} }, true,
+			"ipamd Lease kube-system/sandboxipam-ipamd-n1 absent for 6m0s in the reclaimer's sight, longer than the grace 5m0s"},
 		{"registered again under another UID", func(in *Input) { in.NodeExists, in.NodeUID = true, "uid-2" }, true,
 			"Node n1 has UID uid-2, not the claim's uid-1 (registered again); "},
 		{"pods still hold addresses", func(in *Input) { in.Pods = []string{"prod/web 198.18.0.5"} }, false,
@@ -47,7 +62,7 @@ func TestDecide(t *testing.T) {
 			words := v.Keep
 			if v.Reclaim {
 				words = strings.Join(v.Evidence, "; ")
-				if len(v.Evidence) != 3 {
+				if len(v.Evidence) != 4 {
 					t.Errorf("evidence %q, want one item per condition", v.Evidence)
 				}
 			}
@@ -70,6 +85,7 @@ func TestConfigValidateNamesTheField(t *testing.T) {
 		"leaderElection.leaseDuration (10s)":  func(c *Config) { c.LeaderElection.LeaseDuration = 10 * time.Second },
 		"leaderElection.renewDeadline (2s)":   func(c *Config) { c.LeaderElection.RenewDeadline = 2 * time.Second },
 		"leaderElection.retryPeriod must be ": func(c *Config) { c.LeaderElection.RetryPeriod = 0 },
+		"ipamdLeaseNamespace must be set":     func(c *Config) { c.IpamdLeaseNamespace = "" },
 	} {
 		c := DefaultConfig()
 		change(&c)

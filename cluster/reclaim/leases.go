@@ -2,12 +2,14 @@ package reclaim
 
 import (
 	"sync"
+	"time"
 
 	coordinationv1 "k8s.io/api/coordination/v1"
 	"k8s.io/utils/clock"
 )
 
-// leaseWatch remembers, per node, the Lease version last seen and when,
+// leaseWatch remembers, per Lease (kubelet's are keyed by node name,
+// ipamd's by their own name), the version last seen and when,
 // by the reclaimer's clock, it was first seen: a Lease counts as quiet
 // only for as long as the reclaimer itself has watched it not change.
 type leaseWatch struct {
@@ -34,6 +36,9 @@ func (w *leaseWatch) observe(node string, l *coordinationv1.Lease) LeaseSeen {
 		version, seen.Present = l.ResourceVersion, true
 		if l.Spec.RenewTime != nil {
 			seen.RenewTime = l.Spec.RenewTime.Time
+		}
+		if d := l.Spec.LeaseDurationSeconds; d != nil && *d > 0 {
+			seen.Duration = time.Duration(*d) * time.Second
 		}
 	}
 	w.mu.Lock()

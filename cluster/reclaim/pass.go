@@ -12,6 +12,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/labels"
 
+	"github.com/sandboxipam/sandboxipam/cluster/api/ipamdlease"
 	"github.com/sandboxipam/sandboxipam/cluster/api/v1alpha1"
 )
 
@@ -35,6 +36,9 @@ type Decision struct {
 	NodeGone bool `json:"nodeGone"`
 	// LeaseExpired: condition (b) holds, whatever the verdict.
 	LeaseExpired bool `json:"leaseExpired"`
+	// IpamdStopped: condition (d) holds, whatever the verdict: the
+	// node's ipamd Lease has not changed for longer than the grace.
+	IpamdStopped bool `json:"ipamdStopped"`
 	// Pods are the pods ("namespace/name address") with an address in
 	// the block: while there is one, condition (c) fails.
 	Pods []string `json:"pods,omitempty"`
@@ -97,8 +101,9 @@ func (r *Reclaimer) RunOnce(ctx context.Context) Pass {
 		v := Decide(in)
 		_, gone := nodeGone(in)
 		_, expired := leaseExpired(in)
+		_, stopped := ipamdStopped(in)
 		p.Decisions = append(p.Decisions, Decision{Block: b.Name, CIDR: b.Spec.CIDR, Node: b.Spec.NodeName,
-			NodeGone: gone, LeaseExpired: expired, Pods: in.Pods, Verdict: v})
+			NodeGone: gone, LeaseExpired: expired, IpamdStopped: stopped, Pods: in.Pods, Verdict: v})
 		if v.Reclaim {
 			candidates = append(candidates, candidate{block: b, cidr: cidr})
 		}
@@ -135,12 +140,18 @@ func (r *Reclaimer) cachedInput(b v1alpha1.IPBlock, cidr netip.Prefix, addrs []p
 		l = nil
 	}
 	in.Lease = r.leases.observe(b.Spec.NodeName, l)
+	il, err := r.ipamdLeases.Get(ipamdlease.IpamdLeaseName(b.Spec.NodeName))
+	if err != nil {
+		il = nil
+	}
+	in.Ipamd = r.ipamdSeen.observe(ipamdlease.IpamdLeaseName(b.Spec.NodeName), il)
 	in.Pods = podsIn(cidr, addrs)
 	return in
 }
 
 func (r *Reclaimer) input(b v1alpha1.IPBlock, now time.Time) Input {
-	return Input{Block: b.Name, BlockCIDR: b.Spec.CIDR, BlockNodeName: b.Spec.NodeName, BlockNodeUID: b.Spec.NodeUID, Now: now, Grace: r.cfg.Grace}
+	return Input{Block: b.Name, BlockCIDR: b.Spec.CIDR, BlockNodeName: b.Spec.NodeName, BlockNodeUID: b.Spec.NodeUID, Now: now, Grace: r.cfg.Grace,
+		IpamdLease: r.cfg.IpamdLeaseNamespace + "/" + ipamdlease.IpamdLeaseName(b.Spec.NodeName)}
 }
 
 func (r *Reclaimer) cachedPodAddrs() ([]podAddr, error) {

@@ -86,10 +86,12 @@ func TestReclaimOnlyOnEvidence(t *testing.T) {
 	}{
 		{empty, "Reclaimed 198.18.1.64/26 of node ev-n1 (UID " + string(n1.UID) + "): Node ev-n1 (UID " + string(n1.UID) + ") does not exist; " +
 			"Lease kube-node-lease/ev-n1 renewed at 2026-12-03T10:04:00Z, unchanged for 5m1s in the reclaimer's sight, longer than the grace 5m0s; " +
-			"no Pod has a status.podIPs address in 198.18.1.64/26"},
+			"no Pod has a status.podIPs address in 198.18.1.64/26; " +
+			"ipamd Lease kube-system/sandboxipam-ipamd-ev-n1 absent for 9m1s in the reclaimer's sight, longer than the grace 5m0s"},
 		{stale, "Reclaimed 198.18.1.192/26 of node ev-n3 (UID ev-n3-former-uid): Node ev-n3 has UID " + string(n3.UID) +
 			", not the claim's ev-n3-former-uid (registered again); Lease kube-node-lease/ev-n3 absent for 8m0s in the reclaimer's sight, longer than the grace 5m0s; " +
-			"no Pod has a status.podIPs address in 198.18.1.192/26"},
+			"no Pod has a status.podIPs address in 198.18.1.192/26; " +
+			"ipamd Lease kube-system/sandboxipam-ipamd-ev-n3 absent for 8m0s in the reclaimer's sight, longer than the grace 5m0s"},
 	} {
 		if !blockGone(t, env, c.block.Name) {
 			t.Errorf("%s still in the API after its reclaim", c.block.Name)

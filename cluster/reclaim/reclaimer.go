@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"strings"
 	"sync/atomic"
 	"time"
 
@@ -20,6 +21,7 @@ import (
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/utils/clock"
 
+	"github.com/sandboxipam/sandboxipam/cluster/api/ipamdlease"
 	"github.com/sandboxipam/sandboxipam/cluster/api/v1alpha1"
 )
 
@@ -54,16 +56,20 @@ type Reclaimer struct {
 	clock   clock.WithTicker
 	log     *slog.Logger
 	leases  *leaseWatch
-	metrics *Metrics
+	// ipamdSeen is what has been seen of ipamd's own Leases, by name.
+	ipamdSeen *leaseWatch
+	metrics   *Metrics
 	// last is the last pass, for Decisions.
 	last atomic.Pointer[Pass]
 
 	factory      informers.SharedInformerFactory
 	leaseFactory informers.SharedInformerFactory
+	ipamdFactory informers.SharedInformerFactory
 	dynFactory   dynamicinformer.DynamicSharedInformerFactory
 	nodes        corelisters.NodeLister
 	pods         corelisters.PodLister
 	nodeLeases   coordinationlisters.LeaseNamespaceLister
+	ipamdLeases  coordinationlisters.LeaseNamespaceLister
 	blocks       cache.GenericLister
 	pools        cache.GenericLister
 	synced       []cache.InformerSynced
@@ -84,7 +90,7 @@ func New(c Clients, opts Options) (*Reclaimer, error) {
 		opts.Logger = slog.Default()
 	}
 	r := &Reclaimer{opts: opts, cfg: opts.Config, clients: c, clock: opts.Clock, log: opts.Logger,
-		leases: newLeaseWatch(opts.Clock), metrics: NewMetrics()}
+		leases: newLeaseWatch(opts.Clock), ipamdSeen: newLeaseWatch(opts.Clock), metrics: NewMetrics()}
 	r.factory = informers.NewSharedInformerFactory(c.Kube, 0)
 	r.leaseFactory = informers.NewSharedInformerFactoryWithOptions(c.Kube, 0, informers.WithNamespace(corev1.NamespaceNodeLease))
 	r.dynFactory = dynamicinformer.NewDynamicSharedInformerFactory(c.Dynamic, 0)
@@ -93,14 +99,18 @@ func New(c Clients, opts Options) (*Reclaimer, error) {
 		return nil, fmt.Errorf("reclaimer: pod informer: %w", err)
 	}
 	leases := r.leaseFactory.Coordination().V1().Leases()
-	if _, err := leases.Informer().AddEventHandler(r.leaseHandler()); err != nil {
+	if _, err := leases.Informer().AddEventHandler(leaseHandler(r.leases, kubeletLeaseKey)); err != nil {
 		return nil, fmt.Errorf("reclaimer: lease informer: %w", err)
+	}
+	ipamdLeases, err := r.watchIpamdLeases(c.Kube)
+	if err != nil {
+		return nil, err
 	}
 	blocks, pools := r.dynFactory.ForResource(v1alpha1.IPBlockResource), r.dynFactory.ForResource(v1alpha1.IPPoolResource)
 	r.nodes, r.pods, r.nodeLeases = nodes.Lister(), pods.Lister(), leases.Lister().Leases(corev1.NamespaceNodeLease)
 	r.blocks, r.pools = blocks.Lister(), pools.Lister()
 	r.synced = []cache.InformerSynced{nodes.Informer().HasSynced, pods.Informer().HasSynced, leases.Informer().HasSynced,
-		blocks.Informer().HasSynced, pools.Informer().HasSynced}
+		ipamdLeases.HasSynced, blocks.Informer().HasSynced, pools.Informer().HasSynced}
 	return r, nil
 }
 
@@ -112,6 +122,7 @@ func (r *Reclaimer) Metrics() *Metrics { return r.metrics }
 func (r *Reclaimer) Start(ctx context.Context) error {
 	r.factory.Start(ctx.Done())
 	r.leaseFactory.Start(ctx.Done())
+	r.ipamdFactory.Start(ctx.Done())
 	r.dynFactory.Start(ctx.Done())
 	if !cache.WaitForCacheSync(ctx.Done(), r.synced...) {
 		return fmt.Errorf("reclaimer: informer caches not synced: %w", context.Cause(ctx))
@@ -140,29 +151,52 @@ func (r *Reclaimer) Loop(ctx context.Context) {
 	}
 }
 
-// leaseHandler observes every change of a node Lease when it happens, so
-// that a renewal between two passes is never missed.
-func (r *Reclaimer) leaseHandler() cache.ResourceEventHandler {
-	return cache.ResourceEventHandlerFuncs{
-		AddFunc:    func(obj any) { r.observeLease(obj, false) },
-		UpdateFunc: func(_, obj any) { r.observeLease(obj, false) },
-		DeleteFunc: func(obj any) { r.observeLease(obj, true) },
+// watchIpamdLeases makes the informer of ipamd's own Leases, in
+// Config.IpamdLeaseNamespace, observed into r.ipamdSeen by name.
+func (r *Reclaimer) watchIpamdLeases(kube kubernetes.Interface) (cache.SharedIndexInformer, error) {
+	r.ipamdFactory = informers.NewSharedInformerFactoryWithOptions(kube, 0, informers.WithNamespace(r.cfg.IpamdLeaseNamespace))
+	leases := r.ipamdFactory.Coordination().V1().Leases()
+	inf := leases.Informer()
+	if _, err := inf.AddEventHandler(leaseHandler(r.ipamdSeen, ipamdLeaseKey)); err != nil {
+		return nil, fmt.Errorf("reclaimer: ipamd lease informer: %w", err)
 	}
+	r.ipamdLeases = leases.Lister().Leases(r.cfg.IpamdLeaseNamespace)
+	return inf, nil
 }
 
-func (r *Reclaimer) observeLease(obj any, deleted bool) {
-	if t, ok := obj.(cache.DeletedFinalStateUnknown); ok {
-		obj = t.Obj
+// kubeletLeaseKey keys a kubelet's Lease by its name, the node's;
+// ipamdLeaseKey keeps only ipamd's Leases, by name.
+func kubeletLeaseKey(l *coordinationv1.Lease) (string, bool) { return l.Name, true }
+
+func ipamdLeaseKey(l *coordinationv1.Lease) (string, bool) {
+	return l.Name, strings.HasPrefix(l.Name, ipamdlease.IpamdLeasePrefix)
+}
+
+// leaseHandler observes every change of a Lease into w when it happens,
+// so that a renewal between two passes is never missed.
+func leaseHandler(w *leaseWatch, key func(*coordinationv1.Lease) (string, bool)) cache.ResourceEventHandler {
+	observe := func(obj any, deleted bool) {
+		if t, ok := obj.(cache.DeletedFinalStateUnknown); ok {
+			obj = t.Obj
+		}
+		l, ok := obj.(*coordinationv1.Lease)
+		if !ok {
+			return
+		}
+		name, ok := key(l)
+		switch {
+		case !ok:
+		case deleted:
+			w.observe(name, nil)
+		default:
+			w.observe(name, l)
+		}
 	}
-	l, ok := obj.(*coordinationv1.Lease)
-	if !ok {
-		return
+	return cache.ResourceEventHandlerFuncs{
+		AddFunc:    func(obj any) { observe(obj, false) },
+		UpdateFunc: func(_, obj any) { observe(obj, false) },
+		DeleteFunc: func(obj any) { observe(obj, true) },
 	}
-	if deleted {
-		r.leases.observe(l.Name, nil)
-		return
-	}
-	r.leases.observe(l.Name, l)
 }
 
 // slimPod keeps of a Pod only what the reclaimer and the check read, so

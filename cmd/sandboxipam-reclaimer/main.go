@@ -62,7 +62,8 @@ func parse(args []string, stderr io.Writer) (flags, error) {
 	fs := flag.NewFlagSet("sandboxipam-reclaimer", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	le := &f.cfg.LeaderElection
-	fs.DurationVar(&f.cfg.Grace, "grace", f.cfg.Grace, "how long a gone node's Lease must stay unrenewed before its blocks may be reclaimed (at least 1m)")
+	fs.DurationVar(&f.cfg.Grace, "grace", f.cfg.Grace, "how long a gone node's Lease and its ipamd's Lease must stay unrenewed before its blocks may be reclaimed (at least 1m)")
+	fs.StringVar(&f.cfg.IpamdLeaseNamespace, "ipamd-lease-namespace", f.cfg.IpamdLeaseNamespace, "namespace of each node's ipamd Lease (where ipamd's DaemonSet runs)")
 	fs.DurationVar(&f.cfg.Interval, "interval", f.cfg.Interval, "time between reclaim passes")
 	fs.DurationVar(&f.cfg.CheckInterval, "check-interval", f.cfg.CheckInterval, "time between cluster checks (the sandboxipam_cluster_* metrics)")
 	fs.StringVar(&le.Namespace, "leader-election-namespace", le.Namespace, "namespace of the leader Lease")

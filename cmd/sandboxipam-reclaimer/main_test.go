@@ -8,11 +8,11 @@ import (
 )
 
 func TestFlagsMapOntoConfig(t *testing.T) {
-	f, err := parse([]string{"--grace=10m", "--interval=1m", "--identity=r-0", "--leader-election-namespace=sbx"}, io.Discard)
+	f, err := parse([]string{"--grace=10m", "--interval=1m", "--identity=r-0", "--leader-election-namespace=sbx", "--ipamd-lease-namespace=ipam"}, io.Discard)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if f.cfg.Grace != 10*time.Minute || f.cfg.Interval != time.Minute || f.identity != "r-0" || f.cfg.LeaderElection.Namespace != "sbx" ||
+	if f.cfg.Grace != 10*time.Minute || f.cfg.Interval != time.Minute || f.identity != "r-0" || f.cfg.LeaderElection.Namespace != "sbx" || f.cfg.IpamdLeaseNamespace != "ipam" ||
 		f.cfg.LeaderElection.Name != "sandboxipam-reclaimer" || f.metricsAddr != DefaultMetricsAddress || f.decisionsAddr != DefaultDecisionsAddress {
 		t.Fatalf("flags %+v", f)
 	}

@@ -54,6 +54,10 @@ type Rendered struct {
 	ServiceAccount     *corev1.ServiceAccount
 	ClusterRole        *rbacv1.ClusterRole
 	ClusterRoleBinding *rbacv1.ClusterRoleBinding
+	// Roles and RoleBindings are ipamd's namespaced grants (components/pool
+	// brings its own Lease's and its Events').
+	Roles        []rbacv1.Role
+	RoleBindings []rbacv1.RoleBinding
 	// Reclaimer is what components/reclaimer adds; nil without it.
 	Reclaimer *Reclaimer
 	// Policies and PolicyBindings are the admission policies
@@ -135,6 +139,10 @@ func (r *Rendered) add(kind string, data []byte) error {
 		return appendDecoded(data, &r.Policies)
 	case "ValidatingAdmissionPolicyBinding":
 		return appendDecoded(data, &r.PolicyBindings)
+	case "Role":
+		return appendDecoded(data, &r.Roles)
+	case "RoleBinding":
+		return appendDecoded(data, &r.RoleBindings)
 	}
 	return fmt.Errorf("unexpected kind %q", kind)
 }

@@ -80,6 +80,7 @@ func TestReclaimerRBACIsWhatItCalls(t *testing.T) {
 	wantRoles := map[string][]rbacv1.PolicyRule{
 		"kube-node-lease/sandboxipam-reclaimer-node-leases": {rule("coordination.k8s.io", "leases", "get", "list", "watch")},
 		"kube-system/sandboxipam-reclaimer-leader":          {rule("coordination.k8s.io", "leases", "create"), leader},
+		"kube-system/sandboxipam-reclaimer-ipamd-leases":    {rule("coordination.k8s.io", "leases", "get", "list", "watch")},
 		"default/sandboxipam-reclaimer-events":              {rule("", "events", "create")},
 	}
 	if len(rc.Roles) != len(wantRoles) || len(rc.RoleBindings) != len(wantRoles) {

@@ -153,6 +153,10 @@ func TestPoolComponent(t *testing.T) {
 			t.Errorf("%s+pool: ClusterRole rules %+v, want %+v", overlay, r.ClusterRole.Rules, want)
 		}
 		checkPoolPolicies(t, overlay, r)
+		checkPoolLeaseRBAC(t, r)
+		if fields := downwardEnv(ipamd); fields["POD_NAMESPACE"] != "metadata.namespace" {
+			t.Errorf("%s+pool: downward API env %v, want POD_NAMESPACE from metadata.namespace (ipamd's Lease)", overlay, fields)
+		}
 	}
 	// Without the component: no CRD.
 	if r, err := Render("containerd"); err != nil || len(r.CRDs) != 0 {
@@ -382,6 +386,9 @@ func loadConfig(t *testing.T, r Rendered, c corev1.Container) config.Config {
 		if e.ValueFrom != nil && e.ValueFrom.FieldRef != nil && e.ValueFrom.FieldRef.FieldPath == "spec.nodeName" {
 			value = testNodeName
 		}
+		if e.ValueFrom != nil && e.ValueFrom.FieldRef != nil && e.ValueFrom.FieldRef.FieldPath == "metadata.namespace" {
+			value = r.DaemonSet.Namespace
+		}
 		environ = append(environ, e.Name+"="+value)
 	}
 	cfg, err := config.Load(path, environ)
@@ -435,5 +442,45 @@ func checkPoolPolicies(t *testing.T, overlay string, r Rendered) {
 	}
 	if slices.Sort(names); !slices.Equal(names, []string{"sandboxipam-block-geometry", "sandboxipam-node-blocks"}) || len(r.PolicyBindings) != 2 {
 		t.Errorf("%s+pool: policies %v and %d bindings, want the two", overlay, names, len(r.PolicyBindings))
+	}
+}
+
+// downwardEnv maps each env var from the downward API to its field path.
+func downwardEnv(c corev1.Container) map[string]string {
+	out := map[string]string{}
+	for _, e := range c.Env {
+		if e.ValueFrom != nil && e.ValueFrom.FieldRef != nil {
+			out[e.Name] = e.ValueFrom.FieldRef.FieldPath
+		}
+	}
+	return out
+}
+
+// checkPoolLeaseRBAC: the pool component grants ipamd exactly the verbs
+// of its own Lease (package ipsource/pool/lease) in its namespace, and
+// of its Events in default, both bound to its ServiceAccount.
+func checkPoolLeaseRBAC(t *testing.T, r Rendered) {
+	t.Helper()
+	rule := func(group, resource string, verbs ...string) rbacv1.PolicyRule {
+		return rbacv1.PolicyRule{APIGroups: []string{group}, Resources: []string{resource}, Verbs: verbs}
+	}
+	want := map[string][]rbacv1.PolicyRule{
+		"kube-system/sandboxipam-ipamd-lease": {rule("coordination.k8s.io", "leases", "create", "get", "update")},
+		"default/sandboxipam-ipamd-events":    {rule("events.k8s.io", "events", "create", "patch")},
+	}
+	if len(r.Roles) != len(want) || len(r.RoleBindings) != len(want) {
+		t.Fatalf("%d Roles and %d RoleBindings, want %d of each", len(r.Roles), len(r.RoleBindings), len(want))
+	}
+	for _, role := range r.Roles {
+		if w, ok := want[role.Namespace+"/"+role.Name]; !ok || !reflect.DeepEqual(role.Rules, w) {
+			t.Errorf("Role %s/%s rules %+v, want %+v", role.Namespace, role.Name, role.Rules, w)
+		}
+	}
+	for _, b := range r.RoleBindings {
+		_, ok := want[b.Namespace+"/"+b.RoleRef.Name]
+		if !ok || b.RoleRef.Kind != "Role" || len(b.Subjects) != 1 || b.Subjects[0].Kind != "ServiceAccount" ||
+			b.Subjects[0].Name != r.ServiceAccount.Name || b.Subjects[0].Namespace != r.ServiceAccount.Namespace {
+			t.Errorf("RoleBinding %s/%s %+v", b.Namespace, b.Name, b)
+		}
 	}
 }

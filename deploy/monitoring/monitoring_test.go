@@ -55,7 +55,7 @@ func runPromtool(t *testing.T, stdin []byte, args ...string) string {
 }
 
 func TestRulesPassPromtool(t *testing.T) {
-	if out := runPromtool(t, nil, "check", "rules", "ipamd.rules.yaml"); !strings.Contains(out, "SUCCESS: 8 rules found") {
+	if out := runPromtool(t, nil, "check", "rules", "ipamd.rules.yaml"); !strings.Contains(out, "SUCCESS: 9 rules found") {
 		t.Fatalf("promtool check rules:\n%s", out)
 	}
 	runPromtool(t, nil, "test", "rules", "ipamd.rules.test.yaml")
@@ -66,8 +66,8 @@ func TestRulesPassPromtool(t *testing.T) {
 func TestEveryAlertFiresInItsUnitTest(t *testing.T) {
 	rules, tests := read(t, "ipamd.rules.yaml"), read(t, "ipamd.rules.test.yaml")
 	alerts := regexp.MustCompile(`(?m)^\s+- alert: (\w+)$`).FindAllStringSubmatch(rules, -1)
-	if len(alerts) != 8 {
-		t.Fatalf("found %d alerts, want 8", len(alerts))
+	if len(alerts) != 9 {
+		t.Fatalf("found %d alerts, want 9", len(alerts))
 	}
 	firing := regexp.MustCompile(`(?m)alertname: (\w+)\n\s+exp_alerts:\n\s+- exp_labels`).FindAllStringSubmatch(tests, -1)
 	fired := map[string]bool{}

@@ -15,6 +15,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/sandboxipam/sandboxipam/cluster/api/ipamdlease"
 	"github.com/sandboxipam/sandboxipam/cluster/reclaim"
 	"github.com/sandboxipam/sandboxipam/internal/testsupport"
 )
@@ -83,15 +84,18 @@ func (c *cluster) deadNodeKept(t *testing.T, d deadNode) {
 			v := decisionOn(dec.Pass, name)
 			want := d.pods[name]
 			switch {
-			case len(want) == 0 && v == nil:
-				continue // reclaimed: deadNodeReclaimed checks its Event
 			case v == nil:
 				return fmt.Errorf("no decision on %s (%s) in the pass at %s", name, p, dec.Pass.At)
 			case !v.NodeGone || !v.LeaseExpired:
 				return fmt.Errorf("%s: %s", name, v.Keep)
-			case len(want) == 0:
+			case v.Reclaim:
+				t.Fatalf("the reclaimer reclaimed %s (%s) under a live ipamd: %+v", name, p, *v)
+			case len(want) == 0 && !strings.HasPrefix(v.Keep, ipamdLeaseWords(d)):
 				return fmt.Errorf("%s holds no pod's address, yet is judged %+v", name, *v)
-			case v.Reclaim || !slices.Equal(v.Pods, want):
+			case len(want) == 0:
+				kept = append(kept, fmt.Sprintf("%s for its ipamd", p))
+				continue
+			case !slices.Equal(v.Pods, want):
 				t.Fatalf("the reclaimer judged %s (%s) %+v past the grace; want kept for exactly %v", name, p, *v, want)
 			}
 			kept = append(kept, fmt.Sprintf("%s for %d pods", p, len(v.Pods)))
@@ -113,14 +117,74 @@ func decisionOn(p *reclaim.Pass, block string) *reclaim.Decision {
 }
 
 // deadNodeReclaimed force-deletes the dead node's pods (grace 0: their
-// kubelet is stopped), and waits until each of its blocks is gone from
-// the API with exactly one Event naming the evidence. The ReplicaSet
-// starts their replacements on the live nodes. Its ipamd pod goes too,
-// as the pod garbage collector (off in this cluster) would delete it:
-// the DaemonSet controller has asked to, no kubelet can finish it, and
-// while it lingers the DaemonSet's rolling update counts it unavailable
-// and rolls no further.
+// kubelet is stopped); the ReplicaSet starts their replacements on the
+// live nodes. Its ipamd pod object goes too, as the pod garbage collector
+// (off in this cluster) would delete it: the DaemonSet controller has
+// asked to, no kubelet can finish it, and while it lingers the
+// DaemonSet's rolling update counts it unavailable and rolls no further.
+// Its ipamd process runs on, and the blocks are kept for it
+// (deadNodeKeptForIpamd); once it is killed, each block goes, with
+// exactly one Event naming the four pieces of evidence.
 func (c *cluster) deadNodeReclaimed(t *testing.T, d deadNode) {
+	t.Helper()
+	c.forceDeletePods(t, d)
+	c.deadNodeKeptForIpamd(t, d)
+	d.n.killIPAMD(t)
+	c.logf(t, "%s's ipamd SIGKILLed (its kubelet stopped, nothing restarts it): its Lease is renewed no more", d.n.name)
+	// The wait: the grace, or ipamd's leaseDuration (fenceAfter +
+	// renewInterval) when longer, then a pass.
+	testsupport.WaitFor(t, ipamdFenceAfter+3*time.Minute, d.n.name+"'s blocks reclaimed, each with its Event", func(ctx context.Context) error {
+		for name, p := range d.blocks {
+			if err := c.api.get(ctx, ipblocksPath+"/"+name, nil); !errors.Is(err, errNotFound) {
+				return fmt.Errorf("IPBlock %s still there (%v)", name, err)
+			}
+			if err := c.reclaimEvent(ctx, d, name, p); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	c.logf(t, "%s's %d blocks reclaimed, one Event each naming the evidence", d.n.name, len(d.blocks))
+}
+
+// ipamdLeaseWords start the reclaimer's reason to keep a block of d's
+// while its ipamd renews its Lease.
+func ipamdLeaseWords(d deadNode) string {
+	return "ipamd Lease kube-system/" + ipamdlease.IpamdLeaseName(d.n.name) + " last seen to change "
+}
+
+// deadNodeKeptForIpamd is issue 37's case: the dead node's kubelet is
+// stopped, its Node deleted, its pods deleted from the API, but its ipamd
+// runs on and renews its own Lease, so the pods' sandboxes may still hold
+// their addresses. The three old conditions hold for every block; each is
+// kept, the reclaimer's decision naming ipamd's Lease.
+func (c *cluster) deadNodeKeptForIpamd(t *testing.T, d deadNode) {
+	t.Helper()
+	testsupport.WaitFor(t, 2*time.Minute, "the reclaimer keeps "+d.n.name+"'s blocks for its live ipamd", func(ctx context.Context) error {
+		dec, err := c.reclaimerDecisions(ctx)
+		if err != nil {
+			return err
+		}
+		for name, p := range d.blocks {
+			v := decisionOn(dec.Pass, name)
+			switch {
+			case v == nil:
+				t.Fatalf("%s (%s) judged no more, reclaimed under a live ipamd? pass at %s", name, p, dec.Pass.At)
+			case v.Reclaim:
+				t.Fatalf("the reclaimer reclaimed %s (%s) under a live ipamd: %+v", name, p, *v)
+			case !v.NodeGone || !v.LeaseExpired || len(v.Pods) > 0 || v.IpamdStopped || !strings.HasPrefix(v.Keep, ipamdLeaseWords(d)):
+				return fmt.Errorf("%s: %+v", name, *v)
+			}
+		}
+		return nil
+	})
+	c.logf(t, "%s's Node, kubelet Lease and pods gone, its ipamd alive: the reclaimer keeps all %d blocks, naming ipamd's Lease", d.n.name, len(d.blocks))
+}
+
+// forceDeletePods force-deletes the dead node's pods (grace 0: their
+// kubelet is stopped), as PodGC would, and its ipamd pod object (whose
+// container runs on).
+func (c *cluster) forceDeletePods(t *testing.T, d deadNode) {
 	t.Helper()
 	ctx := context.Background()
 	ipamds, err := c.ipamdPods(ctx)
@@ -143,18 +207,6 @@ func (c *cluster) deadNodeReclaimed(t *testing.T, d deadNode) {
 		}
 	}
 	c.logf(t, "%d pods of %s force-deleted, %d of them its web pods", len(paths), d.n.name, len(d.names))
-	testsupport.WaitFor(t, 2*time.Minute, d.n.name+"'s blocks reclaimed, each with its Event", func(ctx context.Context) error {
-		for name, p := range d.blocks {
-			if err := c.api.get(ctx, ipblocksPath+"/"+name, nil); !errors.Is(err, errNotFound) {
-				return fmt.Errorf("IPBlock %s still there (%v)", name, err)
-			}
-			if err := c.reclaimEvent(ctx, d, name, p); err != nil {
-				return err
-			}
-		}
-		return nil
-	})
-	c.logf(t, "%s's %d blocks reclaimed, one Event each naming the evidence", d.n.name, len(d.blocks))
 }
 
 // reclaimEvent checks the one Event of block's reclaim.
@@ -171,7 +223,8 @@ func (c *cluster) reclaimEvent(ctx context.Context, d deadNode, block string, p 
 	for _, want := range []string{
 		fmt.Sprintf("Reclaimed %s of node %s (UID %s): ", p, d.n.name, d.uid),
 		fmt.Sprintf("Node %s (UID %s) does not exist; Lease kube-node-lease/%s ", d.n.name, d.uid, d.n.name),
-		fmt.Sprintf("longer than the grace %s; no Pod has a status.podIPs address in %s", reclaimerGrace, p),
+		fmt.Sprintf("longer than the grace %s; no Pod has a status.podIPs address in %s; ", reclaimerGrace, p),
+		fmt.Sprintf("; ipamd Lease kube-system/%s unchanged for ", ipamdlease.IpamdLeaseName(d.n.name)),
 	} {
 		if !strings.Contains(msg, want) {
 			return fmt.Errorf("the Event on %s says %q, not %q", block, msg, want)

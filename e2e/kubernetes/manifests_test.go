@@ -31,13 +31,24 @@ func manifestObjects(r deploy.Rendered) []apiObject {
 	r.ConfigMap.TypeMeta = metav1.TypeMeta{APIVersion: "v1", Kind: "ConfigMap"}
 	r.DaemonSet.TypeMeta = metav1.TypeMeta{APIVersion: "apps/v1", Kind: "DaemonSet"}
 	ns := r.DaemonSet.Namespace
-	return []apiObject{
+	out := []apiObject{
 		{"/api/v1/namespaces/" + ns + "/serviceaccounts", r.ServiceAccount},
 		{"/apis/rbac.authorization.k8s.io/v1/clusterroles", r.ClusterRole},
 		{"/apis/rbac.authorization.k8s.io/v1/clusterrolebindings", r.ClusterRoleBinding},
-		{"/api/v1/namespaces/" + ns + "/configmaps", r.ConfigMap},
-		{"/apis/apps/v1/namespaces/" + ns + "/daemonsets", r.DaemonSet},
 	}
+	// components/pool's grants: ipamd's own Lease and its Events.
+	rbac := metav1.TypeMeta{APIVersion: "rbac.authorization.k8s.io/v1"}
+	for i := range r.Roles {
+		r.Roles[i].TypeMeta, r.Roles[i].Kind = rbac, "Role"
+		out = append(out, apiObject{"/apis/rbac.authorization.k8s.io/v1/namespaces/" + r.Roles[i].Namespace + "/roles", &r.Roles[i]})
+	}
+	for i := range r.RoleBindings {
+		r.RoleBindings[i].TypeMeta, r.RoleBindings[i].Kind = rbac, "RoleBinding"
+		out = append(out, apiObject{"/apis/rbac.authorization.k8s.io/v1/namespaces/" + r.RoleBindings[i].Namespace + "/rolebindings", &r.RoleBindings[i]})
+	}
+	return append(out,
+		apiObject{"/api/v1/namespaces/" + ns + "/configmaps", r.ConfigMap},
+		apiObject{"/apis/apps/v1/namespaces/" + ns + "/daemonsets", r.DaemonSet})
 }
 
 // reclaimerObjects are components/reclaimer's objects in the order

@@ -30,6 +30,9 @@ const (
 
 const ipblocksPath = "/apis/sandboxipam.io/v1alpha1/ipblocks"
 
+// ipamdFenceAfter is the pool test's ipSource.pool.lease.fenceAfter.
+const ipamdFenceAfter = 3 * time.Minute
+
 // TestThreeNodePool runs the three-node cluster in pool mode: the
 // containerd overlay with components/pool, components/reclaimer and
 // components/routes, the
@@ -53,9 +56,11 @@ const ipblocksPath = "/apis/sandboxipam.io/v1alpha1/ipblocks"
 //     server, the leader's kubelet, its runtime);
 //   - node 3 dies (kubelet stopped, Node deleted) with its pods in the
 //     API: the reclaimer keeps its blocks past the grace for exactly those
-//     pods; force-deleted, they go, the blocks are reclaimed (one Event
-//     each), and claimed again by the live nodes once they need the whole
-//     pool; node 3 registers again;
+//     pods; force-deleted, they go, and the blocks are still kept, each
+//     for node 3's ipamd, which runs on and renews its own Lease (issue
+//     37); once it is killed, the blocks are reclaimed (one Event each),
+//     and claimed again by the live nodes once they need the whole pool;
+//     node 3 registers again;
 //   - the API server stopped, pods start and stop on node 1 inside its
 //     blocks;
 //   - scaled to zero, the empty blocks go back past the grace down to the
@@ -167,7 +172,11 @@ func (c *cluster) applyPool(t *testing.T) {
 			spec.Containers[i].Env = append(spec.Containers[i].Env,
 				corev1.EnvVar{Name: "IPAMD_IPSOURCE_POOL_LOWWATERMARK", Value: "4"},
 				corev1.EnvVar{Name: "IPAMD_IPSOURCE_POOL_HIGHWATERMARK", Value: "20"},
-				corev1.EnvVar{Name: "IPAMD_IPSOURCE_POOL_RETURNGRACE", Value: "5s"})
+				corev1.EnvVar{Name: "IPAMD_IPSOURCE_POOL_RETURNGRACE", Value: "5s"},
+				// apiServerDown starts and stops pods for longer than the
+				// default 2m fence on a busy machine; ipamd's leaseDuration
+				// (3m10s) is then what the dead node's reclaim waits.
+				corev1.EnvVar{Name: "IPAMD_IPSOURCE_POOL_LEASE_FENCEAFTER", Value: ipamdFenceAfter.String()})
 		}
 	}
 	configureReclaimer(r)

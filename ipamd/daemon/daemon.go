@@ -49,6 +49,7 @@ import (
 	"time"
 
 	"github.com/vishvananda/netlink"
+	"k8s.io/utils/clock"
 
 	"github.com/sandboxipam/sandboxipam/ipamd/config"
 	"github.com/sandboxipam/sandboxipam/ipamd/datastore"
@@ -84,6 +85,9 @@ type Options struct {
 	// PoolNow is the pool source's clock of its return grace; nil means
 	// time.Now (tests pass a clock they move).
 	PoolNow func() time.Time
+	// PoolLeaseClock is the monotonic clock of the pool source's Lease
+	// renews and fence; nil means the real one (tests step a fake one).
+	PoolLeaseClock clock.WithTicker
 }
 
 // Daemon is one running ipamd.

@@ -20,7 +20,8 @@ func startPool(ctx, runCtx context.Context, d *Daemon, store *datastore.Store, w
 		return nil, fmt.Errorf("ipSource.pool: %w", err)
 	}
 	src, err := pool.New(d.cfg.IPSource.Pool, d.cfg.IPSource.NodeName, client, client.Dynamic, store,
-		pool.Options{Logger: d.log.With("component", "ipsource"), OnChange: d.sourceChanged, Now: d.opts.PoolNow})
+		pool.Options{Logger: d.log.With("component", "ipsource"), OnChange: d.sourceChanged, Now: d.opts.PoolNow,
+			LeaseClock: d.opts.PoolLeaseClock})
 	if err != nil {
 		return nil, fmt.Errorf("ipSource.pool: %w", err)
 	}

@@ -35,6 +35,9 @@ func (d *Daemon) ready() (bool, []string) {
 	if p := d.store.Proof(); p.Unproven {
 		why = append(why, "the datastore is unproven (no trusted checkpoint): waiting for "+joinWaiting(p.Waiting))
 	}
+	if f := d.store.Fenced(); f != "" {
+		why = append(why, "no new address is handed out: "+f)
+	}
 	if w := d.store.PoolWaiting(); w != "" {
 		why = append(why, "the pool has no range yet: waiting for "+w)
 	}

@@ -116,6 +116,9 @@ var (
 	ErrUnproven = apierr.ErrUnproven
 	// ErrInvalidKey: a key lacks its network, sandbox ID or interface name.
 	ErrInvalidKey = apierr.ErrInvalidKey
+	// ErrFenced: the IP source fenced the pool (SetFenced); the error
+	// names why.
+	ErrFenced = apierr.ErrFenced
 	// ErrLocked: another process has the checkpoint open.
 	ErrLocked = errors.New("checkpoint is in use by another process")
 )
@@ -208,6 +211,9 @@ type Store struct {
 	// growthWaiting, while set, is what an exhausted pool waits for to
 	// grow (SetGrowthWaiting); see growth.go.
 	growthWaiting string
+	// fenced, while set, is why no new address is handed out at all
+	// (SetFenced); see fence.go.
+	fenced string
 	// proof is what an unproven store remembers between listings: the
 	// DELs that came meanwhile and what ErrUnproven names (package proof).
 	proof    proof.Tracker

@@ -75,6 +75,9 @@ func (s *Store) assignLocked(key Key, pod Pod, origin Origin) (Assignment, *pers
 	if s.st.Unproven() {
 		return Assignment{}, nil, fmt.Errorf("assign to sandbox %s: %w; waiting for: %s", key.SandboxID, ErrUnproven, proof.Refusal(s.waitingLocked()))
 	}
+	if s.fenced != "" {
+		return Assignment{}, nil, fmt.Errorf("assign to sandbox %s: %w: %s", key.SandboxID, ErrFenced, s.fenced)
+	}
 	if s.poolWaiting != "" && len(s.familiesLocked()) == 0 {
 		return Assignment{}, nil, fmt.Errorf("assign to sandbox %s: %w: waiting for %s", key.SandboxID, ErrPoolNotReady, s.poolWaiting)
 	}

@@ -38,6 +38,12 @@ var (
 	ErrUnproven = errors.New("datastore unproven: there is no trusted checkpoint and the runtime and the node have not yet accounted for every pod's address")
 	// ErrInvalidKey: a key lacks its network, sandbox ID or interface name.
 	ErrInvalidKey = errors.New("invalid assignment key")
+	// ErrFenced: the pool source has not renewed its Lease (the evidence
+	// that this ipamd lives) for so long that the reclaimer may soon take
+	// its blocks, so no new address of them is handed out until it has
+	// renewed and read them again; the error names the cause. A
+	// condition that clears: try again later.
+	ErrFenced = errors.New("ipamd is fenced: no new address of its claimed blocks")
 )
 
 // The server's own errors.
@@ -83,6 +89,7 @@ var rows = [...]row{
 	{ErrPoolExhausted, wire.CodeResourceExhausted, CNIPoolExhausted, "ipamd has no free address for %s"},
 	{ErrUnproven, wire.CodeUnavailable, CNITryAgainLater, "ipamd could not serve %s now"},
 	{ErrPoolNotReady, wire.CodeUnavailable, CNITryAgainLater, "ipamd could not serve %s now"},
+	{ErrFenced, wire.CodeUnavailable, CNITryAgainLater, "ipamd could not serve %s now"},
 	{ErrClosed, wire.CodeUnavailable, CNITryAgainLater, "ipamd could not serve %s now"},
 	{syscall.ENOSPC, wire.CodeUnavailable, CNITryAgainLater, "ipamd could not serve %s now"},
 	{syscall.EDQUOT, wire.CodeUnavailable, CNITryAgainLater, "ipamd could not serve %s now"},

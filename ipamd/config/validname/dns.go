@@ -25,3 +25,23 @@ func DNSSubdomain(name string) error {
 	}
 	return nil
 }
+
+// maxDNSLabel is RFC 1123's limit on one label.
+const maxDNSLabel = 63
+
+// dnsLabel is one lowercase RFC 1123 label, as Kubernetes names
+// namespaces.
+var dnsLabel = regexp.MustCompile(`^[a-z0-9]([-a-z0-9]*[a-z0-9])?$`)
+
+// DNSLabel checks a namespace's name: what apimachinery's
+// validation.IsDNS1123Label accepts (a test holds the two equal). The
+// error completes a sentence that starts with the name.
+func DNSLabel(name string) error {
+	switch {
+	case len(name) > maxDNSLabel:
+		return fmt.Errorf("is %d bytes, longer than %d", len(name), maxDNSLabel)
+	case !dnsLabel.MatchString(name):
+		return fmt.Errorf("is not a lowercase RFC 1123 label (lowercase letters, digits and '-', starting and ending with a letter or digit)")
+	}
+	return nil
+}

@@ -22,6 +22,18 @@ func TestDNSSubdomainMatchesTheLibrary(t *testing.T) {
 	}
 }
 
+func TestDNSLabelMatchesTheLibrary(t *testing.T) {
+	for _, name := range []string{
+		"kube-system", "sandboxipam", "a", "0", strings.Repeat("a", 63), strings.Repeat("a", 64),
+		"", "Kube", "-a", "a-", "a.b", "a_b", "a b", "é",
+	} {
+		want := len(validation.IsDNS1123Label(name)) == 0
+		if got := DNSLabel(name) == nil; got != want {
+			t.Errorf("DNSLabel(%q) accepts = %v, apimachinery accepts = %v", name, got, want)
+		}
+	}
+}
+
 // FuzzDNSSubdomain holds the copy to the library: both accept exactly the
 // same names.
 func FuzzDNSSubdomain(f *testing.F) {

@@ -39,8 +39,13 @@ import (
 //     from the API while their sandboxes still run here are the case:
 //     the API server no longer shows those addresses, so only this node
 //     can say so.
-func (s *Source) guard(ctx context.Context, claim bool) {
-	missing := s.missingBlocks(ctx)
+//
+// With fresh (after a fence, package lease), every block is looked up on
+// the API server, whatever the informer holds: a block reclaimed while
+// this node was cut off is found before the fence lifts. guard reports
+// whether every lookup and the retire succeeded.
+func (s *Source) guard(ctx context.Context, claim, fresh bool) bool {
+	missing, ok := s.missingBlocks(ctx, fresh)
 	var retire []netip.Prefix
 	for _, p := range s.current {
 		if _, ok := missing[p]; ok {
@@ -53,7 +58,7 @@ func (s *Source) guard(ctx context.Context, claim bool) {
 		next := slices.DeleteFunc(slices.Clone(s.current), func(p netip.Prefix) bool { return slices.Contains(retire, p) })
 		if err := s.record(ctx, s.uid, next); err != nil {
 			s.log.Error("could not retire blocks whose IPBlock is gone or another node's", slog.Any("blocks", retire), slog.Any("error", err))
-			return
+			return false
 		}
 		s.log.Error("blocks retire: their IPBlocks are gone from the API server or another node's; nothing more is handed out of them",
 			slog.Any("blocks", retire), slog.String("pool", s.cfg.Pool))
@@ -78,35 +83,38 @@ func (s *Source) guard(ctx context.Context, claim bool) {
 		}
 	}
 	s.reportForeign(foreign)
+	return ok
 }
 
 // missingBlocks maps each block of the pool whose IPBlock is not this
 // node's to the node the API server's IPBlock names ("" when there is
 // none). Only blocks missing from the informer, and not just created
-// here, are looked up; a failed lookup waits for the next pass.
-func (s *Source) missingBlocks(ctx context.Context) map[netip.Prefix]string {
+// here, are looked up, unless fresh; a failed lookup waits for the next
+// pass, and makes ok false.
+func (s *Source) missingBlocks(ctx context.Context, fresh bool) (missing map[netip.Prefix]string, ok bool) {
 	inAPI := map[netip.Prefix]bool{}
 	for _, b := range s.myBlocks() {
 		if p, err := b.Spec.Prefix(); err == nil {
 			inAPI[p] = true
 		}
 	}
-	missing := map[netip.Prefix]string{}
+	missing, ok = map[netip.Prefix]string{}, true
 	for _, r := range s.store.Ranges() {
 		p := r.Range.Prefix.Masked()
-		if r.Range.Group != Group || inAPI[p] || s.lagging(p) {
+		if r.Range.Group != Group || (!fresh && (inAPI[p] || s.lagging(p))) {
 			continue
 		}
 		owner, err := s.blockOwner(ctx, p)
 		switch {
 		case err != nil:
-			s.log.Warn("could not look up a block's IPBlock missing from the informer; trying again at the next pass",
-				slog.String("block", p.String()), slog.Any("error", err))
+			ok = false
+			s.log.Warn("could not look up a block's IPBlock on the API server; trying again at the next pass",
+				slog.String("block", p.String()), slog.Bool("fresh", fresh), slog.Any("error", err))
 		case owner != s.nodeName: // this node's: the informer lags, or the IPBlock lost its node label
 			missing[p] = owner
 		}
 	}
-	return missing
+	return missing, ok
 }
 
 // blockOwner is the node the API server's IPBlock of p names, "" when
@@ -160,9 +168,13 @@ func (s *Source) reportForeign(foreign map[string]string) {
 		case owner == "":
 			s.log.Error("addresses held on this node lie in a block with no IPBlock while this Node is gone: any node may claim it and hand them out again",
 				slog.String("block", block), slog.String("pool", s.cfg.Pool))
+			s.event(EventForeignBlock, "Addresses held on node %s lie in block %s of IPPool %s, which has no IPBlock while this Node is gone: any node may claim it and hand them out again",
+				s.nodeName, block, s.cfg.Pool)
 		default:
 			s.log.Error("addresses held on this node lie in a block the API server records as another node's: that node may hand them out again; run ipamctl check --cluster",
 				slog.String("block", block), slog.String("owner", owner), slog.String("pool", s.cfg.Pool))
+			s.event(EventForeignBlock, "Addresses held on node %s lie in block %s of IPPool %s, which the API server records as node %s's (reclaimed or claimed while this node was cut off?): that node may hand them out again; nothing more is handed out of it here; run ipamctl check --cluster",
+				s.nodeName, block, s.cfg.Pool, owner)
 		}
 	}
 	if len(foreign) == 0 {

@@ -31,6 +31,8 @@ func (s *Source) Collectors() []prometheus.Collector {
 		gauge("overlapping_cidrs", "CIDRs of this node's IPPool that overlap another IPPool's: no block of them is claimed until one pool changes.",
 			func(st Status) int { return len(st.Overlaps) }),
 		gauge("blocks", "Blocks this node holds (current, not retiring).", func(st Status) int { return len(st.Blocks) }),
+		gauge("fenced", "1 while no new address of this node's blocks is handed out because its Lease lapsed (or is not yet renewed since start), else 0.",
+			func(st Status) int { return btoi(st.Fenced != "") }),
 		gauge("growth_waiting", "1 while the pool cannot grow (the reason is in the log and ADD's answer), else 0.",
 			func(st Status) int { return btoi(st.Waiting != "") }),
 	}

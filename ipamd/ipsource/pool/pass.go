@@ -49,12 +49,13 @@ func (s *Source) pass(ctx context.Context) {
 		return
 	}
 	s.setStatus(func(st *Status) { st.Synced = true })
+	gen, reread := s.rereadPending()
 	n, err := s.node()
 	if err != nil {
 		if s.adopted {
 			// This Node is gone: report and retire only. A claim under
 			// its UID would be the reclaimer's to free again.
-			s.guard(ctx, false)
+			s.liftAfterReread(ctx, gen, s.guard(ctx, false, reread) && reread)
 		}
 		s.wait(err.Error())
 		return
@@ -65,7 +66,7 @@ func (s *Source) pass(ctx context.Context) {
 			return
 		}
 	}
-	s.guard(ctx, true)
+	s.liftAfterReread(ctx, gen, s.guard(ctx, true, reread) && reread)
 	fams, whole, err := s.claimable(n)
 	if whole != nil {
 		s.retireOutside(ctx, whole)
@@ -112,6 +113,7 @@ func (s *Source) record(ctx context.Context, uid string, blocks []netip.Prefix) 
 		return err
 	}
 	s.uid, s.current = uid, slices.Clone(blocks)
+	s.renewer.SetUID(uid)
 	s.publish()
 	s.opts.OnChange()
 	return nil

@@ -67,9 +67,12 @@ import (
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/cache"
+	"k8s.io/client-go/tools/events"
+	"k8s.io/utils/clock"
 
 	"github.com/sandboxipam/sandboxipam/ipamd/datastore"
 	"github.com/sandboxipam/sandboxipam/ipamd/ipsource"
+	"github.com/sandboxipam/sandboxipam/ipamd/ipsource/pool/lease"
 	"github.com/sandboxipam/sandboxipam/ipamd/ipsource/pool/poolconf"
 	"github.com/sandboxipam/sandboxipam/ipamd/ipsource/static"
 )
@@ -87,6 +90,7 @@ type Store interface {
 	SetNodeRanges(ctx context.Context, nr datastore.NodeRanges) error
 	SetPoolWaiting(why string)
 	SetGrowthWaiting(why string)
+	SetFenced(why string)
 	RemoveRange(ctx context.Context, prefix netip.Prefix) (bool, error)
 	Ranges() []datastore.RangeInfo
 	Assignments() []datastore.Assignment
@@ -107,6 +111,12 @@ type Options struct {
 	// OnClaim, when set, is called after each pass that claimed blocks
 	// (the scale benchmark's figures).
 	OnClaim func(Claim)
+	// LeaseClock is the monotonic clock of this ipamd's Lease renews and
+	// fence (package lease); the real one when nil.
+	LeaseClock clock.WithTicker
+	// LeaseKube writes the Lease; nil is the source's own client (tests
+	// that count the source's requests pass another).
+	LeaseKube kubernetes.Interface
 }
 
 // Claim is one pass's claims: the blocks won, the time from the first
@@ -129,6 +139,12 @@ type Source struct {
 	log      *slog.Logger
 
 	nodes, pools, blocks cache.SharedIndexInformer
+
+	// renewer renews this ipamd's Lease and raises fence when it lapses.
+	renewer *lease.Renewer
+	fence   *fence
+	// events records Events on this Node (nil before Run).
+	events events.EventRecorder
 
 	// Owned by the run loop.
 	uid        string
@@ -179,6 +195,9 @@ type Status struct {
 	// IPPool's: no block of it is claimed.
 	Overlaps  []string `json:"overlaps,omitempty"`
 	LastError string   `json:"lastError,omitempty"`
+	// Fenced, while set, is why no new address of the blocks is handed
+	// out: this ipamd's Lease lapsed (package lease).
+	Fenced string `json:"fenced,omitempty"`
 }
 
 // New checks cfg. kube reads the Node; dyn the IPPool and IPBlocks.
@@ -198,9 +217,26 @@ func New(cfg poolconf.Config, nodeName string, kube kubernetes.Interface, dyn dy
 	if opts.Now == nil {
 		opts.Now = time.Now
 	}
-	return &Source{cfg: cfg, nodeName: nodeName, kube: kube, dyn: dyn, store: store, opts: opts,
+	s := &Source{cfg: cfg, nodeName: nodeName, kube: kube, dyn: dyn, store: store, opts: opts, fence: &fence{store: store},
 		log: opts.Logger, emptySince: map[netip.Prefix]time.Time{}, full: map[string]fullPool{}, cursor: map[string]int{}, unseen: map[netip.Prefix]bool{}, passes: make(chan struct{}, 1),
-		status: Status{Pool: cfg.Pool, Node: nodeName, Blocks: []string{}}}, nil
+		status: Status{Pool: cfg.Pool, Node: nodeName, Blocks: []string{}}}
+	leaseKube := opts.LeaseKube
+	if leaseKube == nil {
+		leaseKube = kube
+	}
+	r, err := lease.New(leaseKube, lease.Options{Namespace: cfg.Lease.Namespace, Node: nodeName, RenewInterval: cfg.Lease.RenewInterval,
+		FenceAfter: cfg.Lease.FenceAfter, Clock: opts.LeaseClock, Logger: opts.Logger, OnFence: s.fenced})
+	if err != nil {
+		return nil, fmt.Errorf("pool source: %w", err)
+	}
+	s.renewer = r
+	return s, nil
+}
+
+// fenced raises the fence when the Lease lapsed, and says so as an Event.
+func (s *Source) fenced(why string) {
+	s.fence.raise(why)
+	s.event(EventFenced, "No new address of node %s's blocks until its Lease is renewed and its blocks read again: %s", s.nodeName, why)
 }
 
 // Name is "pool".
@@ -214,6 +250,8 @@ func (s *Source) recordName() string { return "ippool/" + s.cfg.Pool + "/node/" 
 // blocks, so ADD and DEL work before (or without) the API server. It
 // reports whether the record had a block.
 func (s *Source) Restore(ctx context.Context) (bool, error) {
+	s.fence.raise(fmt.Sprintf("this ipamd has not yet renewed its Lease %s and read its blocks from the API server since it started (nothing says how long it was away)",
+		s.renewer.Name()))
 	s.store.SetPoolWaiting(s.waitingFirst())
 	s.store.SetGrowthWaiting(s.growthWhy("the IPPool, this Node and its IPBlocks to be listed"))
 	rec, ok := s.store.NodeRecord()
@@ -226,6 +264,7 @@ func (s *Source) Restore(ctx context.Context) (bool, error) {
 		return false, fmt.Errorf("pool source: restore the blocks of IPPool %s from the checkpoint: %w", s.cfg.Pool, err)
 	}
 	s.uid, s.current = rec.UID, rec.PodCIDRs
+	s.renewer.SetUID(rec.UID)
 	s.publish()
 	s.log.Info("pool blocks restored from the checkpoint", slog.String("pool", s.cfg.Pool),
 		slog.String("uid", rec.UID), slog.Any("blocks", rec.PodCIDRs), slog.Any("retiring", rec.Retiring))
@@ -259,6 +298,9 @@ func (s *Source) Status() Status {
 	st.Blocks = append([]string(nil), st.Blocks...)
 	st.Foreign = maps.Clone(st.Foreign)
 	st.Overlaps = slices.Clone(st.Overlaps)
+	s.fence.mu.Lock()
+	st.Fenced = s.fence.why
+	s.fence.mu.Unlock()
 	return st
 }
 

@@ -41,6 +41,12 @@ func (s *Source) Run(ctx context.Context) error {
 	if err := s.blocks.SetWatchErrorHandlerWithContext(s.watchFailed); err != nil {
 		return fmt.Errorf("pool source: watch IPBlocks: %w", err)
 	}
+	stopEvents, err := s.startEvents(ctx)
+	if err != nil {
+		return err
+	}
+	defer stopEvents()
+	go s.renewer.Run(ctx)
 	nodeFactory.Start(ctx.Done())
 	defer nodeFactory.Shutdown()
 	go s.pools.Run(ctx.Done())

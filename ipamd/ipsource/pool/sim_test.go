@@ -45,7 +45,9 @@ func startSim(ctx context.Context, t testing.TB, a *kubeenv.APIServer, admin *ku
 	if err != nil {
 		t.Fatal(err)
 	}
-	opts := pool.Options{}
+	// The Lease is renewed through the admin client: the counted one
+	// counts the source's requests on the pool.
+	opts := pool.Options{LeaseKube: admin}
 	if onClaim != nil {
 		opts.OnClaim = func(p pool.Claim) { onClaim(p) }
 	}
@@ -74,7 +76,7 @@ func (n *simNode) add(ctx context.Context, id string) (datastore.Assignment, err
 	key := datastore.Key{Network: "simnet", SandboxID: id, IfName: "eth0"}
 	for {
 		a, err := n.store.Assign(ctx, key, datastore.Pod{Name: id, Namespace: "default", UID: "uid-" + id})
-		if !errors.Is(err, datastore.ErrPoolNotReady) {
+		if !errors.Is(err, datastore.ErrPoolNotReady) && !errors.Is(err, datastore.ErrFenced) {
 			return a, err
 		}
 		select {

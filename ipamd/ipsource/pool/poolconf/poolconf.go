@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/sandboxipam/sandboxipam/cluster/api/ipamdlease"
 	"github.com/sandboxipam/sandboxipam/ipamd/config/validname"
 )
 
@@ -35,12 +36,38 @@ type Config struct {
 	// Default empty: ipSource.podCIDR.kubeconfig, else the in-cluster config
 	// of the pod's service account.
 	Kubeconfig string `yaml:"kubeconfig" desc:"kubeconfig file for the pool source (empty: ipSource.podCIDR.kubeconfig, else in-cluster service account)"`
+	// Lease is ipamd's own Lease, its evidence of life (package lease).
+	Lease LeaseConfig `yaml:"lease"`
+}
+
+// LeaseConfig is ipSource.pool.lease: the Lease this ipamd renews and
+// when it fences itself (README "Reclaiming a dead node's blocks").
+type LeaseConfig struct {
+	// Namespace holds the Lease: the namespace ipamd runs in (the
+	// DaemonSet sets POD_NAMESPACE from the downward API). Default
+	// kube-system.
+	Namespace string `yaml:"namespace" envAlias:"POD_NAMESPACE" desc:"namespace of this ipamd's own Lease (the DaemonSet sets POD_NAMESPACE from metadata.namespace)"`
+	// RenewInterval is the time between renews. Default 10s.
+	RenewInterval time.Duration `yaml:"renewInterval" desc:"how often this ipamd renews its own Lease"`
+	// FenceAfter: with no successful renew for this long (ipamd's own
+	// monotonic clock, from when the last one was sent), no new address
+	// of a claimed block is handed out until a renew succeeds and the
+	// blocks are read again. Default 2m; with renewInterval, it must stay
+	// under the reclaimer's shipped grace (5m) with room for clock-rate
+	// error: fenceAfter + renewInterval <= 98% of it.
+	FenceAfter time.Duration `yaml:"fenceAfter" desc:"stop handing out addresses of claimed blocks after this long without renewing the Lease"`
 }
 
 // DefaultConfig returns the defaults stated on Config's fields.
 func DefaultConfig() Config {
-	return Config{Pool: "default", LowWatermark: 16, HighWatermark: 96, ReturnGrace: 5 * time.Minute, Interval: time.Second}
+	return Config{Pool: "default", LowWatermark: 16, HighWatermark: 96, ReturnGrace: 5 * time.Minute, Interval: time.Second,
+		Lease: LeaseConfig{Namespace: "kube-system", RenewInterval: 10 * time.Second, FenceAfter: 2 * time.Minute}}
 }
+
+// maxFence is the longest fenceAfter + renewInterval: the reclaimer's
+// shipped grace less 2% for the rates of two clocks (NTP keeps them
+// within 0.05%; a VM's unsynchronised clock within about 1%).
+const maxFence = ipamdlease.DefaultReclaimGrace * 98 / 100
 
 // Validate checks c; every error names its field under prefix (the
 // daemon passes "ipSource.pool").
@@ -61,6 +88,20 @@ func (c Config) Validate(prefix string) error {
 	}
 	if c.Interval <= 0 {
 		add("interval must be positive, got %s", c.Interval)
+	}
+	l := c.Lease
+	if validname.DNSLabel(l.Namespace) != nil {
+		add("lease.namespace must name a namespace (POD_NAMESPACE), got %q", l.Namespace)
+	}
+	if l.RenewInterval <= 0 {
+		add("lease.renewInterval must be positive, got %s", l.RenewInterval)
+	}
+	if l.FenceAfter < 3*l.RenewInterval {
+		add("lease.fenceAfter must be at least 3 × lease.renewInterval (%s), so one slow renew does not fence, got %s", 3*l.RenewInterval, l.FenceAfter)
+	}
+	if l.FenceAfter+l.RenewInterval > maxFence {
+		add("lease.fenceAfter + lease.renewInterval must be at most %s (98%% of the reclaimer's grace %s), got %s",
+			maxFence, ipamdlease.DefaultReclaimGrace, l.FenceAfter+l.RenewInterval)
 	}
 	return errors.Join(errs...)
 }
