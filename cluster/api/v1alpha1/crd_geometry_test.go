@@ -50,7 +50,11 @@ func checkGeometry(t *testing.T, ctx context.Context, dyn dynamic.Interface) {
 		{"fd00:3::40/122", "fd00-3-0-0-0-0-0-40-122", true},
 		{"fd00:3::80/122", "fd00-3-0-0-0-0-0-0080-122", false},
 		{"fd00:3::c0/122", "fd00-3--c0-122", false},
-		{"fd00:3::100/122", "fd00-3-0-0-0-0-0-140-122", false},
+		// The CRD cannot compare an IPv6 name's address with spec.cidr's
+		// (its CEL cost estimate refuses cidr() at the root): such a block
+		// is created, and BlockFrom, which every reader decodes with,
+		// refuses it (below).
+		{"fd00:3::100/122", "fd00-3-0-0-0-0-0-140-122", true},
 		{"fd00:3::140/122", "fd00-3-0-0-0-0-0-140-121", false},
 	} {
 		b := v1alpha1.NewBlock("fixed", netip.MustParsePrefix(tc.cidr), "node-1", "uid-1", metav1.NewTime(time.Now()))
@@ -59,7 +63,12 @@ func checkGeometry(t *testing.T, ctx context.Context, dyn dynamic.Interface) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		_, err = blocks.Create(ctx, u, metav1.CreateOptions{})
+		got, err := blocks.Create(ctx, u, metav1.CreateOptions{})
+		if err == nil {
+			if _, decodeErr := v1alpha1.BlockFrom(got); (decodeErr == nil) != (tc.name == v1alpha1.BlockName(netip.MustParsePrefix(tc.cidr))) {
+				t.Errorf("IPBlock %s of %s: BlockFrom = %v, want an error exactly when the name is not the CIDR's", tc.name, tc.cidr, decodeErr)
+			}
+		}
 		switch {
 		case tc.ok && err != nil:
 			t.Errorf("IPBlock %s of %s: %v, want created", tc.name, tc.cidr, err)
