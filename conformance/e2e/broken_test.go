@@ -30,6 +30,9 @@ type brokenAdapter struct {
 	passing []string
 	// args are added to the run's arguments.
 	args []string
+	// cri runs the case on the private containerd's CRI (the CRI
+	// fixture) instead of the docker fixture's dockerd.
+	cri bool
 	// message is a phrase the main failing check's reason must hold,
 	// actual one its actual value must hold.
 	mainCheck, message, actual string
@@ -152,6 +155,12 @@ func TestBrokenAdaptersFailTheirRule(t *testing.T) {
 			failing:   []string{"pod-ips-match"},
 			mainCheck: "pod-ips-match", message: "other IPs than the runtime recorded",
 		},
+		// The two shapes a third-party author might write on either base
+		// (conformance/testdata/brokenbase): the shipped docker adapter on
+		// dockershim-style pods with addresses in their namespaces, and the
+		// shipped containerd adapter's CRI client on containerd's CRI.
+		nameKeyed(false), nameKeyed(true),
+		kubeBlind(false), kubeBlind(true),
 		{
 			// Its cache is the run's first listing, taken once the run's
 			// pods exist: every check that stops, removes or creates one
@@ -173,6 +182,10 @@ func TestBrokenAdaptersFailTheirRule(t *testing.T) {
 		}
 		args := append([]string{"--adapter", binary(t, tc.adapter), "--scale", scale}, tc.args...)
 		args = append(args, "--focus=^("+strings.Join(tc.focus(), "|")+")$")
+		if tc.cri {
+			runs[tc.key()] = append(args, criFixtureArgs(containerd.Get(t))...)
+			continue
+		}
 		runs[tc.key()] = append(args, dockerFixtureArgs(d)...)
 	}
 	results := runCLIConcurrently(t, runs)
@@ -198,5 +211,53 @@ func TestBrokenAdaptersFailTheirRule(t *testing.T) {
 				t.Errorf("%s actual = %q, want it to hold %q", tc.mainCheck, got.Actual, tc.actual)
 			}
 		})
+	}
+}
+
+// brokenBaseArgs are the arguments of a test adapter built on
+// conformance/testdata/brokenbase: the shipped containerd adapter's CRI
+// client, or the shipped docker adapter with the shared dockerd's bound.
+func brokenBaseArgs(cri bool) []string {
+	if cri {
+		return []string{"--adapter-arg=--base=containerd", "--adapter-arg=--cri"}
+	}
+	return []string{"--adapter-arg=--base=docker", dockerAdapterTimeout}
+}
+
+// baseName names a case's base for its key.
+func baseName(cri bool) string {
+	if cri {
+		return "cri"
+	}
+	return "docker"
+}
+
+// nameKeyed is the case of the adapter that remembers pods by namespace
+// and name: the pod made again under its predecessor's name is listed with
+// the old UID (and, where the runtime gave it a new one, the old address).
+// Every other pod of the run has a name of its own, or (the restarted
+// pod's attempts) the same UID under one name, so the checks that look at
+// them pass it.
+func nameKeyed(cri bool) brokenAdapter {
+	return brokenAdapter{
+		name: "namekeyed-" + baseName(cri), adapter: "namekeyed", cri: cri, args: brokenBaseArgs(cri),
+		failing: []string{"recreated-pod-own-identity"},
+		passing: []string{"sandbox-id-exact", "pod-identity", "pod-ips-match", "restarted-pod-ids", "list-get-agree",
+			"listing-fresh"},
+		mainCheck: "recreated-pod-own-identity", message: "the UID of the other pod of that namespace and name",
+	}
+}
+
+// kubeBlind is the case of the adapter that leaves the kube-* namespaces
+// out of its listing: every check that looks for a kube-system pod in a
+// listing fails it; GetSandbox still finds them, and the pods of the run's
+// own namespace are listed right.
+func kubeBlind(cri bool) brokenAdapter {
+	return brokenAdapter{
+		name: "kubeblind-" + baseName(cri), adapter: "kubeblind", cri: cri, args: brokenBaseArgs(cri), scaled: true,
+		failing: []string{"sandbox-id-exact", "pod-identity", "host-network-marked", "pod-ips-match", "listing-fresh",
+			"concurrent-lists-agree", "ids-stable-across-relaunch", "scale-listing"},
+		passing:   []string{"get-sandbox-matches", "list-get-agree", "recreated-pod-own-identity", "no-app-container-ids"},
+		mainCheck: "listing-fresh", message: "pod kube-system/listing-fresh-",
 	}
 }
