@@ -166,7 +166,9 @@ func (p *sharedPods) plan(s *session) []pendingPod {
 	shared := named(sharedPodsID)
 	host := shared.podSpec()
 	host.HostNetwork = true
-	systemHost := shared.podSpecIn(SystemNamespace, appContainer)
+	// No app container on the kube-system host-network pod: each pod of
+	// the batch is one more container start on every run.
+	systemHost := shared.podSpecIn(SystemNamespace)
 	systemHost.HostNetwork = true
 	pending := []pendingPod{
 		{key: "multi", spec: shared.podSpec(appContainers...)},

@@ -10,7 +10,7 @@ import (
 )
 
 // brokenScale keeps the scale check running where it must catch a break
-// (shortid) but cheap: the larger scale runs are the shipped adapters'.
+// (shortid, kubeblind) but cheap: the larger scale runs are the shipped adapters'.
 const brokenScale = "3"
 
 // brokenAdapter is a test adapter that breaks one rule, and what the
@@ -24,8 +24,11 @@ type brokenAdapter struct {
 	// mayFail are checks that catch the break only when a race goes
 	// their way; they may pass or fail.
 	mayFail []string
-	// scaled runs the scale check, which only shortid fails.
+	// scaled runs the scale check, which only shortid and kubeblind fail.
 	scaled bool
+	// reportsNoIPs: the adapter reports no pod IPs, and pod-ips-match,
+	// among the passing checks, must say in words what that costs.
+	reportsNoIPs bool
 	// passing are checks run beside the failing ones that must pass.
 	passing []string
 	// args are added to the run's arguments.
@@ -36,6 +39,8 @@ type brokenAdapter struct {
 	// message is a phrase the main failing check's reason must hold,
 	// actual one its actual value must hold.
 	mainCheck, message, actual string
+	// note, when set, is a phrase one of the main check's notes must hold.
+	note string
 }
 
 // key names the case's run.
@@ -137,7 +142,7 @@ func TestBrokenAdaptersFailTheirRule(t *testing.T) {
 			failing: []string{"no-plain-containers"},
 			// The example adapter underneath reports no pod IPs:
 			// pod-ips-match passes and says in words what that costs.
-			passing:   []string{"pod-ips-match"},
+			passing: []string{"pod-ips-match"}, reportsNoIPs: true,
 			mainCheck: "no-plain-containers", message: "not a Kubernetes pod sandbox",
 		},
 		{
@@ -199,13 +204,16 @@ func TestBrokenAdaptersFailTheirRule(t *testing.T) {
 				}
 			}
 			expectFocusedOutcome(t, run, tc.focus(), failing)
-			if slices.Contains(tc.passing, "pod-ips-match") {
+			if tc.reportsNoIPs {
 				if ips := run.result(t, "pod-ips-match"); len(ips.Notes) != 1 || !strings.Contains(ips.Notes[0], "reports no pod IPs") {
 					t.Errorf("pod-ips-match notes = %q, want the note for an adapter that reports no IPs", ips.Notes)
 				}
 			}
 			if got := run.result(t, tc.mainCheck); !strings.Contains(got.Reason, tc.message) {
 				t.Errorf("%s reason = %q, want it to say %q", tc.mainCheck, got.Reason, tc.message)
+			}
+			if notes := run.result(t, tc.mainCheck).Notes; tc.note != "" && !slices.ContainsFunc(notes, func(n string) bool { return strings.Contains(n, tc.note) }) {
+				t.Errorf("%s notes = %q, want one saying %q", tc.mainCheck, notes, tc.note)
 			}
 			if got := run.result(t, tc.mainCheck); !strings.Contains(got.Actual, tc.actual) {
 				t.Errorf("%s actual = %q, want it to hold %q", tc.mainCheck, got.Actual, tc.actual)
@@ -245,6 +253,9 @@ func nameKeyed(cri bool) brokenAdapter {
 		passing: []string{"sandbox-id-exact", "pod-identity", "pod-ips-match", "restarted-pod-ids", "list-get-agree",
 			"listing-fresh"},
 		mainCheck: "recreated-pod-own-identity", message: "the UID of the other pod of that namespace and name",
+		// Both fixtures give the new pod a new address, so the old one it
+		// is listed with is wrong too.
+		note: "old pod [",
 	}
 }
 
