@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
+	"strings"
 	"time"
 
 	"github.com/sandboxipam/sandboxipam/conformance/fixture"
@@ -14,6 +16,9 @@ import (
 // waits for the adapter to recover.
 const recoveryPoll = 100 * time.Millisecond
 
+// checkFreshness creates a pod in each namespace, side by side, and
+// requires both in the first listing after both creates returned, and both
+// gone from the first listing after both were removed.
 func checkFreshness(ctx context.Context, s *session) error {
 	if err := s.requirePods(); err != nil {
 		return err
@@ -22,7 +27,7 @@ func checkFreshness(ctx context.Context, s *session) error {
 	if _, err := s.list(ctx); err != nil {
 		return err
 	}
-	pod, item, err := s.createPod(ctx, s.podSpec(appContainer))
+	pods, items, err := s.createPodsSideBySide(ctx, s.podSpec(appContainer), s.podSpecIn(SystemNamespace, appContainer))
 	if err != nil {
 		return err
 	}
@@ -32,19 +37,13 @@ func checkFreshness(ctx context.Context, s *session) error {
 		return err
 	}
 	listedAfter := time.Since(created)
-	if _, err := findForPod(list, pod, "new"); err != nil {
-		if _, misfiled := misfiled(list, pod); misfiled {
-			return err // listed, under a wrong ID: the listing is fresh, its ID is not
+	for _, pod := range pods {
+		if err := expectFresh(list, pod); err != nil {
+			return err
 		}
-		return mismatch(fmt.Sprintf("the first listing after the runtime created pod %s does not hold it: "+
-			"the adapter serves a listing older than the call, and ipamd would release the new pod's IP", pod.Spec.Name),
-			pod.SandboxID, listedIDs(list))
 	}
-	if err := s.stopPod(ctx, pod); err != nil {
+	if err := forEachParallel(len(pods), func(i int) error { return s.removeOwnPod(ctx, pods[i], items[i]) }); err != nil {
 		return err
-	}
-	if err := item.Release(ctx); err != nil {
-		return fmt.Errorf("fixture %s: %w", s.fixture.Name(), err)
 	}
 	removed := time.Now()
 	list, err = s.list(ctx)
@@ -52,13 +51,65 @@ func checkFreshness(ctx context.Context, s *session) error {
 		return err
 	}
 	goneAfter := time.Since(removed)
-	if sb, ok := stillListed(list, pod); ok {
-		return mismatch(fmt.Sprintf("the first listing after the runtime removed pod %s still holds it: "+
-			"the adapter serves a listing older than the call", pod.Spec.Name), "not listed", describeListed(sb, true))
+	for _, pod := range pods {
+		if sb, ok := stillListed(list, pod); ok {
+			return mismatch(fmt.Sprintf("the first listing after the runtime removed pod %s still holds it: "+
+				"the adapter serves a listing older than the call", podName(pod.Spec)), "not listed", describeListed(sb, true))
+		}
 	}
-	s.note("created pod listed by a ListSandboxes that returned %s after the create call; removed pod gone from one that returned %s after the removal",
-		listedAfter.Round(time.Millisecond), goneAfter.Round(time.Millisecond))
+	s.note("created pods (in %s) listed by a ListSandboxes that returned %s after the create calls; removed pods gone from one that returned %s after the removals",
+		namespacesOf(pods), listedAfter.Round(time.Millisecond), goneAfter.Round(time.Millisecond))
 	return nil
+}
+
+// expectFresh requires pod, created just before list was taken, in it.
+func expectFresh(list []runtime.Sandbox, pod fixture.Pod) error {
+	_, err := findForPod(list, pod, "new")
+	if err == nil {
+		return nil
+	}
+	if _, misfiled := misfiled(list, pod); misfiled {
+		return err // listed, under a wrong ID: the listing is fresh, its ID is not
+	}
+	return mismatch(fmt.Sprintf("the first listing after the runtime created pod %s does not hold it: "+
+		"the adapter serves a listing older than the call, or leaves out its namespace, and ipamd would release the new pod's IP", podName(pod.Spec)),
+		pod.SandboxID, listedIDs(list))
+}
+
+// createPodsSideBySide creates one pod per spec at once, and returns them
+// with the resources that remove them, in the order of specs.
+func (s *session) createPodsSideBySide(ctx context.Context, specs ...fixture.PodSpec) ([]fixture.Pod, []*resource, error) {
+	pods := make([]fixture.Pod, len(specs))
+	items := make([]*resource, len(specs))
+	err := forEachParallel(len(specs), func(i int) error {
+		var err error
+		pods[i], items[i], err = s.createPod(ctx, specs[i])
+		return err
+	})
+	return pods, items, err
+}
+
+// removeOwnPod stops and removes a pod the check created, before the
+// check ends.
+func (s *session) removeOwnPod(ctx context.Context, pod fixture.Pod, item *resource) error {
+	if err := s.stopPod(ctx, pod); err != nil {
+		return err
+	}
+	if err := item.Release(ctx); err != nil {
+		return fmt.Errorf("fixture %s: %w", s.fixture.Name(), err)
+	}
+	return nil
+}
+
+// namespacesOf lists the namespaces of pods, for a note.
+func namespacesOf(pods []fixture.Pod) string {
+	var names []string
+	for _, pod := range pods {
+		if !slices.Contains(names, pod.Spec.Namespace) {
+			names = append(names, pod.Spec.Namespace)
+		}
+	}
+	return strings.Join(names, " and ")
 }
 
 func checkRuntimeRestart(ctx context.Context, s *session) error {

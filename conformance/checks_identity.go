@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"strconv"
 
-	"github.com/sandboxipam/sandboxipam/conformance/fixture"
 	"github.com/sandboxipam/sandboxipam/runtime"
 )
 
@@ -111,12 +110,14 @@ func checkPodIdentity(ctx context.Context, s *session) error {
 		}
 		if got, want := sandboxIdentity(sb), specIdentity(pod.Spec); got != want {
 			return mismatch(fmt.Sprintf("the listed sandbox of pod %s (attempt %d, %s) does not carry its pod's identity",
-				pod.Spec.Name, pod.Spec.Attempt, appContainerCount(len(pod.Spec.Containers))), want, got)
+				podName(pod.Spec), pod.Spec.Attempt, appContainerCount(len(pod.Spec.Containers))), want, got)
 		}
 	}
 	return nil
 }
 
+// checkHostNetwork looks at every shared pod of both namespaces: a
+// kube-system pod is on the host network only where its spec says so.
 func checkHostNetwork(ctx context.Context, s *session) error {
 	shared, err := s.sharedPods(ctx)
 	if err != nil {
@@ -125,26 +126,25 @@ func checkHostNetwork(ctx context.Context, s *session) error {
 	if shared.host == nil {
 		return skipf("host-network pods not supported by the %s fixture", s.fixture.Name())
 	}
-	pods := []fixture.Pod{shared.plain, *shared.host}
 	list, err := s.list(ctx)
 	if err != nil {
 		return err
 	}
-	for _, pod := range pods {
+	for _, pod := range shared.all() {
 		sb, err := findForPod(list, pod, "")
 		if err != nil {
 			return err
 		}
 		if sb.HostNetwork != pod.Spec.HostNetwork {
-			return mismatch(fmt.Sprintf("pod %s: wrong HostNetwork", pod.Spec.Name),
+			return mismatch(fmt.Sprintf("pod %s: wrong HostNetwork", podName(pod.Spec)),
 				"HostNetwork="+strconv.FormatBool(pod.Spec.HostNetwork), "HostNetwork="+strconv.FormatBool(sb.HostNetwork))
 		}
 	}
 	return nil
 }
 
-// checkGetSandbox gets the running shared pods, with several, one and no
-// app containers, by their sandbox IDs.
+// checkGetSandbox gets the running shared pods of both namespaces, with
+// several, one and no app containers, by their sandbox IDs.
 func checkGetSandbox(ctx context.Context, s *session) error {
 	shared, err := s.sharedPods(ctx)
 	if err != nil {
@@ -153,7 +153,7 @@ func checkGetSandbox(ctx context.Context, s *session) error {
 	for _, pod := range shared.all() {
 		sb, err := s.get(ctx, pod.SandboxID)
 		if err != nil {
-			return mismatch(fmt.Sprintf("GetSandbox of running pod %s failed", pod.Spec.Name), "the sandbox", err.Error())
+			return mismatch(fmt.Sprintf("GetSandbox of running pod %s failed", podName(pod.Spec)), "the sandbox", err.Error())
 		}
 		switch {
 		case sb.ID != pod.SandboxID:

@@ -56,61 +56,79 @@ func checkPodIPs(ctx context.Context, s *session) error {
 			return err
 		}
 	}
-	sb, err := s.get(ctx, shared.plain.SandboxID)
-	if err != nil {
-		return mismatch("GetSandbox of a running sandbox failed", "the sandbox", err.Error())
+	// GetSandbox of a pod-network pod of each namespace.
+	for _, pod := range []fixture.Pod{shared.plain, shared.system} {
+		sb, err := s.get(ctx, pod.SandboxID)
+		if err != nil {
+			return mismatch(fmt.Sprintf("GetSandbox of running pod %s failed", podName(pod.Spec)), "the sandbox", err.Error())
+		}
+		if err := judgeIPs(pod, sb, false, owner); err != nil {
+			return prefixed("GetSandbox", err)
+		}
 	}
-	return prefixed("GetSandbox", judgeIPs(shared.plain, sb, false, owner))
+	return nil
 }
 
 // judgeIPs requires a running pod-network sandbox to report exactly its
 // pod's addresses, and any other sandbox to report none of another pod's.
-func judgeIPs(pod fixture.Pod, sb runtime.Sandbox, stopped bool, owner map[netip.Addr]string) error {
+// Pods are told apart by sandbox ID, not by name: a pod made again under
+// its predecessor's name is another pod.
+func judgeIPs(pod fixture.Pod, sb runtime.Sandbox, stopped bool, owner map[netip.Addr]fixture.Pod) error {
 	got := sortedIPs(sb.IPs)
 	if !stopped && !pod.Spec.HostNetwork {
 		if !slices.Equal(got, pod.IPs) {
 			return mismatch(fmt.Sprintf("sandbox %s of running pod %s reports other IPs than the runtime recorded for it: "+
-				"ipamd would adopt them after losing its state and give a live pod's address away", pod.SandboxID, pod.Spec.Name),
-				formatIPs(pod.IPs), formatIPs(got)+describeOwners(got, owner, pod.Spec.Name))
+				"ipamd would adopt them after losing its state and give a live pod's address away", pod.SandboxID, podName(pod.Spec)),
+				formatIPs(pod.IPs), formatIPs(got)+describeOwners(got, owner, pod))
 		}
 		return nil
 	}
 	for _, ip := range got {
-		if other, ok := owner[ip]; ok && other != pod.Spec.Name {
+		if other, ok := owner[ip]; ok && other.SandboxID != pod.SandboxID {
 			what := "host-network"
 			if stopped {
 				what = "stopped"
 			}
-			return mismatch(fmt.Sprintf("%s sandbox %s of pod %s reports %s, the address of pod %s", what, pod.SandboxID, pod.Spec.Name, ip, other),
+			return mismatch(fmt.Sprintf("%s sandbox %s of pod %s reports %s, the address of %s", what, pod.SandboxID, podName(pod.Spec), ip, describePod(other)),
 				"none of another pod's addresses", formatIPs(got))
 		}
 	}
 	return nil
 }
 
-// ownersOf maps each address the runtime recorded to its pod's name.
-func ownersOf(pods []fixture.Pod) map[netip.Addr]string {
-	owner := map[netip.Addr]string{}
+// ownersOf maps each address the runtime recorded to its pod.
+func ownersOf(pods []fixture.Pod) map[netip.Addr]fixture.Pod {
+	owner := map[netip.Addr]fixture.Pod{}
 	for _, pod := range pods {
 		for _, ip := range pod.IPs {
-			owner[ip] = pod.Spec.Name
+			owner[ip] = pod
 		}
 	}
 	return owner
 }
 
-// describeOwners names the pods whose addresses got holds, for a failure.
-func describeOwners(got []netip.Addr, owner map[netip.Addr]string, self string) string {
+// describeOwners names the other pods whose addresses got holds, for a
+// failure.
+func describeOwners(got []netip.Addr, owner map[netip.Addr]fixture.Pod, self fixture.Pod) string {
 	var parts []string
 	for _, ip := range got {
-		if other, ok := owner[ip]; ok && other != self {
-			parts = append(parts, fmt.Sprintf("%s is pod %s's", ip, other))
+		if other, ok := owner[ip]; ok && other.SandboxID != self.SandboxID {
+			parts = append(parts, fmt.Sprintf("%s belongs to %s", ip, describePod(other)))
 		}
 	}
 	if len(parts) == 0 {
 		return ""
 	}
 	return " (" + strings.Join(parts, "; ") + ")"
+}
+
+// describePod names a pod for a message about another pod's address; the
+// sandbox ID tells two pods of one name apart.
+func describePod(pod fixture.Pod) string {
+	if pod.SandboxID == "" {
+		return "pod " + podName(pod.Spec)
+	}
+	return fmt.Sprintf("pod %s (sandbox %s)", podName(pod.Spec), pod.SandboxID)
 }
 
 func anyTruth(pods []fixture.Pod) bool {

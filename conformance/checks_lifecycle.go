@@ -52,11 +52,8 @@ func checkRemoved(ctx context.Context, s *session) error {
 	if err != nil {
 		return err
 	}
-	if err := s.stopPod(ctx, pod); err != nil {
+	if err := s.removeOwnPod(ctx, pod, item); err != nil {
 		return err
-	}
-	if err := item.Release(ctx); err != nil {
-		return fmt.Errorf("fixture %s: %w", s.fixture.Name(), err)
 	}
 	list, err := s.list(ctx)
 	if err != nil {

@@ -169,13 +169,13 @@ func (s *session) createPodBatch(ctx context.Context, n int) ([]fixture.Pod, err
 			return s.fixture.RemovePod(ctx, pods[i])
 		})
 	})
-	err := forEachParallel(n, func(int) error {
+	err := forEachParallel(n, func(i int) error {
 		if err := ctx.Err(); err != nil {
 			return err
 		}
 		fixtureCtx, cancel := s.fixtureCtx(ctx)
 		defer cancel()
-		pod, err := s.fixture.CreatePod(fixtureCtx, s.podSpec())
+		pod, err := s.fixture.CreatePod(fixtureCtx, s.scalePodSpec(i))
 		if err != nil {
 			return fmt.Errorf("fixture %s: create pod: %w", s.fixture.Name(), err)
 		}
@@ -188,6 +188,16 @@ func (s *session) createPodBatch(ctx context.Context, n int) ([]fixture.Pod, err
 	mu.Lock()
 	defer mu.Unlock()
 	return pods, err
+}
+
+// scalePodSpec is the spec of the scale check's i-th pod: every fourth,
+// from the second (so that a run of 3 has one), is in SystemNamespace, as
+// a node runs a few kube-system pods among many others.
+func (s *session) scalePodSpec(i int) fixture.PodSpec {
+	if i%4 == 1 {
+		return s.podSpecIn(SystemNamespace)
+	}
+	return s.podSpec()
 }
 
 // forEachParallel calls fn(0..n-1) from DefaultCreateParallelism

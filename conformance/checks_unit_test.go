@@ -59,7 +59,7 @@ func TestJudgeIPs(t *testing.T) {
 	}{
 		{"own IP", web, []netip.Addr{a}, false, ""},
 		{"own IP twice", web, []netip.Addr{a, a}, false, ""},
-		{"another pod's", web, []netip.Addr{b}, false, "b is pod db's"},
+		{"another pod's", web, []netip.Addr{b}, false, "b belongs to pod db (sandbox d)"},
 		{"none while running", web, nil, false, "other IPs than the runtime recorded"},
 		{"stopped keeps its own", web, []netip.Addr{a}, true, ""},
 		{"stopped reports another's", web, []netip.Addr{b}, true, "the address of pod db"},
@@ -141,5 +141,58 @@ func TestListGetDiff(t *testing.T) {
 		if got := listGetDiff(listed, tc.got, tc.err); !strings.Contains(got, tc.want) || (tc.want == "") != (got == "") {
 			t.Errorf("%s: listGetDiff = %q, want %q", tc.name, got, tc.want)
 		}
+	}
+}
+
+// Two pods of one namespace and name, as a StatefulSet makes them: each
+// must carry its own UID, attempt and addresses, and a sandbox that
+// carries the other's UID is named as keyed by name.
+func TestOwnIdentityTellsPodsOfOneNameApart(t *testing.T) {
+	a, b := netip.MustParseAddr("198.18.0.1"), netip.MustParseAddr("198.18.0.2")
+	old := fixture.Pod{Spec: fixture.PodSpec{Name: "web-0", Namespace: "ns", UID: "u-old", Attempt: 1}, SandboxID: "o", IPs: []netip.Addr{a}}
+	fresh := fixture.Pod{Spec: fixture.PodSpec{Name: "web-0", Namespace: "ns", UID: "u-new"}, SandboxID: "n", IPs: []netip.Addr{b}}
+	all := []fixture.Pod{old, fresh}
+	owner := distinctOwners(all)
+	listed := func(pod fixture.Pod, state runtime.SandboxState, ips ...netip.Addr) runtime.Sandbox {
+		return runtime.Sandbox{ID: pod.SandboxID, Name: pod.Spec.Name, Namespace: pod.Spec.Namespace, UID: pod.Spec.UID,
+			Attempt: pod.Spec.Attempt, State: state, IPs: ips}
+	}
+	keyedByName := listed(fresh, runtime.StateReady, a)
+	keyedByName.UID, keyedByName.Attempt = old.Spec.UID, old.Spec.Attempt
+	cases := []struct {
+		name string
+		pod  podInState
+		sb   runtime.Sandbox
+		fail string
+	}{
+		{"new pod its own", podInState{fresh, runtime.StateReady}, listed(fresh, runtime.StateReady, b), ""},
+		{"old stopped keeps its own", podInState{old, runtime.StateNotReady}, listed(old, runtime.StateNotReady, a), ""},
+		{"new pod with the old one's identity", podInState{fresh, runtime.StateReady}, keyedByName,
+			"the UID of the other pod of that namespace and name (sandbox o)"},
+		{"new pod with the old one's address", podInState{fresh, runtime.StateReady}, listed(fresh, runtime.StateReady, a),
+			"198.18.0.1 belongs to pod ns/web-0 (sandbox o)"},
+		{"old stopped with the new one's address", podInState{old, runtime.StateNotReady}, listed(old, runtime.StateNotReady, b),
+			"the address of pod ns/web-0 (sandbox n)"},
+		{"old listed Ready", podInState{old, runtime.StateNotReady}, listed(old, runtime.StateReady), "wrong state"},
+	}
+	for _, tc := range cases {
+		err := ownIdentity(tc.pod, tc.sb, all, owner)
+		switch {
+		case tc.fail == "" && err != nil:
+			t.Errorf("%s: %v, want a pass", tc.name, err)
+		case tc.fail != "" && (err == nil || !strings.Contains(err.Error(), tc.fail)):
+			t.Errorf("%s: %v, want a failure saying %q", tc.name, err, tc.fail)
+		}
+	}
+	// Without addresses to compare (an adapter that reports none), only
+	// the identity and state count.
+	if err := ownIdentity(podInState{fresh, runtime.StateReady}, listed(fresh, runtime.StateReady), all, nil); err != nil {
+		t.Errorf("adapter that reports no IPs: %v, want a pass", err)
+	}
+	// An address the runtime gave both pods (released, then reused) is
+	// nobody's in particular: the stopped one may still report it.
+	fresh.IPs = []netip.Addr{a}
+	if err := ownIdentity(podInState{old, runtime.StateNotReady}, listed(old, runtime.StateNotReady, a), all, distinctOwners([]fixture.Pod{old, fresh})); err != nil {
+		t.Errorf("stopped pod reporting an address the runtime reused: %v, want a pass", err)
 	}
 }

@@ -29,6 +29,11 @@ const (
 	// DefaultNamespace is the Kubernetes namespace of every pod the suite
 	// creates.
 	DefaultNamespace = "sandboxipam-conformance"
+	// SystemNamespace is the second namespace the suite makes pods in,
+	// beside Config.Namespace: kube-system, where CoreDNS runs on the pod
+	// network and kube-proxy on the host's. An adapter that leaves out the
+	// kube-* namespaces fails the checks that look for those pods.
+	SystemNamespace = "kube-system"
 	// DefaultConcurrency is how many ListSandboxes calls the concurrency
 	// check makes at once.
 	DefaultConcurrency = 16
@@ -67,9 +72,10 @@ type Config struct {
 	// that needs pods is skipped with "pods not supported".
 	Fixture fixture.Fixture
 
-	// Namespace is the Kubernetes namespace of the pods the suite creates;
-	// a namespace of its own tells a run's pods apart from any other's.
-	// Default: DefaultNamespace.
+	// Namespace is the Kubernetes namespace of most pods the suite
+	// creates; a namespace of its own tells a run's pods apart from any
+	// other's. A few more go to SystemNamespace, told apart by their
+	// names, which carry the run's ID. Default: DefaultNamespace.
 	Namespace string
 
 	// UnreachableArgs are the adapter's arguments pointing it at a socket

@@ -64,7 +64,8 @@ func TestCheckIDsAreUniqueAndCiteARule(t *testing.T) {
 	}
 	for _, id := range []string{"sandbox-id-exact", "no-app-container-ids", "unreachable-is-error", "no-plain-containers",
 		"stopped-listed-notready", "removed-not-found", "restarted-pod-ids", "deadline-short", "deadline-hung-runtime",
-		"concurrent-lists-agree", "ids-stable-across-relaunch", "scale-listing", "pod-identity", "host-network-marked"} {
+		"concurrent-lists-agree", "ids-stable-across-relaunch", "scale-listing", "pod-identity", "host-network-marked",
+		"recreated-pod-own-identity", "listing-fresh"} {
 		if !seen[id] {
 			t.Errorf("check %s is missing", id)
 		}

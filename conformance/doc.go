@@ -32,6 +32,13 @@
 // Where the pod is listed under another ID (its app container's, a prefix,
 // a scheme), the failure says which; that is all the fallback does.
 //
+// The run's pods live in two namespaces, Config.Namespace and
+// SystemNamespace (kube-system, where CoreDNS runs on the pod network), and
+// every identity, listing, get and freshness check covers both: an adapter
+// blind to the kube-* namespaces fails. One check makes a pod again under
+// an earlier pod's namespace and name with a new UID, as a StatefulSet
+// does: an adapter that remembers pods by name fails it.
+//
 // Each check looks only at the pods of its own run, so the suite can run
 // against a node that has other pods, and several runs can share a runtime.
 // Read-only checks share a few pods created once per run (sharedPods);

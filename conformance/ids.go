@@ -39,7 +39,7 @@ func findForPod(list []runtime.Sandbox, pod fixture.Pod, what string) (runtime.S
 
 // notListed explains why pod is not listed under its sandbox ID.
 func notListed(list []runtime.Sandbox, pod fixture.Pod, what string) *Failure {
-	label := strings.TrimSpace(fmt.Sprintf("%s pod %s (attempt %d, %s)", what, pod.Spec.Name,
+	label := strings.TrimSpace(fmt.Sprintf("%s pod %s (attempt %d, %s)", what, podName(pod.Spec),
 		pod.Spec.Attempt, appContainerCount(len(pod.Spec.Containers))))
 	if sb, ok := misfiled(list, pod); ok {
 		return mismatch(fmt.Sprintf("%s is not listed under its sandbox ID: %s", label, diagnoseID(pod.SandboxID, sb.ID, pod)),
@@ -76,6 +76,15 @@ func stillListed(list []runtime.Sandbox, pod fixture.Pod) (runtime.Sandbox, bool
 		return sb, true
 	}
 	return misfiled(list, pod)
+}
+
+// podName names a pod for a message: namespace/name, or its name alone
+// where it has no namespace. The suite's pods live in two namespaces.
+func podName(spec fixture.PodSpec) string {
+	if spec.Namespace == "" {
+		return spec.Name
+	}
+	return spec.Namespace + "/" + spec.Name
 }
 
 // appContainerCount says how many app containers a pod has.

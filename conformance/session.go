@@ -120,12 +120,20 @@ func (s *session) requirePods() error {
 	return nil
 }
 
-// podSpec returns a spec for a new pod unique to this run and check.
+// podSpec returns a spec for a new pod unique to this run and check, in
+// the run's namespace.
 func (s *session) podSpec(containers ...string) fixture.PodSpec {
+	return s.podSpecIn(s.cfg.Namespace, containers...)
+}
+
+// podSpecIn returns a spec for a new pod unique to this run and check, in
+// namespace: its name alone tells it apart, as a run's pods in
+// SystemNamespace share that namespace with every other run's.
+func (s *session) podSpecIn(namespace string, containers ...string) fixture.PodSpec {
 	n := s.podSeq.Add(1)
 	return fixture.PodSpec{
 		Name:       fmt.Sprintf("%s-%d-%s", s.checkID, n, s.runID),
-		Namespace:  s.cfg.Namespace,
+		Namespace:  namespace,
 		UID:        newUID(),
 		Containers: containers,
 	}

@@ -22,11 +22,16 @@ var appContainers = []string{"app", "sidecar", "logger"}
 // pods dominates a run's time, and one batch in parallel costs little more
 // than one pod.
 //
-// Every read-only check looks at the same four: a pod with several app
-// containers, a pod with exactly one (the seed bug's shape: each coredns
-// pod of the report had one app container, whose ID was recorded instead
-// of the sandbox's), a pod without any, and (where the fixture supports it)
-// a host-network pod. The checks that stop or remove pods get pods of their
+// Every read-only check looks at the same six: in the run's namespace a
+// pod with several app containers, a pod with exactly one (the seed bug's
+// shape: each coredns pod of the report had one app container, whose ID
+// was recorded instead of the sandbox's), a pod without any, and (where the
+// fixture supports it) a host-network pod; in SystemNamespace a
+// pod-network pod with one app container (CoreDNS's shape) and a
+// host-network one (kube-proxy's). An adapter that leaves out the kube-*
+// namespaces, taking all their pods for host-network ones, would have
+// ipamd release CoreDNS's address while it runs; pods of one namespace
+// alone cannot show it. The checks that stop or remove pods get pods of their
 // own from the same batch (reserved, by check ID); the checks whose point
 // is the creation itself (listing-fresh) or that disturb the runtime
 // (runtime-restart, scale-listing) create theirs when they run.
@@ -36,8 +41,11 @@ type sharedPods struct {
 	err  error
 
 	multi, single, plain fixture.Pod
-	// host is nil where the fixture has no host-network pods.
-	host *fixture.Pod
+	// system is the pod-network pod in SystemNamespace.
+	system fixture.Pod
+	// host and systemHost, the host-network pods of the run's namespace
+	// and of SystemNamespace, are nil where the fixture has none.
+	host, systemHost *fixture.Pod
 	// reserved are the pods made ahead for one check each, by key.
 	reserved map[string]reservedPod
 }
@@ -58,6 +66,9 @@ const (
 	reservedStopped = "stopped-listed-notready"
 	reservedRemoved = "removed-not-found"
 	reservedListGet = "list-get-agree"
+	// reservedRecreated is the first of the two pods the recreated-pod
+	// check makes under one name: the one whose name is taken again.
+	reservedRecreated = "recreated-pod-own-identity"
 	// reservedRestarted is the prefix of the restarted-pod check's
 	// attempts: "restarted-pod-ids/0" and so on.
 	reservedRestarted = "restarted-pod-ids"
@@ -132,14 +143,22 @@ func (p *sharedPods) create(ctx context.Context, s *session) error {
 		p.reserved[pod.key] = created[i]
 	}
 	p.multi, p.single, p.plain = p.reserved["multi"].pod, p.reserved["single"].pod, p.reserved["plain"].pod
-	if host, ok := p.reserved["host"]; ok {
-		p.host = &host.pod
+	p.system = p.reserved["system"].pod
+	p.host, p.systemHost = p.optional("host"), p.optional("system-host")
+	return nil
+}
+
+// optional returns the reserved pod under key, or nil where the fixture
+// could not make it.
+func (p *sharedPods) optional(key string) *fixture.Pod {
+	if r, ok := p.reserved[key]; ok {
+		return &r.pod
 	}
 	return nil
 }
 
-// plan lists the pods of the batch: the three shared ones and the pods of
-// the selected checks that reserve theirs.
+// plan lists the pods of the batch: the shared ones and the pods of the
+// selected checks that reserve theirs.
 func (p *sharedPods) plan(s *session) []pendingPod {
 	named := func(id string) *session {
 		return &session{cfg: s.cfg, checkID: id, runID: s.runID}
@@ -147,11 +166,24 @@ func (p *sharedPods) plan(s *session) []pendingPod {
 	shared := named(sharedPodsID)
 	host := shared.podSpec()
 	host.HostNetwork = true
+	// No app container on the kube-system host-network pod: each pod of
+	// the batch is one more container start on every run.
+	systemHost := shared.podSpecIn(SystemNamespace)
+	systemHost.HostNetwork = true
 	pending := []pendingPod{
 		{key: "multi", spec: shared.podSpec(appContainers...)},
 		{key: "single", spec: shared.podSpec(appContainer)},
 		{key: "plain", spec: shared.podSpec()},
 		{key: "host", spec: host, optional: true},
+		{key: "system", spec: shared.podSpecIn(SystemNamespace, appContainer)},
+		{key: "system-host", spec: systemHost, optional: true},
+	}
+	if s.cfg.selected(reservedRecreated) {
+		// An attempt of 1, so that the pod made again under its name (a
+		// new pod, attempt 0) differs from it in its attempt too.
+		spec := named(reservedRecreated).podSpec(appContainer)
+		spec.Attempt = 1
+		pending = append(pending, pendingPod{key: reservedRecreated, spec: spec})
 	}
 	for _, id := range []string{reservedPodIPs, reservedStopped, reservedRemoved, reservedListGet} {
 		if s.cfg.selected(id) {
@@ -175,9 +207,10 @@ func restartedKey(attempt uint32) string {
 	return fmt.Sprintf("%s/%d", reservedRestarted, attempt)
 }
 
-// networked returns the shared pods on the pod network.
+// networked returns the shared pods on the pod network, of both
+// namespaces.
 func (p *sharedPods) networked() []fixture.Pod {
-	return []fixture.Pod{p.multi, p.single, p.plain}
+	return []fixture.Pod{p.multi, p.single, p.plain, p.system}
 }
 
 // batch returns every pod of the batch, shared and reserved, in a stable
@@ -194,12 +227,15 @@ func (p *sharedPods) batch() []fixture.Pod {
 	return pods
 }
 
-// all returns every shared pod.
+// all returns every shared pod, of both namespaces.
 func (p *sharedPods) all() []fixture.Pod {
-	if p.host == nil {
-		return p.networked()
+	pods := p.networked()
+	for _, host := range []*fixture.Pod{p.host, p.systemHost} {
+		if host != nil {
+			pods = append(pods, *host)
+		}
 	}
-	return append(p.networked(), *p.host)
+	return pods
 }
 
 // release removes the shared pods.

@@ -130,7 +130,7 @@ func newFlagSet(stderr io.Writer) (*flag.FlagSet, *cli.Options) {
 		"percentiles and the adapter's memory, without pass or fail")
 	flags.StringVar(&opts.CgroupParent, "cgroup-parent", "", "cgroup parent of every pod the fixture creates (default: the runtime's)")
 	flags.BoolVar(&opts.WithoutPodLabels, "without-pod-labels", false, "with --fixture cri, leave out kubelet's io.kubernetes.pod.* labels")
-	flags.StringVar(&opts.Namespace, "namespace", conformance.DefaultNamespace, "Kubernetes namespace of the pods the checks create")
+	flags.StringVar(&opts.Namespace, "namespace", conformance.DefaultNamespace, "Kubernetes namespace of the pods the checks create (a few go to kube-system too)")
 	flags.StringVar(&opts.Focus, "focus", "", "run only the checks whose ID matches this regular expression")
 	flags.StringVar(&opts.Skip, "skip", "", "skip the checks whose ID matches this regular expression")
 	flags.IntVar(&opts.Scale, "scale", 200, "pods the scale-listing check creates; 0 skips it")

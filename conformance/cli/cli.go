@@ -110,7 +110,8 @@ type Options struct {
 	// Benchmark measures instead of checking (conformance.Config.Benchmark)
 	// with Scale pods.
 	Benchmark bool
-	// Namespace is the pods' Kubernetes namespace. Default
+	// Namespace is the pods' Kubernetes namespace; a few go to
+	// conformance.SystemNamespace besides. Default
 	// conformance.DefaultNamespace.
 	Namespace string
 	// Focus and Skip select checks by ID (regular expressions).

@@ -10,7 +10,7 @@ import (
 )
 
 // brokenScale keeps the scale check running where it must catch a break
-// (shortid) but cheap: the larger scale runs are the shipped adapters'.
+// (shortid, kubeblind) but cheap: the larger scale runs are the shipped adapters'.
 const brokenScale = "3"
 
 // brokenAdapter is a test adapter that breaks one rule, and what the
@@ -24,15 +24,23 @@ type brokenAdapter struct {
 	// mayFail are checks that catch the break only when a race goes
 	// their way; they may pass or fail.
 	mayFail []string
-	// scaled runs the scale check, which only shortid fails.
+	// scaled runs the scale check, which only shortid and kubeblind fail.
 	scaled bool
+	// reportsNoIPs: the adapter reports no pod IPs, and pod-ips-match,
+	// among the passing checks, must say in words what that costs.
+	reportsNoIPs bool
 	// passing are checks run beside the failing ones that must pass.
 	passing []string
 	// args are added to the run's arguments.
 	args []string
+	// cri runs the case on the private containerd's CRI (the CRI
+	// fixture) instead of the docker fixture's dockerd.
+	cri bool
 	// message is a phrase the main failing check's reason must hold,
 	// actual one its actual value must hold.
 	mainCheck, message, actual string
+	// note, when set, is a phrase one of the main check's notes must hold.
+	note string
 }
 
 // key names the case's run.
@@ -134,7 +142,7 @@ func TestBrokenAdaptersFailTheirRule(t *testing.T) {
 			failing: []string{"no-plain-containers"},
 			// The example adapter underneath reports no pod IPs:
 			// pod-ips-match passes and says in words what that costs.
-			passing:   []string{"pod-ips-match"},
+			passing: []string{"pod-ips-match"}, reportsNoIPs: true,
 			mainCheck: "no-plain-containers", message: "not a Kubernetes pod sandbox",
 		},
 		{
@@ -152,6 +160,12 @@ func TestBrokenAdaptersFailTheirRule(t *testing.T) {
 			failing:   []string{"pod-ips-match"},
 			mainCheck: "pod-ips-match", message: "other IPs than the runtime recorded",
 		},
+		// The two shapes a third-party author might write on either base
+		// (conformance/testdata/brokenbase): the shipped docker adapter on
+		// dockershim-style pods with addresses in their namespaces, and the
+		// shipped containerd adapter's CRI client on containerd's CRI.
+		nameKeyed(false), nameKeyed(true),
+		kubeBlind(false), kubeBlind(true),
 		{
 			// Its cache is the run's first listing, taken once the run's
 			// pods exist: every check that stops, removes or creates one
@@ -173,6 +187,10 @@ func TestBrokenAdaptersFailTheirRule(t *testing.T) {
 		}
 		args := append([]string{"--adapter", binary(t, tc.adapter), "--scale", scale}, tc.args...)
 		args = append(args, "--focus=^("+strings.Join(tc.focus(), "|")+")$")
+		if tc.cri {
+			runs[tc.key()] = append(args, criFixtureArgs(containerd.Get(t))...)
+			continue
+		}
 		runs[tc.key()] = append(args, dockerFixtureArgs(d)...)
 	}
 	results := runCLIConcurrently(t, runs)
@@ -186,7 +204,7 @@ func TestBrokenAdaptersFailTheirRule(t *testing.T) {
 				}
 			}
 			expectFocusedOutcome(t, run, tc.focus(), failing)
-			if slices.Contains(tc.passing, "pod-ips-match") {
+			if tc.reportsNoIPs {
 				if ips := run.result(t, "pod-ips-match"); len(ips.Notes) != 1 || !strings.Contains(ips.Notes[0], "reports no pod IPs") {
 					t.Errorf("pod-ips-match notes = %q, want the note for an adapter that reports no IPs", ips.Notes)
 				}
@@ -194,9 +212,63 @@ func TestBrokenAdaptersFailTheirRule(t *testing.T) {
 			if got := run.result(t, tc.mainCheck); !strings.Contains(got.Reason, tc.message) {
 				t.Errorf("%s reason = %q, want it to say %q", tc.mainCheck, got.Reason, tc.message)
 			}
+			if notes := run.result(t, tc.mainCheck).Notes; tc.note != "" && !slices.ContainsFunc(notes, func(n string) bool { return strings.Contains(n, tc.note) }) {
+				t.Errorf("%s notes = %q, want one saying %q", tc.mainCheck, notes, tc.note)
+			}
 			if got := run.result(t, tc.mainCheck); !strings.Contains(got.Actual, tc.actual) {
 				t.Errorf("%s actual = %q, want it to hold %q", tc.mainCheck, got.Actual, tc.actual)
 			}
 		})
+	}
+}
+
+// brokenBaseArgs are the arguments of a test adapter built on
+// conformance/testdata/brokenbase: the shipped containerd adapter's CRI
+// client, or the shipped docker adapter with the shared dockerd's bound.
+func brokenBaseArgs(cri bool) []string {
+	if cri {
+		return []string{"--adapter-arg=--base=containerd", "--adapter-arg=--cri"}
+	}
+	return []string{"--adapter-arg=--base=docker", dockerAdapterTimeout}
+}
+
+// baseName names a case's base for its key.
+func baseName(cri bool) string {
+	if cri {
+		return "cri"
+	}
+	return "docker"
+}
+
+// nameKeyed is the case of the adapter that remembers pods by namespace
+// and name: the pod made again under its predecessor's name is listed with
+// the old UID (and, where the runtime gave it a new one, the old address).
+// Every other pod of the run has a name of its own, or (the restarted
+// pod's attempts) the same UID under one name, so the checks that look at
+// them pass it.
+func nameKeyed(cri bool) brokenAdapter {
+	return brokenAdapter{
+		name: "namekeyed-" + baseName(cri), adapter: "namekeyed", cri: cri, args: brokenBaseArgs(cri),
+		failing: []string{"recreated-pod-own-identity"},
+		passing: []string{"sandbox-id-exact", "pod-identity", "pod-ips-match", "restarted-pod-ids", "list-get-agree",
+			"listing-fresh"},
+		mainCheck: "recreated-pod-own-identity", message: "the UID of the other pod of that namespace and name",
+		// Both fixtures give the new pod a new address, so the old one it
+		// is listed with is wrong too.
+		note: "old pod [",
+	}
+}
+
+// kubeBlind is the case of the adapter that leaves the kube-* namespaces
+// out of its listing: every check that looks for a kube-system pod in a
+// listing fails it; GetSandbox still finds them, and the pods of the run's
+// own namespace are listed right.
+func kubeBlind(cri bool) brokenAdapter {
+	return brokenAdapter{
+		name: "kubeblind-" + baseName(cri), adapter: "kubeblind", cri: cri, args: brokenBaseArgs(cri), scaled: true,
+		failing: []string{"sandbox-id-exact", "pod-identity", "host-network-marked", "pod-ips-match", "listing-fresh",
+			"concurrent-lists-agree", "ids-stable-across-relaunch", "scale-listing"},
+		passing:   []string{"get-sandbox-matches", "list-get-agree", "recreated-pod-own-identity", "no-app-container-ids"},
+		mainCheck: "listing-fresh", message: "pod kube-system/listing-fresh-",
 	}
 }

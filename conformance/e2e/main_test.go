@@ -61,6 +61,8 @@ var packagesToBuild = []string{
 	"./conformance/testdata/emptyonshortdeadline",
 	"./conformance/testdata/dupids",
 	"./conformance/testdata/listgetdisagree",
+	"./conformance/testdata/namekeyed",
+	"./conformance/testdata/kubeblind",
 }
 
 // brokenFocus selects the broken-adapter cases to run by name, for a
