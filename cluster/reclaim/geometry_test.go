@@ -1,6 +1,7 @@
 package reclaim_test
 
 import (
+	"context"
 	"slices"
 	"testing"
 	"time"
@@ -20,9 +21,15 @@ func TestBlocksOfNoPoolAreNeverReclaimed(t *testing.T) {
 	env := apiServer(t)
 	missing := env.Block(t, "nowhere", "10.99.0.0/26", "geo-ghost", "geo-ghost-uid")
 	wrong := env.Block(t, "default", "198.18.200.0/24", "geo-ghost", "geo-ghost-uid")
+	ctx := t.Context()
 	t.Cleanup(func() {
+		// t.Context() is cancelled before cleanups run: without this the
+		// blocks outlived the test and failed the next one's pass.
+		ctx := context.WithoutCancel(ctx)
 		for _, b := range []v1alpha1.IPBlock{missing, wrong} {
-			_ = env.Dynamic.Resource(v1alpha1.IPBlockResource).Delete(t.Context(), b.Name, metav1.DeleteOptions{})
+			if err := env.Dynamic.Resource(v1alpha1.IPBlockResource).Delete(ctx, b.Name, metav1.DeleteOptions{}); err != nil {
+				t.Errorf("cleanup: %v", err)
+			}
 		}
 	})
 	clk := clocktesting.NewFakeClock(t0)

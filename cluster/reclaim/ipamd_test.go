@@ -30,7 +30,7 @@ func TestReclaimKeepsABlockWhileIpamdRenews(t *testing.T) {
 	}
 	n := env.Node(t, "live-n1")
 	ipamd, err := lease.New(env.Client, lease.Options{Namespace: "kube-system", Node: "live-n1",
-		RenewInterval: 10 * time.Second, FenceAfter: 2 * time.Minute, Clock: clocktesting.NewFakeClock(t0)})
+		RenewInterval: 10 * time.Second, FenceAfter: 2 * time.Minute, Clock: clk})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -38,8 +38,8 @@ func TestReclaimKeepsABlockWhileIpamdRenews(t *testing.T) {
 	if err := ipamd.Renew(t.Context()); err != nil {
 		t.Fatal(err)
 	}
-	b := env.Block(t, "default", "198.18.3.0/26", "live-n1", n.UID)
-	env.Pod(t, "live", "web-1", "live-n1", "198.18.3.5")
+	b := env.Block(t, "default", "198.18.5.0/26", "live-n1", n.UID)
+	env.Pod(t, "live", "web-1", "live-n1", "198.18.5.5")
 	// kubelet stopped: its Lease never renewed (absent here); the Node and
 	// the pod are deleted, as kubectl delete node and PodGC do.
 	env.DeleteNode(t, "live-n1")
@@ -48,31 +48,36 @@ func TestReclaimKeepsABlockWhileIpamdRenews(t *testing.T) {
 		v, ok := p.Verdict(b.Name)
 		return ok && strings.HasPrefix(v.Keep, "Lease kube-node-lease/live-n1 absent")
 	})
-	clk.Step(4 * time.Minute)
+	// ipamd renews 3 minutes on. Whichever pass first sees the renewal
+	// records it (no field of a pass says when), so the checks below hold
+	// for a sighting at 3m or at any later pass.
+	clk.Step(3 * time.Minute)
 	if err := ipamd.Renew(t.Context()); err != nil {
 		t.Fatal(err)
 	}
 	const name = "ipamd Lease kube-system/sandboxipam-ipamd-live-n1"
-	waitPass(t, r, "ipamd's renewal seen", func(p reclaim.Pass) bool {
-		return keepReason(p, b.Name, name+" last seen to change 0s ago, within the grace 5m0s: ipamd may live")
-	})
-	// 8 minutes on: Node, kubelet Lease and pods gone for longer than the
-	// grace; only ipamd's renewal 4 minutes ago keeps the block.
-	clk.Step(4 * time.Minute)
-	p := r.RunOnce(t.Context())
+	keptForIpamd := func(p reclaim.Pass) bool {
+		v, ok := p.Verdict(b.Name)
+		return ok && strings.HasPrefix(v.Keep, name+" last seen to change ") && strings.HasSuffix(v.Keep, "within the grace 5m0s: ipamd may live")
+	}
+	// 6 minutes on: Node, kubelet Lease and pod gone for longer than the
+	// grace; only ipamd's renewal keeps the block.
+	clk.Step(3 * time.Minute)
+	p := waitPass(t, r, "the block kept for ipamd's Lease alone", keptForIpamd)
 	d := decision(p, b.Name)
-	if !keepReason(p, b.Name, name+" last seen to change 4m0s ago, within the grace 5m0s: ipamd may live") ||
-		!d.NodeGone || !d.LeaseExpired || len(d.Pods) != 0 || d.IpamdStopped || len(p.Reclaimed) != 0 || blockGone(t, env, b.Name) {
+	if !d.NodeGone || !d.LeaseExpired || len(d.Pods) != 0 || d.IpamdStopped || len(p.Reclaimed) != 0 || blockGone(t, env, b.Name) {
 		t.Fatalf("a block under a live ipamd: %+v", p)
 	}
-	// ipamd stops renewing: a grace after the last change seen, it goes.
-	clk.SetTime(t0.Add(9*time.Minute + time.Second))
+	// ipamd stops renewing: a grace after the last change seen (at the
+	// latest 6m), it goes.
+	clk.SetTime(t0.Add(11*time.Minute + time.Second))
 	p = r.RunOnce(t.Context())
 	if !slices.Equal(p.Reclaimed, []string{b.Name}) || !blockGone(t, env, b.Name) {
 		t.Fatalf("ipamd stopped: %+v", p)
 	}
 	evs := events(t, env, b)
-	if len(evs) != 1 || !strings.HasSuffix(evs[0].Message, "; "+name+" unchanged for 5m1s in the reclaimer's sight, longer than the grace 5m0s") {
+	if len(evs) != 1 || !strings.Contains(evs[0].Message, "; "+name+" unchanged for ") ||
+		!strings.HasSuffix(evs[0].Message, "in the reclaimer's sight, longer than the grace 5m0s") {
 		t.Fatalf("Events on %s: %+v", b.Name, evs)
 	}
 }

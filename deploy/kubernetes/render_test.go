@@ -420,9 +420,9 @@ func TestDecodeStrictRejects(t *testing.T) {
 	}
 }
 
-// checkPoolPolicies: components/pool brings the two admission policies
-// (a node's token writes only its node's IPBlocks; a claim is a block of
-// its pool), each bound with Deny, cluster-scoped, matching ipamd's
+// checkPoolPolicies: components/pool brings the three admission policies
+// (a node's token writes only its node's IPBlocks and its own Lease; a
+// claim is a block of its pool), each bound with Deny, cluster-scoped, matching ipamd's
 // ServiceAccount as rendered. Their effect is tested on a real API
 // server (TestNodeTokenActsForItsNodeOnly in ipamd/ipsource/pool).
 func checkPoolPolicies(t *testing.T, overlay string, r Rendered) {
@@ -440,8 +440,8 @@ func checkPoolPolicies(t *testing.T, overlay string, r Rendered) {
 			t.Errorf("%s+pool: binding %s %+v, want Deny of the policy of its name", overlay, b.Name, b.Spec)
 		}
 	}
-	if slices.Sort(names); !slices.Equal(names, []string{"sandboxipam-block-geometry", "sandboxipam-node-blocks"}) || len(r.PolicyBindings) != 2 {
-		t.Errorf("%s+pool: policies %v and %d bindings, want the two", overlay, names, len(r.PolicyBindings))
+	if slices.Sort(names); !slices.Equal(names, []string{"sandboxipam-block-geometry", "sandboxipam-node-blocks", "sandboxipam-node-lease"}) || len(r.PolicyBindings) != 3 {
+		t.Errorf("%s+pool: policies %v and %d bindings, want the three", overlay, names, len(r.PolicyBindings))
 	}
 }
 

@@ -9,11 +9,13 @@ import (
 	"testing"
 	"time"
 
+	coordinationv1 "k8s.io/api/coordination/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/dynamic"
 
+	"github.com/sandboxipam/sandboxipam/cluster/api/ipamdlease"
 	"github.com/sandboxipam/sandboxipam/cluster/api/v1alpha1"
 	deploykube "github.com/sandboxipam/sandboxipam/deploy/kubernetes"
 	"github.com/sandboxipam/sandboxipam/internal/clusterfixture"
@@ -84,6 +86,7 @@ func TestNodeTokenActsForItsNodeOnly(t *testing.T) {
 		t.Errorf("an unbound token of ipamd's account creating a block: %v, want Forbidden: not bound to a pod on a node", err)
 	}
 
+	leaseOnlyItsOwn(t, ctx, kcA, a.Name)
 	claimAndReturn(t, ctx, kcA, a.Name)
 	if err := admin.Delete(ctx, bBlock.Name, metav1.DeleteOptions{}); err != nil {
 		t.Errorf("an administrator deleting node B's block: %v", err)
@@ -109,6 +112,33 @@ func waitRefused(t *testing.T, ctx context.Context, admin dynamic.ResourceInterf
 		}
 		return (apierrors.IsForbidden(err) || apierrors.IsInvalid(err)) && strings.Contains(err.Error(), want), err.Error()
 	})
+}
+
+// leaseOnlyItsOwn: the Role that lets ipamd renew its Lease covers every
+// Lease in kube-system, the control plane's leader-election Leases among
+// them; node A's token is refused those (and node B's ipamd Lease) and
+// may write its own, as the pool source's renewer does.
+func leaseOnlyItsOwn(t *testing.T, ctx context.Context, kc *kubeclient.Client, node string) {
+	t.Helper()
+	leases := kc.CoordinationV1().Leases("kube-system")
+	create := func(name string) error {
+		l := &coordinationv1.Lease{ObjectMeta: metav1.ObjectMeta{Name: name}}
+		_, err := leases.Create(ctx, l, metav1.CreateOptions{})
+		return err
+	}
+	for _, name := range []string{"kube-controller-manager", "sandboxipam-reclaimer", ipamdlease.IpamdLeaseName("node-b")} {
+		testsupport.Wait(t, "node A's token to be refused the Lease "+name, func() (bool, string) {
+			err := create(name)
+			if err == nil {
+				_ = leases.Delete(ctx, name, metav1.DeleteOptions{}) // before the policy took effect
+				return false, "accepted"
+			}
+			return apierrors.IsForbidden(err) && strings.Contains(err.Error(), "may write only the Lease "+ipamdlease.IpamdLeaseName(node)), err.Error()
+		})
+	}
+	if err := create(ipamdlease.IpamdLeaseName(node)); err != nil {
+		t.Errorf("node A's token creating its own Lease: %v", err)
+	}
 }
 
 func createBlock(ctx context.Context, r dynamic.ResourceInterface, b v1alpha1.IPBlock) error {
