@@ -221,8 +221,18 @@ func applyPoolComponent(t *testing.T, env *clusterfixture.Env) {
 	must("ClusterRole", err)
 	_, err = cs.RbacV1().ClusterRoleBindings().Create(ctx, r.ClusterRoleBinding, metav1.CreateOptions{})
 	must("ClusterRoleBinding", err)
-	if len(r.Policies) != 2 || len(r.PolicyBindings) != 2 {
-		t.Fatalf("components/pool renders %d policies and %d bindings, want 2 and 2", len(r.Policies), len(r.PolicyBindings))
+	// ipamd's Lease and Events (lease-rbac.yaml): without them the pool
+	// source never renews, stays fenced and hands out nothing.
+	for i := range r.Roles {
+		_, err = cs.RbacV1().Roles(r.Roles[i].Namespace).Create(ctx, &r.Roles[i], metav1.CreateOptions{})
+		must("Role "+r.Roles[i].Name, err)
+	}
+	for i := range r.RoleBindings {
+		_, err = cs.RbacV1().RoleBindings(r.RoleBindings[i].Namespace).Create(ctx, &r.RoleBindings[i], metav1.CreateOptions{})
+		must("RoleBinding "+r.RoleBindings[i].Name, err)
+	}
+	if len(r.Policies) != 3 || len(r.PolicyBindings) != 3 {
+		t.Fatalf("components/pool renders %d policies and %d bindings, want 3 and 3", len(r.Policies), len(r.PolicyBindings))
 	}
 	for i := range r.Policies {
 		_, err = cs.AdmissionregistrationV1().ValidatingAdmissionPolicies().Create(ctx, &r.Policies[i], metav1.CreateOptions{})
