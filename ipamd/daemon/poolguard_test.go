@@ -77,6 +77,7 @@ func TestPoolSourceKeepsHeldAddressesInItsOwnBlocks(t *testing.T) {
 		st := d.PoolSource().Status()
 		return maps.Equal(st.Foreign, wantForeign), fmt.Sprintf("%+v", st)
 	})
+	waitUnfenced(t, d)
 	n.addSandbox("sandbox-3")
 	if got, want := mustAddIPs(t, cni, "sandbox-3"), hosts(next)[:1]; !slices.Equal(got, want) {
 		t.Fatalf("ADD beside the foreign block got %v, want %v", got, want)

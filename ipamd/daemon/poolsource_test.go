@@ -515,6 +515,7 @@ func TestPoolSourceNodeRegisteredAgain(t *testing.T) {
 	d, _, cni, intro = startPoolDaemon(t, e, n, clock)
 	testsupport.Wait(t, "the store to be proven", func() (bool, string) { return !d.Store().Unproven(), readyWhy(t, intro) })
 	waitPoolSet(t, intro, old+" retiring", fresh)
+	waitUnfenced(t, d)
 	n.addSandbox("sandbox-3")
 	if got, want := mustAddIPs(t, cni, "sandbox-3"), hosts(fresh)[1:2]; !slices.Equal(got, want) {
 		t.Fatalf("ADD after the restart got %v, want %v", got, want)
@@ -548,5 +549,15 @@ func waitPoolSet(t *testing.T, c *client.Client, want ...string) {
 	testsupport.Wait(t, fmt.Sprintf("the pool's ranges to be %v", want), func() (bool, string) {
 		got := poolSet(t, c)
 		return slices.Equal(got, want), fmt.Sprint(got)
+	})
+}
+
+// waitUnfenced waits until a restarted ipamd has renewed its Lease and
+// read its blocks again: until then it hands out nothing new (issue 37).
+func waitUnfenced(t *testing.T, d *daemon.Daemon) {
+	t.Helper()
+	testsupport.Wait(t, "ipamd to renew its Lease and lift its fence", func() (bool, string) {
+		st := d.PoolSource().Status()
+		return st.Fenced == "", st.Fenced
 	})
 }
