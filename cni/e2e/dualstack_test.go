@@ -80,7 +80,7 @@ func TestDualStackPodAgainstRealIPAMD(t *testing.T) {
 		}
 	}
 	if !found {
-		t.Fatalf("pod eth0 IPv6 addresses %v, want 2001:db8:12::/128", addrs6)
+		t.Fatalf("pod eth0 IPv6 addresses %v, want 2001:db8:12::1/128", addrs6)
 	}
 	host := cnitest.HandleIn(t, env.HostNS)
 	veth, err := host.LinkByName(env.HostVeth())
@@ -211,7 +211,7 @@ func TestDualStackIPAMModeAndGCAgainstRealIPAMD(t *testing.T) {
 	ipamd := startIPAMDWith(t, os.TempDir(), 30*time.Second, "198.18.0.0/24", "2001:db8:12::/64")
 	env := cnitest.NewPodEnv(t, ipamd.Socket)
 	ids := []string{cnitest.SandboxID("keep"), cnitest.SandboxID("drop")}
-	want := [][]string{{"198.18.0.1/24", "2001:db8:12::/64"}, {"198.18.0.2/24", "2001:db8:12::1/64"}}
+	want := [][]string{{"198.18.0.1/24", "2001:db8:12::1/64"}, {"198.18.0.2/24", "2001:db8:12::2/64"}}
 	for i, id := range ids {
 		o := cnitest.Run(t, cnitest.Call{Command: "ADD", HostNetns: env.HostNS, SandboxID: id, IfName: "eth0",
 			Netns: cnitest.NetnsPath(env.PodNS), Args: cnitest.PodArgs(id), Config: cnitest.IPAMConf(ipamd.Socket)})

@@ -51,6 +51,10 @@ func TestPoolSourceFencesWhenCutOff(t *testing.T) {
 	t.Cleanup(func() { _ = d.Stop(context.Background()) })
 	cni := cniClient{socket: n.cfg.Socket}
 	waitReady(t, cni)
+	testsupport.Wait(t, "the first block claimed", func() (bool, string) {
+		st := d.PoolSource().Status()
+		return len(st.Blocks) > 0 && st.Fenced == "", fmt.Sprintf("%+v", st)
+	})
 	block := d.PoolSource().Status().Blocks[0]
 	for i, id := range []string{"sandbox-0", "sandbox-1"} {
 		n.addSandbox(id)
