@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"golang.org/x/sys/unix"
 	"net"
 	"net/http"
 	"os"
@@ -95,6 +96,7 @@ func nodePodSpec(t *testing.T, spec *corev1.PodSpec, paths nodePaths) string {
 			t.Fatal(err)
 		}
 	}
+	sharedMountPoint(t, hostPaths["netns"])
 	for i, v := range spec.Volumes {
 		if v.HostPath == nil {
 			continue
@@ -387,4 +389,24 @@ func removeSandboxes(t *testing.T, cri crictl, confDir string) {
 		}
 	}
 	t.Errorf("sandboxes left after kubelet: %v", last)
+}
+
+// sharedMountPoint makes dir a shared bind mount of itself, as iproute2
+// does with /run/netns and as every directory is on a systemd host: the
+// DaemonSet mounts the netns directory HostToContainer (rslave), which
+// containerd refuses on a private mount, and this machine's / is private.
+// The bind goes when the test ends.
+func sharedMountPoint(t *testing.T, dir string) {
+	t.Helper()
+	if err := unix.Mount(dir, dir, "", unix.MS_BIND|unix.MS_REC, ""); err != nil {
+		t.Fatalf("bind %s: %v", dir, err)
+	}
+	t.Cleanup(func() {
+		if err := unix.Unmount(dir, unix.MNT_DETACH); err != nil {
+			t.Errorf("unmount %s: %v", dir, err)
+		}
+	})
+	if err := unix.Mount("", dir, "", unix.MS_SHARED, ""); err != nil {
+		t.Fatalf("make %s shared: %v", dir, err)
+	}
 }
