@@ -78,7 +78,10 @@ func nodeShellScript(dir, ready string) string {
 	// /run shared, as systemd leaves every mount of a host: the
 	// runtime's pod network namespaces, bound under /run/netns after
 	// ipamd started, then reach ipamd's HostToContainer mount.
-	s = append(s, "mount -t tmpfs -o mode=0755 tmpfs /run", "mount --make-shared /run")
+	// /var shared too: containerd checks the mount that holds the path
+	// ipamd mounts (/var/run/netns, found on the /var overlay) and refuses
+	// a HostToContainer mount from a private one.
+	s = append(s, "mount -t tmpfs -o mode=0755 tmpfs /run", "mount --make-shared /run", "mount --make-shared /var")
 	for _, d := range nodePrivateDirs {
 		src := filepath.Join(dir, "fs", d.name)
 		s = append(s, fmt.Sprintf("mkdir -p %q %q", src, d.path), fmt.Sprintf("mount --bind %q %q", src, d.path))
