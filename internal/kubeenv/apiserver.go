@@ -106,6 +106,10 @@ type Options struct {
 	Authorization string
 	// Logf, when set, reports progress (t.Logf).
 	Logf func(format string, args ...any)
+
+	// pickPort picks a free port on addr; freePort unless a test stands
+	// in for another process taking the port first.
+	pickPort func(addr string) (int, error)
 }
 
 // APIServer is a running etcd and kube-apiserver, and the components
@@ -164,7 +168,10 @@ func (o Options) withDefaults() (Options, error) {
 			*port.p = port.def
 			continue
 		}
-		p, err := freePort(port.addr)
+		if o.pickPort == nil {
+			o.pickPort = freePort
+		}
+		p, err := o.pickPort(port.addr)
 		if err != nil {
 			return o, err
 		}
@@ -176,9 +183,10 @@ func (o Options) withDefaults() (Options, error) {
 	return o, nil
 }
 
-// freePort is a port nothing listens on at addr now. Another process may
-// take it before the component binds it; the component then fails to
-// start, loudly.
+// freePort is a port nothing listens on at addr now. Another process (a
+// parallel test's component, or any outgoing connection given an
+// ephemeral port) may take it before the component binds it; the
+// component then exits with errPortTaken and StartAPIServer picks again.
 func freePort(addr string) (int, error) {
 	l, err := net.Listen("tcp", net.JoinHostPort(addr, "0"))
 	if err != nil {
@@ -188,13 +196,41 @@ func freePort(addr string) (int, error) {
 	return l.Addr().(*net.TCPAddr).Port, nil
 }
 
+// errPortTaken marks a component that exited because the port it was told
+// to bind was taken between freePort and the bind.
+var errPortTaken = errors.New("its port was taken before it could bind it")
+
+// portAttempts bounds how many times StartAPIServer picks fresh ports
+// after a component found its port taken.
+const portAttempts = 5
+
 // StartAPIServer starts etcd and kube-apiserver and waits, bounded by ctx,
 // until the API server is ready. On error nothing it started runs on.
+//
+// Ports it picked itself (those left zero outside a namespace) can be
+// taken by another process before etcd or the API server binds them; it
+// then starts both again on fresh ports, up to portAttempts times.
 func StartAPIServer(ctx context.Context, opts Options) (*APIServer, error) {
-	opts, err := opts.withDefaults()
-	if err != nil {
-		return nil, err
+	for attempt := 1; ; attempt++ {
+		o, err := opts.withDefaults()
+		if err != nil {
+			return nil, err
+		}
+		a, err := startAPIServerOnce(ctx, o)
+		picked := opts.NetNS == "" && (opts.EtcdPort == 0 || opts.EtcdPeerPort == 0 || opts.APIPort == 0)
+		if err == nil || !errors.Is(err, errPortTaken) || !picked || attempt == portAttempts {
+			return a, err
+		}
+		o.Logf("attempt %d: %v; starting again on fresh ports", attempt, errPortTaken)
+		// etcd recorded its peer URL in its data directory.
+		if err := os.RemoveAll(filepath.Join(o.Dir, "etcd", "data")); err != nil {
+			return nil, err
+		}
 	}
+}
+
+func startAPIServerOnce(ctx context.Context, opts Options) (*APIServer, error) {
+	var err error
 	began := time.Now()
 	host := net.JoinHostPort(opts.Address, strconv.Itoa(opts.APIPort))
 	a := &APIServer{URL: "https://" + host, NetNS: opts.NetNS, Token: DefaultToken, opts: opts}

@@ -1,6 +1,7 @@
 package kubeenv
 
 import (
+	"bytes"
 	"context"
 	"crypto/tls"
 	"crypto/x509"
@@ -169,7 +170,11 @@ func waitFor(ctx context.Context, timeout time.Duration, what string, p *Process
 	defer cancel()
 	return testsupport.Poll(ctx, "kubeenv: "+what, func(ctx context.Context) error {
 		if err := p.Alive(); err != nil {
-			return fmt.Errorf("%w: %w\n%s", testsupport.ErrGiveUp, err, p.LogTail(3072))
+			tail := p.LogTail(3072)
+			if bytes.Contains(tail, []byte("address already in use")) {
+				err = fmt.Errorf("%w: %w", errPortTaken, err)
+			}
+			return fmt.Errorf("%w: %w\n%s", testsupport.ErrGiveUp, err, tail)
 		}
 		return cond(ctx)
 	})

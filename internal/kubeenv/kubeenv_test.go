@@ -2,6 +2,8 @@ package kubeenv
 
 import (
 	"context"
+	"errors"
+	"net"
 	"net/http"
 	"os"
 	"strings"
@@ -33,6 +35,56 @@ func TestDefaultsInANamespaceAreTheWellKnownPorts(t *testing.T) {
 	}
 	if o.EtcdPort != 2379 || o.EtcdPeerPort != 2380 || o.APIPort != 6443 || o.Address != "127.0.0.1" || o.ServiceCIDR != DefaultServiceCIDR {
 		t.Fatalf("defaults %+v", o)
+	}
+}
+
+// TestAPIServerStartsAgainWhenItsPortWasTaken hands etcd a client port
+// another process already listens on, as when a parallel test takes it
+// between the pick and the bind: StartAPIServer must start etcd and the
+// API server again on fresh ports. With every port pinned by the caller it
+// must instead fail, saying the port was taken.
+func TestAPIServerStartsAgainWhenItsPortWasTaken(t *testing.T) {
+	bins := BinariesIn(CacheDir())
+	if err := bins.Missing(); err != nil {
+		if os.Getenv("SANDBOXIPAM_E2E_KUBERNETES") == "" {
+			testsupport.SkipOrFail(t, "%v", err)
+		}
+		t.Fatal(err)
+	}
+	taken, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer taken.Close()
+	takenPort := taken.Addr().(*net.TCPAddr).Port
+	picks := 0
+	pick := func(addr string) (int, error) {
+		picks++
+		if picks == 1 {
+			return takenPort, nil
+		}
+		return freePort(addr)
+	}
+	ctx := context.Background()
+	a, err := StartAPIServer(ctx, Options{Binaries: bins, Dir: t.TempDir(), Logf: t.Logf, pickPort: pick})
+	if err != nil {
+		t.Fatalf("StartAPIServer after a taken port: %v", err)
+	}
+	t.Cleanup(a.Stop)
+	if a.opts.EtcdPort == takenPort {
+		t.Fatalf("etcd still on the taken port %d", takenPort)
+	}
+	// 3 ports for the first attempt, 3 for the second.
+	if picks != 6 {
+		t.Fatalf("%d ports picked, want 6 (two attempts of three)", picks)
+	}
+	if err := a.Ready(ctx); err != nil {
+		t.Fatal(err)
+	}
+
+	_, err = StartAPIServer(ctx, Options{Binaries: bins, Dir: t.TempDir(), EtcdPort: takenPort, EtcdPeerPort: takenPort + 1, APIPort: takenPort + 2})
+	if !errors.Is(err, errPortTaken) {
+		t.Fatalf("pinned taken port: error %v, want errPortTaken", err)
 	}
 }
 

@@ -20,6 +20,9 @@ type Process struct {
 	Name    string
 	LogPath string
 
+	// logStart is where this run's output begins in LogPath, which an
+	// earlier run of the same component may have written before.
+	logStart int64
 	cmd      *exec.Cmd
 	exited   chan struct{}
 	stopOnce sync.Once
@@ -33,6 +36,9 @@ func startProcess(dir, netns, name string, argv ...string) (*Process, error) {
 	log, err := os.OpenFile(p.LogPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
 	if err != nil {
 		return nil, err
+	}
+	if st, err := log.Stat(); err == nil {
+		p.logStart = st.Size()
 	}
 	if netns != "" {
 		argv = append([]string{"nsenter", "--net=" + netns, "--"}, argv...)
@@ -78,12 +84,13 @@ func (p *Process) Alive() error {
 	}
 }
 
-// LogTail is the last n bytes of the component's log.
+// LogTail is the last n bytes this run of the component wrote to its log.
 func (p *Process) LogTail(n int) []byte {
 	b, err := os.ReadFile(p.LogPath)
 	if err != nil {
 		return []byte(err.Error())
 	}
+	b = b[min(p.logStart, int64(len(b))):]
 	if len(b) > n {
 		b = b[len(b)-n:]
 	}
