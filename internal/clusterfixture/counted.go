@@ -23,10 +23,15 @@ import (
 	"github.com/sandboxipam/sandboxipam/ipamd/kubeclient"
 )
 
-// CreateNode registers a Node (no podCIDRs: the pool source needs none)
+// CreateNode registers a Node (no podCIDRs: the pool source needs none),
+// with internalIPs as its InternalIP addresses as kubelet registers them,
 // and returns its UID.
-func CreateNode(ctx context.Context, cs kubernetes.Interface, name string) (string, error) {
-	n, err := cs.CoreV1().Nodes().Create(ctx, &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: name}}, metav1.CreateOptions{})
+func CreateNode(ctx context.Context, cs kubernetes.Interface, name string, internalIPs ...string) (string, error) {
+	node := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: name}}
+	for _, ip := range internalIPs {
+		node.Status.Addresses = append(node.Status.Addresses, corev1.NodeAddress{Type: corev1.NodeInternalIP, Address: ip})
+	}
+	n, err := cs.CoreV1().Nodes().Create(ctx, node, metav1.CreateOptions{})
 	if err != nil {
 		return "", fmt.Errorf("create Node %s: %w", name, err)
 	}

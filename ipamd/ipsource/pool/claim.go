@@ -89,9 +89,11 @@ func (s *Source) grow(ctx context.Context, fams []family, u usage) error {
 // taken blocks forever (the scale benchmark found it so).
 func (s *Source) claim(ctx context.Context, f family, u usage) (netip.Prefix, error) {
 	from, tries, seen := s.cursor[f.name], 0, s.seenBlocks(u)
+	n, _ := s.node() // nil: the name's hash orders the probe
+	order := orderFor(s.nodeName, n)
 	for round := range 2 {
 		i := -1
-		for p := range f.probe(s.nodeName) {
+		for p := range f.probe(order) {
 			i++
 			if round == 1 && i >= from {
 				break

@@ -42,7 +42,7 @@ func TestPoolGeometryEdits(t *testing.T) {
 	cfg := poolconf.DefaultConfig()
 	cfg.LowWatermark, cfg.HighWatermark, cfg.Interval, cfg.ReturnGrace = 2, 8, 20*time.Millisecond, time.Hour
 	dir := t.TempDir()
-	nodeA := startSim(ctx, t, a, admin, dir, "node-a", cfg, nil)
+	nodeA := startSim(ctx, t, a, admin, dir, "node-a", "", cfg, nil)
 	first := addN(t, ctx, nodeA, "a", 3)
 	x := netip.MustParsePrefix(nodeA.poolBlocks()[0])
 	_, err := pools.Patch(ctx, "default", types.MergePatchType, []byte(`{"spec":{"ipv4":{"blockSize":24}}}`), metav1.PatchOptions{})
@@ -87,7 +87,7 @@ func TestPoolGeometryEdits(t *testing.T) {
 	}
 	cfgC := cfg
 	cfgC.Pool = "second"
-	nodeC := startSim(ctx, t, a, admin, dir, "node-c", cfgC, nil)
+	nodeC := startSim(ctx, t, a, admin, dir, "node-c", "", cfgC, nil)
 	for _, n := range []*simNode{nodeA, nodeC} {
 		testsupport.Wait(t, n.name+" to report the overlap", func() (bool, string) {
 			st := n.src.Status()
@@ -176,7 +176,7 @@ func checkNodeSelector(t *testing.T, ctx context.Context, a *kubeenv.APIServer, 
 		t.Fatal(err)
 	}
 	cfg.Pool = "picky"
-	nodeD := startSim(ctx, t, a, admin, dir, "node-d", cfg, nil)
+	nodeD := startSim(ctx, t, a, admin, dir, "node-d", "", cfg, nil)
 	testsupport.Wait(t, "node D to wait on the nodeSelector", func() (bool, string) {
 		st := nodeD.src.Status()
 		return strings.Contains(st.Waiting, "spec.nodeSelector pool=picky does not select this Node node-d"), st.Waiting

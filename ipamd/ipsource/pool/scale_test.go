@@ -3,6 +3,7 @@ package pool_test
 import (
 	"context"
 	"fmt"
+	"net/netip"
 	"os"
 	"slices"
 	"strconv"
@@ -50,7 +51,7 @@ func BenchmarkPoolClaimScale(b *testing.B) {
 		wg.Go(func() {
 			sem <- struct{}{}
 			defer func() { <-sem }()
-			nodes[i] = startSim(ctx, b, a, admin, dir, fmt.Sprintf("sim-%04d", i), poolconf.DefaultConfig(), rec.add)
+			nodes[i] = startSim(ctx, b, a, admin, dir, fmt.Sprintf("sim-%04d", i), simNodeAddress(i), poolconf.DefaultConfig(), rec.add)
 		})
 	}
 	wg.Wait()
@@ -65,6 +66,14 @@ func BenchmarkPoolClaimScale(b *testing.B) {
 	if pods.dups != 0 {
 		b.Fatalf("%d addresses held by two pods", pods.dups)
 	}
+}
+
+// simNodeAddress is simulated node i's InternalIP: the nodes sit in one
+// IPv6 subnet, one after the other, as a cluster's nodes sit in its node
+// subnet (the probe starts there; an IPv6 subnet so that no address of
+// the 198.18.0.0/15 pool is also a node's).
+func simNodeAddress(i int) string {
+	return netip.AddrFrom16([16]byte{0: 0xfd, 1: 0x00, 2: 0x5c, 3: 0xa1, 14: byte(i >> 8), 15: byte(i)}).String()
 }
 
 // podRun is the pods phase's figures.

@@ -30,9 +30,13 @@ type simNode struct {
 	stopped   chan struct{}
 }
 
-func startSim(ctx context.Context, t testing.TB, a *kubeenv.APIServer, admin *kubeclient.Client, dir, name string,
+func startSim(ctx context.Context, t testing.TB, a *kubeenv.APIServer, admin *kubeclient.Client, dir, name, internalIP string,
 	cfg poolconf.Config, onClaim func(pool.Claim)) *simNode {
-	uid, err := clusterfixture.CreateNode(ctx, admin, name)
+	var addrs []string
+	if internalIP != "" {
+		addrs = append(addrs, internalIP)
+	}
+	uid, err := clusterfixture.CreateNode(ctx, admin, name, addrs...)
 	if err != nil {
 		t.Fatal(err)
 	}
