@@ -63,7 +63,7 @@ func TestThreeNodeCluster(t *testing.T) {
 	c.scaleToZero(t)
 	c.removeWorkloads(t)
 	for _, n := range c.nodes {
-		if _, err := os.Stat(filepath.Join(n.private("/etc/cni/net.d"), "10-sandboxipam.conflist")); !errors.Is(err, os.ErrNotExist) {
+		if _, err := os.Stat(filepath.Join(n.private("/etc/cni/net.d"), ipamdConfList)); !errors.Is(err, os.ErrNotExist) {
 			t.Fatalf("%s: the conflist outlived the DaemonSet (%s): %v", n.name, conflistRace, err)
 		}
 	}
@@ -89,11 +89,16 @@ func spreadDeployment(n int32, node string) *appsv1.Deployment {
 // installDaemonSet applies the rendered manifests and waits until ipamd
 // is ready on every node, has written its conflist and installed the
 // image's plugin.
-func (c *cluster) installDaemonSet(t *testing.T) { c.installDaemonSetWith(t, nil) }
+func (c *cluster) installDaemonSet(t *testing.T) { c.installDaemonSetWith(t, ipamdConfList, nil) }
+
+// ipamdConfList is the conflist ipamd writes as rendered.
+const ipamdConfList = "10-sandboxipam.conflist"
 
 // installDaemonSetWith is installDaemonSet with edit applied to the
-// rendered DaemonSet (renderClusterManifestsWith; nil: as rendered).
-func (c *cluster) installDaemonSetWith(t *testing.T, edit func(*appsv1.DaemonSet)) {
+// rendered DaemonSet (renderClusterManifestsWith; nil: as rendered),
+// waiting for confList in every node's /etc/cni/net.d: ipamd's, or, where
+// edit makes ipamd write none (IPAM only), the operator's.
+func (c *cluster) installDaemonSetWith(t *testing.T, confList string, edit func(*appsv1.DaemonSet)) {
 	t.Helper()
 	ctx := context.Background()
 	for _, o := range renderClusterManifestsWith(t, edit) {
@@ -103,8 +108,8 @@ func (c *cluster) installDaemonSetWith(t *testing.T, edit func(*appsv1.DaemonSet
 	}
 	c.waitDaemonSet(t, nil)
 	for _, n := range c.nodes {
-		if _, err := os.Stat(filepath.Join(n.private("/etc/cni/net.d"), "10-sandboxipam.conflist")); err != nil {
-			t.Fatalf("%s: ipamd is ready but wrote no conflist: %v", n.name, err)
+		if _, err := os.Stat(filepath.Join(n.private("/etc/cni/net.d"), confList)); err != nil {
+			t.Fatalf("%s: ipamd is ready but the node has no conflist %s: %v", n.name, confList, err)
 		}
 		installed, err := os.ReadFile(filepath.Join(n.private("/opt/cni/bin"), "sandboxipam"))
 		if err != nil {

@@ -19,6 +19,15 @@ import (
 	"github.com/sandboxipam/sandboxipam/internal/testsupport"
 )
 
+// ipamOnlyConfList is the operator's conflist on an IPAM-only node: the
+// reference bridge plugin wires pods, sandboxipam gives their addresses
+// through ipamd's socket where the DaemonSet puts it.
+const (
+	ipamOnlyConfList     = "10-bridge-sandboxipam.conflist"
+	ipamOnlyConfListJSON = `{"cniVersion": "1.0.0", "name": "ipam-only", "plugins": [{"type": "bridge", "bridge": "sbx-ipam0",
+  "ipam": {"type": "sandboxipam", "ipamdSocket": "/run/sandboxipam/ipamd.sock"}}]}`
+)
+
 // TestThreeNodeIPAMOnlyNetNSKeepsAddress is the cluster's side of
 // ipamd/daemon's TestIPAMOnlyPodWhoseNetNSStaysKeepsItsAddress (issue 39
 // item 4): on one node of the three, a pod's network namespace is made
@@ -32,12 +41,35 @@ import (
 func TestThreeNodeIPAMOnlyNetNSKeepsAddress(t *testing.T) {
 	c := startCluster(t)
 	t.Cleanup(func() { c.removeWorkloads(t) })
-	// IPAM-only ADDs are refused on a node set to (or inferring) "plugin".
-	c.installDaemonSetWith(t, func(ds *appsv1.DaemonSet) {
+	// An IPAM-only node as an operator runs one: another plugin (the
+	// reference bridge) wires the pods and calls sandboxipam as its IPAM,
+	// from the operator's conflist; ipamd writes none (IPAM-only ADDs are
+	// refused on a node set to, or inferring, "plugin").
+	for _, n := range c.nodes {
+		if err := os.WriteFile(filepath.Join(n.private("/etc/cni/net.d"), ipamOnlyConfList), []byte(ipamOnlyConfListJSON), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	c.installDaemonSetWith(t, ipamOnlyConfList, func(ds *appsv1.DaemonSet) {
 		ctr := &ds.Spec.Template.Spec.Containers[0]
-		ctr.Env = append(ctr.Env, corev1.EnvVar{Name: "IPAMD_NODE_PODWIRING", Value: "ipamOnly"})
+		ctr.Env = append(ctr.Env, corev1.EnvVar{Name: "IPAMD_PODLINKS_PODWIRING", Value: "ipamOnly"},
+			corev1.EnvVar{Name: "IPAMD_CNI_CONFLISTPATH", Value: ""})
 	})
 	n, ctx := c.nodes[1], context.Background()
+	// A pod the runtime runs, wired by the bridge with sandboxipam as its
+	// IPAM: ipamd releases nothing while its adapter has never listed a
+	// sandbox that CNI added (the blind-adapter guard), so the node needs
+	// one before the IPAM-only ADD below can be judged on its namespace.
+	if err := c.api.create(ctx, "/apis/apps/v1/namespaces/default/deployments", spreadDeployment(1, n.name)); err != nil {
+		t.Fatal(err)
+	}
+	testsupport.WaitFor(t, 3*time.Minute, "a pod on "+n.name+" runs on the operator's conflist", func(ctx context.Context) error {
+		pods, err := c.webPods(ctx)
+		if err == nil && len(pods) != 1 {
+			err = fmt.Errorf("%d pods running, want 1", len(pods))
+		}
+		return err
+	})
 	const nsName = "sbx-ipam-only"
 	nsPath := "/var/run/netns/" + nsName
 	id := fmt.Sprintf("%064x", 0x5b1a39)
@@ -96,26 +128,23 @@ func (n *clusterNode) inNode(ctx context.Context, stdin []byte, env []string, ar
 }
 
 // ipamOnlyAdd runs the node's installed plugin as another main plugin's
-// IPAM (CNI ADD), on the network and socket of the conflist ipamd wrote,
+// IPAM (CNI ADD), as libcni runs it from the operator's conflist,
 // and returns the address it got.
 func (n *clusterNode) ipamOnlyAdd(t *testing.T, id, nsPath string) string {
 	t.Helper()
-	raw, err := os.ReadFile(filepath.Join(n.private("/etc/cni/net.d"), "10-sandboxipam.conflist"))
-	if err != nil {
-		t.Fatal(err)
-	}
 	var list struct {
-		Name    string           `json:"name"`
-		Plugins []map[string]any `json:"plugins"`
+		CNIVersion string           `json:"cniVersion"`
+		Name       string           `json:"name"`
+		Plugins    []map[string]any `json:"plugins"`
 	}
-	if err := json.Unmarshal(raw, &list); err != nil || len(list.Plugins) == 0 {
-		t.Fatalf("conflist %s: %v", raw, err)
+	if err := json.Unmarshal([]byte(ipamOnlyConfListJSON), &list); err != nil || len(list.Plugins) == 0 {
+		t.Fatalf("conflist %s: %v", ipamOnlyConfListJSON, err)
 	}
-	ipam := map[string]any{"type": "sandboxipam"}
-	if s, ok := list.Plugins[0]["ipamdSocket"]; ok {
-		ipam["ipamdSocket"] = s
-	}
-	conf, err := json.Marshal(map[string]any{"cniVersion": "1.0.0", "name": list.Name, "type": "bridge", "ipam": ipam})
+	// What libcni gives an IPAM plugin: the main plugin's whole config
+	// with the list's name and version.
+	main := list.Plugins[0]
+	main["cniVersion"], main["name"] = list.CNIVersion, list.Name
+	conf, err := json.Marshal(main)
 	if err != nil {
 		t.Fatal(err)
 	}
