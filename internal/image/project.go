@@ -74,6 +74,21 @@ func BuildProjectBinaries(ctx context.Context, moduleRoot, outDir string) error 
 	return nil
 }
 
+// BuildPortMap builds the image's portmap plugin alone, as
+// BuildProjectBinaries builds it, into outDir laid out as in the image,
+// and returns its path: for tests that run the conflist's chain.
+func BuildPortMap(ctx context.Context, moduleRoot, outDir string) (string, error) {
+	for _, b := range projectBinaries() {
+		if b.path == PortMapPath {
+			if err := buildBinary(ctx, moduleRoot, outDir, b); err != nil {
+				return "", fmt.Errorf("build %s: %w", b.pkg, err)
+			}
+			return filepath.Join(outDir, filepath.FromSlash(b.path)), nil
+		}
+	}
+	return "", fmt.Errorf("the image has no binary at %s", PortMapPath)
+}
+
 func buildBinary(ctx context.Context, moduleRoot, outDir string, b binary) error {
 	out := filepath.Join(outDir, filepath.FromSlash(b.path))
 	if err := os.MkdirAll(filepath.Dir(out), 0o755); err != nil {

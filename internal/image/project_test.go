@@ -31,14 +31,15 @@ func TestProjectShipsPortMapBesideThePlugin(t *testing.T) {
 	}
 	root := testsupport.Root(t)
 	out := t.TempDir()
-	if err := buildBinary(t.Context(), root, out, *pm); err != nil {
+	built, err := BuildPortMap(t.Context(), root, out)
+	if err != nil {
 		t.Fatal(err)
 	}
 	version, err := goOutput(t.Context(), filepath.Join(root, pm.module), "list", "-m", "-f", "{{.Version}}", "github.com/containernetworking/plugins")
 	if err != nil {
 		t.Fatal(err)
 	}
-	about, _ := exec.Command(filepath.Join(out, filepath.FromSlash(PortMapPath))).CombinedOutput()
+	about, _ := exec.Command(built).CombinedOutput()
 	if want := "CNI portmap plugin " + version; !strings.HasPrefix(string(about), want) {
 		t.Fatalf("portmap says %q, want it to start with %q", about, want)
 	}
