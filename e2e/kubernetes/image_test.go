@@ -1,6 +1,7 @@
 package kubernetes
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -96,6 +97,7 @@ func TestImageWithoutKubelet(t *testing.T) {
 	if _, err := os.Stat(filepath.Join(ctrd.CNIBinDir, "sandboxipam")); err != nil {
 		t.Fatalf("install-cni left no plugin: %v", err)
 	}
+	checkPortMapInstall(t, ctrd.CNIBinDir, filepath.Join(dir, "bin"), func() { run(t, "ctr", install...) })
 
 	c := pod.Spec.Containers[0]
 	args := append(append([]string{}, ctr...), "run", "-d", "--net-host", "--mount",
@@ -292,4 +294,38 @@ func checkNoCapabilities(t *testing.T, ctr []string, container string) (pid stri
 		}
 	}
 	return pid
+}
+
+// checkPortMapInstall: the bin directory's portmap (testenv links
+// Debian's, a symlink the init container cannot follow) is an operator's,
+// kept as it is; once it is gone, the init container installs the image's
+// portmap, byte for byte, and records it. The CRI pod that follows then
+// runs through the chain with the image's portmap.
+func checkPortMapInstall(t *testing.T, binDir, imageBin string, install func()) {
+	t.Helper()
+	pm := filepath.Join(binDir, "portmap")
+	if fi, err := os.Lstat(pm); err != nil || fi.Mode()&os.ModeSymlink == 0 {
+		t.Fatalf("the node's own portmap was not kept: %v %v", fi, err)
+	}
+	if _, err := os.Stat(filepath.Join(binDir, ".sandboxipam-portmap.sha256")); !errors.Is(err, os.ErrNotExist) {
+		t.Fatalf("an install record beside a portmap sandboxipam did not install: %v", err)
+	}
+	if err := os.Remove(pm); err != nil {
+		t.Fatal(err)
+	}
+	install()
+	got, err := os.ReadFile(pm)
+	if err != nil {
+		t.Fatalf("install-cni left no portmap: %v", err)
+	}
+	want, err := os.ReadFile(filepath.Join(imageBin, filepath.FromSlash(image.PortMapPath)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(got, want) {
+		t.Fatalf("installed portmap (%d bytes) differs from the image's (%d bytes)", len(got), len(want))
+	}
+	if _, err := os.Stat(filepath.Join(binDir, ".sandboxipam-portmap.sha256")); err != nil {
+		t.Fatalf("no install record for the image's portmap: %v", err)
+	}
 }
