@@ -24,8 +24,9 @@ import (
 // of kubelet: the init container's command installs the plugin, ipamd runs
 // from the image with the rendered config and writes its conflist once
 // ready, and a CRI pod then gets its address from it and releases it.
-// It needs only containerd, so it says whether the image works even where
-// kubelet has not been built.
+// The pod publishes a hostPort, reached on the node through the image's
+// portmap. It needs only containerd, so it says whether the image works
+// even where kubelet has not been built.
 func TestImageWithoutKubelet(t *testing.T) {
 	if os.Getenv("SANDBOXIPAM_E2E_KUBERNETES") == "" {
 		t.Skip("set SANDBOXIPAM_E2E_KUBERNETES=1 (make e2e-kubernetes) to run")
@@ -148,7 +149,8 @@ func TestImageWithoutKubelet(t *testing.T) {
 
 	pid := checkNoCapabilities(t, ctr, "sbx-ipamd")
 
-	// A CRI pod gets its address from ipamd in the image.
+	// A CRI pod gets its address from ipamd in the image, and its hostPort
+	// maps to it through the image's portmap.
 	podID := runCRIPod(t, cri, dir, "web")
 	pods, err := cri.pods(ctx)
 	if err != nil {
@@ -158,6 +160,7 @@ func TestImageWithoutKubelet(t *testing.T) {
 	for _, p := range pods {
 		if p.ID == podID {
 			ip = p.IP
+			checkHostPort(t, ctrd.NetNSPath, p.PID)
 		}
 	}
 	got := ctrIPAMPods(t, ctr, "sbx-ipamd")
@@ -173,6 +176,7 @@ func TestImageWithoutKubelet(t *testing.T) {
 	if got := ctrIPAMPods(t, ctr, "sbx-ipamd"); len(got) != 0 {
 		t.Fatalf("after the pod's DEL ipamd still holds %+v", got)
 	}
+	checkHostPortGone(t, ctrd.NetNSPath)
 	// The figures behind the DaemonSet's resource requests (BENCHMARKS.md):
 	// ipamd and the adapter it launched share the container's memory.
 	logMemory(t, pid, "ipamd")
@@ -224,13 +228,15 @@ func crictlPath(t *testing.T) string {
 	return crictlBin
 }
 
-// runCRIPod runs a pod sandbox on the pod network through CRI.
+// runCRIPod runs a pod sandbox on the pod network through CRI, publishing
+// hostPortMappings as kubelet publishes a container's hostPort.
 func runCRIPod(t *testing.T, cri crictl, dir, name string) string {
 	t.Helper()
 	cfg := map[string]any{
 		"metadata":      map[string]any{"name": name, "namespace": "default", "uid": "uid-" + name, "attempt": 0},
 		"log_directory": filepath.Join(dir, "podlogs"),
 		"linux":         map[string]any{},
+		"port_mappings": hostPortMappings(),
 	}
 	b, _ := json.Marshal(cfg)
 	path := filepath.Join(dir, name+"-pod.json")
