@@ -7,6 +7,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	corev1 "k8s.io/api/core/v1"
 )
 
 // The hostPort a CRI pod publishes in these tests, and the node address
@@ -22,6 +24,13 @@ const (
 // for a container port published as a hostPort (protocol 0 is TCP).
 func hostPortMappings() []map[string]any {
 	return []map[string]any{{"container_port": testContainerPort, "host_port": testHostPort, "protocol": 0}}
+}
+
+// withHostPort publishes the pod's container port as a hostPort, as a
+// manifest's ports do; kubelet turns it into the sandbox's port mappings.
+func withHostPort(p *corev1.Pod) *corev1.Pod {
+	p.Spec.Containers[0].Ports = []corev1.ContainerPort{{ContainerPort: testContainerPort, HostPort: testHostPort, Protocol: corev1.ProtocolTCP}}
+	return p
 }
 
 // checkHostPort: the runtime passed the pod's port mappings to the
