@@ -14,6 +14,7 @@ GOFLAGS_BUILD := -ldflags "-X github.com/sandboxipam/sandboxipam/internal/versio
 PROTOC_GEN_GO_VERSION      := v1.36.12
 PROTOC_GEN_GO_GRPC_VERSION := v1.5.1
 STATICCHECK_VERSION        := v0.8.2
+CNI_PLUGINS_VERSION         = $(shell awk '$$1 == "require" && $$2 == "github.com/containernetworking/plugins" { print $$3 }' tools/cni-plugins/go.mod)
 
 .PHONY: all build test test-short test-tools runtime-tools fuzz lint generate bench demo clean tools image e2e-kubernetes bench-kubernetes bench-pool kubernetes-tools
 
@@ -25,6 +26,12 @@ build:
 	# The CNI plugin is exec'd per ADD and DEL: static, so no dynamic loader runs.
 	CGO_ENABLED=0 $(GO) build $(GOFLAGS_BUILD) -o $(BIN)/ ./cmd/sandboxipam
 	$(GO) build $(GOFLAGS_BUILD) -o $(BIN)/adapters/ ./cmd/adapters/...
+	# The CNI reference portmap plugin, chained after sandboxipam in the
+	# conflist ipamd writes (hostPorts), from the module tools/cni-plugins
+	# pins; static and stamped with its version, as upstream builds it.
+	cd tools/cni-plugins && CGO_ENABLED=0 $(GO) build \
+		-ldflags "-X github.com/containernetworking/plugins/pkg/utils/buildversion.BuildVersion=$(CNI_PLUGINS_VERSION)" \
+		-o $(CURDIR)/$(BIN)/ github.com/containernetworking/plugins/plugins/meta/portmap
 
 # The whole suite, real runtimes included. Tests that need root or a runtime
 # skip on a machine without them, and fail instead when CI=true.

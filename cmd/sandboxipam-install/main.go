@@ -5,7 +5,12 @@
 // NotReady instead of failing pods. ipamd itself writes the conflist once
 // it is ready to answer ADD.
 //
-//	sandboxipam-install install-binary --dst-dir /host/opt/cni/bin /sandboxipam/bin/sandboxipam
+// A --shared binary (the reference portmap plugin, chained after ours) may
+// serve the node's other networks too: it is installed the same way, but a
+// different one that sandboxipam did not install is kept, and a line on
+// standard error says so (cniinstall.InstallShared).
+//
+//	sandboxipam-install install-binary --dst-dir /host/opt/cni/bin [--shared /sandboxipam/bin/portmap] /sandboxipam/bin/sandboxipam
 //	sandboxipam-install remove-conflist --path /host/etc/cni/net.d/10-sandboxipam.conflist
 //	sandboxipam-install write-conflist --path FILE.conflist < content
 package main
@@ -16,6 +21,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"path/filepath"
 
 	"github.com/sandboxipam/sandboxipam/cniinstall"
 	"github.com/sandboxipam/sandboxipam/internal/version"
@@ -32,7 +38,7 @@ func main() {
 	}
 }
 
-const usage = "usage: sandboxipam-install install-binary --dst-dir DIR SRC... | remove-conflist --path FILE | write-conflist --path FILE < CONTENT"
+const usage = "usage: sandboxipam-install install-binary --dst-dir DIR [--shared SRC]... SRC... | remove-conflist --path FILE | write-conflist --path FILE < CONTENT"
 
 func run(args []string, stdin io.Reader) error {
 	if len(args) == 0 {
@@ -41,20 +47,7 @@ func run(args []string, stdin io.Reader) error {
 	fs := flag.NewFlagSet(args[0], flag.ContinueOnError)
 	switch args[0] {
 	case "install-binary":
-		dst := fs.String("dst-dir", "/host/opt/cni/bin", "CNI binary directory to install into")
-		if err := fs.Parse(args[1:]); err != nil {
-			return err
-		}
-		if fs.NArg() == 0 {
-			return errors.New("install-binary: no source binary given")
-		}
-		for _, src := range fs.Args() {
-			if err := cniinstall.InstallBinary(src, *dst); err != nil {
-				return err
-			}
-			fmt.Fprintf(os.Stderr, "installed %s into %s\n", src, *dst)
-		}
-		return nil
+		return installBinaries(fs, args[1:])
 	case "remove-conflist", "write-conflist":
 		path := fs.String("path", "", "conflist file (required)")
 		if err := fs.Parse(args[1:]); err != nil {
@@ -74,4 +67,53 @@ func run(args []string, stdin io.Reader) error {
 	default:
 		return fmt.Errorf("unknown command %q; %s", args[0], usage)
 	}
+}
+
+// sources collects a repeated flag's values.
+type sources []string
+
+func (s *sources) String() string     { return fmt.Sprint(*s) }
+func (s *sources) Set(v string) error { *s = append(*s, v); return nil }
+
+func installBinaries(fs *flag.FlagSet, args []string) error {
+	dst := fs.String("dst-dir", "/host/opt/cni/bin", "CNI binary directory to install into")
+	var shared sources
+	fs.Var(&shared, "shared", "a binary other networks may share (portmap): a different one sandboxipam did not install is kept (repeatable)")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	if fs.NArg() == 0 && len(shared) == 0 {
+		return errors.New("install-binary: no source binary given")
+	}
+	for _, src := range fs.Args() {
+		if err := cniinstall.InstallBinary(src, *dst); err != nil {
+			return err
+		}
+		fmt.Fprintf(os.Stderr, "installed %s into %s\n", src, *dst)
+	}
+	for _, src := range shared {
+		res, err := cniinstall.InstallShared(src, *dst)
+		if err != nil {
+			return err
+		}
+		fmt.Fprintln(os.Stderr, describe(src, res))
+	}
+	return nil
+}
+
+// describe is the line the init container's log keeps for a shared binary.
+func describe(src string, res cniinstall.Shared) string {
+	switch res.Outcome {
+	case cniinstall.Installed:
+		return fmt.Sprintf("installed %s into %s (sha256 %s)", src, res.Path, res.Ours)
+	case cniinstall.Unchanged:
+		return fmt.Sprintf("%s already holds %s (sha256 %s)", res.Path, src, res.Ours)
+	}
+	found := "unreadable"
+	if res.Found != "" {
+		found = "sha256 " + res.Found
+	}
+	return fmt.Sprintf("WARNING: kept the %s already at %s (%s): %s, so it is not replaced with sandboxipam's (sha256 %s); "+
+		"the conflist ipamd writes chains whichever is there. To use sandboxipam's, remove that file and restart this pod",
+		filepath.Base(res.Path), res.Path, found, res.Why, res.Ours)
 }

@@ -3,8 +3,11 @@ package main
 import (
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
+
+	"github.com/sandboxipam/sandboxipam/cniinstall"
 )
 
 func TestInstallBinaryAndConfList(t *testing.T) {
@@ -45,6 +48,55 @@ func TestUsageErrors(t *testing.T) {
 	} {
 		if err := run(args, nil); err == nil {
 			t.Errorf("run(%q) succeeded", args)
+		}
+	}
+}
+
+// The DaemonSet's init container installs the plugin and, beside it, the
+// portmap it chains: the CNI bin directory then holds exactly the two
+// binaries and portmap's install record. A portmap of the operator's is
+// kept, and the line the pod's log keeps says so, naming both sums.
+func TestInstallBinaryWithSharedPortMap(t *testing.T) {
+	srcDir := t.TempDir()
+	plugin, portmap := filepath.Join(srcDir, "sandboxipam"), filepath.Join(srcDir, "portmap")
+	for path, content := range map[string]string{plugin: "plugin", portmap: "portmap"} {
+		if err := os.WriteFile(path, []byte(content), 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	binDir := t.TempDir()
+	if err := run([]string{"install-binary", "--dst-dir", binDir, "--shared", portmap, plugin}, nil); err != nil {
+		t.Fatal(err)
+	}
+	entries, err := os.ReadDir(binDir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	for _, e := range entries {
+		names = append(names, e.Name())
+	}
+	if want := []string{".sandboxipam-portmap.sha256", "portmap", "sandboxipam"}; !slices.Equal(names, want) {
+		t.Fatalf("%s holds %q, want %q", binDir, names, want)
+	}
+	for name, want := range map[string]string{"sandboxipam": "plugin", "portmap": "portmap"} {
+		if got, _ := os.ReadFile(filepath.Join(binDir, name)); string(got) != want {
+			t.Fatalf("%s holds %q, want %q", name, got, want)
+		}
+	}
+
+	theirs := t.TempDir()
+	if err := os.WriteFile(filepath.Join(theirs, "portmap"), []byte("theirs"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	res, err := cniinstall.InstallShared(portmap, theirs)
+	if err != nil || res.Outcome != cniinstall.KeptForeign {
+		t.Fatalf("InstallShared over the operator's portmap = %+v, %v", res, err)
+	}
+	line := describe(portmap, res)
+	for _, want := range []string{"WARNING: kept the portmap already at " + filepath.Join(theirs, "portmap"), res.Found, res.Ours, "sandboxipam did not install it"} {
+		if !strings.Contains(line, want) {
+			t.Errorf("log line %q lacks %q", line, want)
 		}
 	}
 }

@@ -38,7 +38,12 @@ func startIPAMDIn(tb testing.TB, parent, cidr string, cooldown time.Duration) *r
 // dual-stack pool).
 func startIPAMDWith(tb testing.TB, parent string, cooldown time.Duration, cidrs ...string) *realIPAMD {
 	tb.Helper()
-	cfg := ipamdConfig(tb, parent, cooldown, cidrs...)
+	return startIPAMDConfig(tb, ipamdConfig(tb, parent, cooldown, cidrs...))
+}
+
+// startIPAMDConfig starts ipamd with cfg (from ipamdConfig, changed).
+func startIPAMDConfig(tb testing.TB, cfg config.Config) *realIPAMD {
+	tb.Helper()
 	d := daemon.New(cfg, daemon.Options{})
 	if err := d.Start(context.Background()); err != nil {
 		tb.Fatalf("start ipamd: %v", err)

@@ -233,7 +233,7 @@ func checkDaemonSet(t *testing.T, r Rendered) {
 		t.Fatalf("%d init containers and %d containers, want 1 and 1", len(spec.InitContainers), len(spec.Containers))
 	}
 	install := container(t, spec.InitContainers, "install-cni")
-	if !slices.Equal(install.Command, []string{"/usr/bin/sandboxipam-install", "install-binary", "--dst-dir=/host/opt/cni/bin", image.CNIPluginPath}) {
+	if !slices.Equal(install.Command, []string{"/usr/bin/sandboxipam-install", "install-binary", "--dst-dir=/host/opt/cni/bin", "--shared=" + image.PortMapPath, image.CNIPluginPath}) {
 		t.Errorf("install-cni command %q", install.Command)
 	}
 	ipamd := container(t, spec.Containers, "ipamd")

@@ -1,6 +1,7 @@
 package kubernetes
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -23,8 +24,9 @@ import (
 // of kubelet: the init container's command installs the plugin, ipamd runs
 // from the image with the rendered config and writes its conflist once
 // ready, and a CRI pod then gets its address from it and releases it.
-// It needs only containerd, so it says whether the image works even where
-// kubelet has not been built.
+// The pod publishes a hostPort, reached on the node through the image's
+// portmap. It needs only containerd, so it says whether the image works
+// even where kubelet has not been built.
 func TestImageWithoutKubelet(t *testing.T) {
 	if os.Getenv("SANDBOXIPAM_E2E_KUBERNETES") == "" {
 		t.Skip("set SANDBOXIPAM_E2E_KUBERNETES=1 (make e2e-kubernetes) to run")
@@ -96,6 +98,7 @@ func TestImageWithoutKubelet(t *testing.T) {
 	if _, err := os.Stat(filepath.Join(ctrd.CNIBinDir, "sandboxipam")); err != nil {
 		t.Fatalf("install-cni left no plugin: %v", err)
 	}
+	checkPortMapInstall(t, ctrd.CNIBinDir, filepath.Join(dir, "bin"), func() { run(t, "ctr", install...) })
 
 	c := pod.Spec.Containers[0]
 	args := append(append([]string{}, ctr...), "run", "-d", "--net-host", "--mount",
@@ -146,7 +149,8 @@ func TestImageWithoutKubelet(t *testing.T) {
 
 	pid := checkNoCapabilities(t, ctr, "sbx-ipamd")
 
-	// A CRI pod gets its address from ipamd in the image.
+	// A CRI pod gets its address from ipamd in the image, and its hostPort
+	// maps to it through the image's portmap.
 	podID := runCRIPod(t, cri, dir, "web")
 	pods, err := cri.pods(ctx)
 	if err != nil {
@@ -156,6 +160,7 @@ func TestImageWithoutKubelet(t *testing.T) {
 	for _, p := range pods {
 		if p.ID == podID {
 			ip = p.IP
+			checkHostPort(t, ctrd.NetNSPath, p.PID)
 		}
 	}
 	got := ctrIPAMPods(t, ctr, "sbx-ipamd")
@@ -171,6 +176,7 @@ func TestImageWithoutKubelet(t *testing.T) {
 	if got := ctrIPAMPods(t, ctr, "sbx-ipamd"); len(got) != 0 {
 		t.Fatalf("after the pod's DEL ipamd still holds %+v", got)
 	}
+	checkHostPortGone(t, ctrd.NetNSPath)
 	// The figures behind the DaemonSet's resource requests (BENCHMARKS.md):
 	// ipamd and the adapter it launched share the container's memory.
 	logMemory(t, pid, "ipamd")
@@ -222,13 +228,15 @@ func crictlPath(t *testing.T) string {
 	return crictlBin
 }
 
-// runCRIPod runs a pod sandbox on the pod network through CRI.
+// runCRIPod runs a pod sandbox on the pod network through CRI, publishing
+// hostPortMappings as kubelet publishes a container's hostPort.
 func runCRIPod(t *testing.T, cri crictl, dir, name string) string {
 	t.Helper()
 	cfg := map[string]any{
 		"metadata":      map[string]any{"name": name, "namespace": "default", "uid": "uid-" + name, "attempt": 0},
 		"log_directory": filepath.Join(dir, "podlogs"),
 		"linux":         map[string]any{},
+		"port_mappings": hostPortMappings(),
 	}
 	b, _ := json.Marshal(cfg)
 	path := filepath.Join(dir, name+"-pod.json")
@@ -292,4 +300,38 @@ func checkNoCapabilities(t *testing.T, ctr []string, container string) (pid stri
 		}
 	}
 	return pid
+}
+
+// checkPortMapInstall: the bin directory's portmap (testenv links
+// Debian's, a symlink the init container cannot follow) is an operator's,
+// kept as it is; once it is gone, the init container installs the image's
+// portmap, byte for byte, and records it. The CRI pod that follows then
+// runs through the chain with the image's portmap.
+func checkPortMapInstall(t *testing.T, binDir, imageBin string, install func()) {
+	t.Helper()
+	pm := filepath.Join(binDir, "portmap")
+	if fi, err := os.Lstat(pm); err != nil || fi.Mode()&os.ModeSymlink == 0 {
+		t.Fatalf("the node's own portmap was not kept: %v %v", fi, err)
+	}
+	if _, err := os.Stat(filepath.Join(binDir, ".sandboxipam-portmap.sha256")); !errors.Is(err, os.ErrNotExist) {
+		t.Fatalf("an install record beside a portmap sandboxipam did not install: %v", err)
+	}
+	if err := os.Remove(pm); err != nil {
+		t.Fatal(err)
+	}
+	install()
+	got, err := os.ReadFile(pm)
+	if err != nil {
+		t.Fatalf("install-cni left no portmap: %v", err)
+	}
+	want, err := os.ReadFile(filepath.Join(imageBin, filepath.FromSlash(image.PortMapPath)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(got, want) {
+		t.Fatalf("installed portmap (%d bytes) differs from the image's (%d bytes)", len(got), len(want))
+	}
+	if _, err := os.Stat(filepath.Join(binDir, ".sandboxipam-portmap.sha256")); err != nil {
+		t.Fatalf("no install record for the image's portmap: %v", err)
+	}
 }

@@ -43,6 +43,12 @@ type nodeRuntime struct {
 	// the current one, so a stand-in conflist alone does not keep a DEL
 	// from ipamd.
 	cachesCNIConfig bool
+	// cniMapsHostPorts: the runtime passes a pod's hostPorts to CNI (the
+	// portMappings capability), so the conflist's portmap maps them.
+	// CRI-O never does: it maps them itself, and 1.34.0 panics on the
+	// first hostPort pod where the nft binary is missing (a nil nftables
+	// mapper taken for a present one), as on this machine.
+	cniMapsHostPorts bool
 }
 
 // startContainerdRuntime starts a private containerd under dir, stopped
@@ -59,7 +65,7 @@ func startContainerdRuntime(t *testing.T, dir string) nodeRuntime {
 		}
 	})
 	return nodeRuntime{
-		name: "containerd", runtimeName: "containerd", endpoint: ctrd.Endpoint, socket: ctrd.Address,
+		name: "containerd", runtimeName: "containerd", endpoint: ctrd.Endpoint, socket: ctrd.Address, cniMapsHostPorts: true,
 		cniConfDir: ctrd.CNIConfDir, cniBinDir: ctrd.CNIBinDir, netns: ctrd.NetNSPath,
 		render: func(t *testing.T) deploy.Rendered { return renderOverlay(t, oneNodeOverlay) },
 		load: func(t *testing.T, archives image.Archives) {

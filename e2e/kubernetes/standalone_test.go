@@ -108,13 +108,22 @@ func standaloneKubelet(t *testing.T, start func(t *testing.T, dir string) nodeRu
 	// Ready means a listing proved the pool: the adapter has answered.
 	checkAdapterRuntime(t, cri, ipamdID, rt)
 
-	// Three app pods, each addressed by ipamd under its sandbox ID.
+	// Three app pods, each addressed by ipamd under its sandbox ID; where
+	// the runtime hands hostPorts to CNI, app-1 publishes one, which the
+	// conflist's portmap maps.
 	apps := map[string]string{}
 	for _, name := range []string{"app-1", "app-2", "app-3"} {
-		apps[name] = writeManifest(t, manifests, appPod(name, fixture.DefaultPauseImage))
+		pod := appPod(name, fixture.DefaultPauseImage)
+		if name == "app-1" && rt.cniMapsHostPorts {
+			withHostPort(pod)
+		}
+		apps[name] = writeManifest(t, manifests, pod)
 	}
 	want := waitApps(t, cri, []string{"app-1", "app-2", "app-3"})
 	checkAssignments(t, cri, ipamdID, want)
+	if rt.cniMapsHostPorts {
+		checkHostPort(t, rt.netns, want["app-1"].PID)
+	}
 
 	// SIGKILL ipamd: kubelet restarts it; nothing is lost.
 	_, pid, err := cri.runningContainer(ctx, "ipamd")

@@ -1,12 +1,14 @@
 package image
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strings"
 
 	v1 "github.com/google/go-containerregistry/pkg/v1"
 )
@@ -21,9 +23,13 @@ const DefaultRef = "localhost/sandboxipam/sandboxipam:dev"
 const DefaultCABundle = "/etc/ssl/certs/ca-certificates.crt"
 
 // binary is one command of the image: where its main package is, and
-// where it lives inside the image.
+// where it lives inside the image. module, when set, is the directory
+// (relative to the module root) of the pinned tools module the package
+// is built from, and versionVar the variable its version is linked into,
+// as the package's own project stamps it.
 type binary struct {
-	pkg, path string
+	pkg, path          string
+	module, versionVar string
 }
 
 // projectBinaries lists the image's commands. ipamd finds its adapters in
@@ -31,15 +37,19 @@ type binary struct {
 // because sandboxipam-install copies it to the node, not runs it.
 func projectBinaries() []binary {
 	return []binary{
-		{"./cmd/ipamd", "/usr/bin/ipamd"},
-		{"./cmd/ipamctl", "/usr/bin/ipamctl"},
-		{"./cmd/sandboxipam-install", "/usr/bin/sandboxipam-install"},
-		{"./cmd/sandboxipam-reclaimer", "/usr/bin/sandboxipam-reclaimer"},
-		{"./cmd/sandboxipam", CNIPluginPath},
-		{"./cmd/adapters/containerd", "/usr/bin/adapters/containerd"},
-		{"./cmd/adapters/crio", "/usr/bin/adapters/crio"},
-		{"./cmd/adapters/docker", "/usr/bin/adapters/docker"},
-		{"./cmd/adapters/dockershim", "/usr/bin/adapters/dockershim"},
+		{pkg: "./cmd/ipamd", path: "/usr/bin/ipamd"},
+		{pkg: "./cmd/ipamctl", path: "/usr/bin/ipamctl"},
+		{pkg: "./cmd/sandboxipam-install", path: "/usr/bin/sandboxipam-install"},
+		{pkg: "./cmd/sandboxipam-reclaimer", path: "/usr/bin/sandboxipam-reclaimer"},
+		{pkg: "./cmd/sandboxipam", path: CNIPluginPath},
+		// Chained after sandboxipam in the conflist ipamd writes
+		// (cni.portMap), for hostPorts; installed beside it.
+		{pkg: "github.com/containernetworking/plugins/plugins/meta/portmap", path: PortMapPath,
+			module: "tools/cni-plugins", versionVar: "github.com/containernetworking/plugins/pkg/utils/buildversion.BuildVersion"},
+		{pkg: "./cmd/adapters/containerd", path: "/usr/bin/adapters/containerd"},
+		{pkg: "./cmd/adapters/crio", path: "/usr/bin/adapters/crio"},
+		{pkg: "./cmd/adapters/docker", path: "/usr/bin/adapters/docker"},
+		{pkg: "./cmd/adapters/dockershim", path: "/usr/bin/adapters/dockershim"},
 	}
 }
 
@@ -47,23 +57,69 @@ func projectBinaries() []binary {
 // container installs into the node's CNI binary directory.
 const CNIPluginPath = "/usr/lib/sandboxipam/cni/sandboxipam"
 
+// PortMapPath is the CNI reference portmap plugin inside the image,
+// installed beside CNIPluginPath (sandboxipam-install keeps a different
+// portmap the node already has).
+const PortMapPath = "/usr/lib/sandboxipam/cni/portmap"
+
 // BuildProjectBinaries compiles every command of the image, static and
 // reproducible (CGO_ENABLED=0, -trimpath, no VCS stamp, stripped), from
 // the module at moduleRoot into outDir, laid out as in the image.
 func BuildProjectBinaries(ctx context.Context, moduleRoot, outDir string) error {
 	for _, b := range projectBinaries() {
-		out := filepath.Join(outDir, filepath.FromSlash(b.path))
-		if err := os.MkdirAll(filepath.Dir(out), 0o755); err != nil {
+		if err := buildBinary(ctx, moduleRoot, outDir, b); err != nil {
 			return fmt.Errorf("build %s: %w", b.pkg, err)
-		}
-		cmd := exec.CommandContext(ctx, "go", "build", "-trimpath", "-buildvcs=false", "-ldflags=-s -w", "-o", out, b.pkg)
-		cmd.Dir = moduleRoot
-		cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
-		if msg, err := cmd.CombinedOutput(); err != nil {
-			return fmt.Errorf("build %s: %w: %s", b.pkg, err, msg)
 		}
 	}
 	return nil
+}
+
+// BuildPortMap builds the image's portmap plugin alone, as
+// BuildProjectBinaries builds it, into outDir laid out as in the image,
+// and returns its path: for tests that run the conflist's chain.
+func BuildPortMap(ctx context.Context, moduleRoot, outDir string) (string, error) {
+	for _, b := range projectBinaries() {
+		if b.path == PortMapPath {
+			if err := buildBinary(ctx, moduleRoot, outDir, b); err != nil {
+				return "", fmt.Errorf("build %s: %w", b.pkg, err)
+			}
+			return filepath.Join(outDir, filepath.FromSlash(b.path)), nil
+		}
+	}
+	return "", fmt.Errorf("the image has no binary at %s", PortMapPath)
+}
+
+func buildBinary(ctx context.Context, moduleRoot, outDir string, b binary) error {
+	out := filepath.Join(outDir, filepath.FromSlash(b.path))
+	if err := os.MkdirAll(filepath.Dir(out), 0o755); err != nil {
+		return err
+	}
+	dir := filepath.Join(moduleRoot, filepath.FromSlash(b.module))
+	ldflags := "-s -w"
+	if b.versionVar != "" {
+		version, err := goOutput(ctx, dir, "list", "-f", "{{.Module.Version}}", b.pkg)
+		if err != nil {
+			return err
+		}
+		ldflags += " -X " + b.versionVar + "=" + version
+	}
+	_, err := goOutput(ctx, dir, "build", "-trimpath", "-buildvcs=false", "-ldflags="+ldflags, "-o", out, b.pkg)
+	return err
+}
+
+// goOutput runs the go command in dir, static (CGO_ENABLED=0), and
+// returns its trimmed standard output.
+func goOutput(ctx context.Context, dir string, args ...string) (string, error) {
+	cmd := exec.CommandContext(ctx, "go", args...)
+	cmd.Dir = dir
+	cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	if err != nil {
+		return "", fmt.Errorf("go %s: %w: %s", strings.Join(args, " "), err, stderr.Bytes())
+	}
+	return strings.TrimSpace(string(out)), nil
 }
 
 // ProjectSpec lays out the image from binaries built by

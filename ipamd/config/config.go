@@ -138,15 +138,6 @@ type PodLinks struct {
 	NetNS string `yaml:"netNS" desc:"network namespace of the pod links, by path (empty: ipamd's own)"`
 }
 
-// CNI is how ipamd announces itself to the runtime.
-type CNI struct {
-	// ConfListPath, when set, is where ipamd writes its CNI conflist
-	// (network name, socket) once it is ready to answer ADD: a runtime
-	// sees the network only while ipamd can serve it, and the node stays
-	// NotReady until then. Default empty: not written.
-	ConfListPath string `yaml:"confListPath" desc:"write the CNI conflist here once ready (empty: not written)"`
-}
-
 // Runtime selects the runtime adapter plugin.
 type Runtime struct {
 	// Adapter is docker, dockershim, containerd, crio, auto (probe the
@@ -305,6 +296,7 @@ func DefaultConfig() Config {
 		Metrics:       Metrics{Address: "127.0.0.1:61678"},
 		Log:           Log{Level: "info", Format: "text"},
 		PodLinks:      PodLinks{HostVethPrefix: "sbx", PodWiring: PodWiringAuto},
+		CNI:           CNI{PortMap: PortMapIPTables},
 		Advanced:      defaultAdvanced(),
 	}
 }

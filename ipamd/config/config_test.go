@@ -53,7 +53,7 @@ func TestLoadGoldenFullExample(t *testing.T) {
 		Metrics:       Metrics{Address: ""},
 		Log:           Log{Level: "debug", Format: "json"},
 		PodLinks:      PodLinks{HostVethPrefix: "pod", PodWiring: PodWiringPlugin},
-		CNI:           CNI{ConfListPath: "/etc/cni/net.d/10-podnet.conflist"},
+		CNI:           CNI{ConfListPath: "/etc/cni/net.d/10-podnet.conflist", PortMap: PortMapNFTables},
 		Routes:        Routes{Nodes: true},
 		Advanced: Advanced{
 			Adapter: AdapterTuning{StartTimeout: 20 * time.Second,
@@ -219,6 +219,7 @@ func TestValidateNamesFieldAndValue(t *testing.T) {
 		{"pool node name", func(c *Config) { c.IPSource.Type = SourcePool },
 			"ipSource.nodeName must be set when ipSource.type is pool"},
 		{"podWiring", func(c *Config) { c.PodLinks.PodWiring = "true" }, `podLinks.podWiring must be one of auto, plugin, ipamOnly, got "true"`},
+		{"portMap", func(c *Config) { c.CNI.PortMap = "yes" }, `cni.portMap must be one of iptables, nftables, auto, off, got "yes"`},
 		{"podWiring ipamOnly with conflist", func(c *Config) {
 			c.PodLinks.PodWiring = PodWiringIPAMOnly
 			c.CNI.ConfListPath = "/etc/cni/net.d/10-sandboxipam.conflist"

@@ -51,6 +51,7 @@ func (c Config) Validate() error {
 		v.addf("podLinks.hostVethPrefix must be 1 to 7 characters (the CNI plugin's hostVethPrefix), got %q", c.PodLinks.HostVethPrefix)
 	}
 	v.absPath("cni.confListPath", c.CNI.ConfListPath, false)
+	v.oneOf("cni.portMap", c.CNI.PortMap, PortMapIPTables, PortMapNFTables, PortMapAuto, PortMapOff)
 	v.absPath("podLinks.netNS", c.PodLinks.NetNS, false)
 	v.oneOf("podLinks.podWiring", c.PodLinks.PodWiring, PodWiringAuto, PodWiringPlugin, PodWiringIPAMOnly)
 	if c.PodLinks.PodWiring == PodWiringIPAMOnly && c.CNI.ConfListPath != "" {

@@ -15,6 +15,7 @@ import (
 
 	"github.com/sandboxipam/sandboxipam/cniinstall"
 	"github.com/sandboxipam/sandboxipam/ipamd/api/hostveth"
+	"github.com/sandboxipam/sandboxipam/ipamd/config"
 )
 
 // announcement tracks the CNI conflist ipamd writes once it is ready.
@@ -154,17 +155,41 @@ func (d *Daemon) withdraw() {
 }
 
 // confList is the conflist ipamd announces: the sandboxipam plugin on
-// ipamd's own network name and socket.
+// ipamd's own network name and socket, then portmap unless cni.portMap is
+// off.
 func (d *Daemon) confList() ([]byte, error) {
 	plugin := map[string]any{"type": "sandboxipam", "ipamdSocket": d.cfg.Socket}
 	if d.cfg.PodLinks.HostVethPrefix != hostveth.DefaultPrefix {
 		plugin["hostVethPrefix"] = d.cfg.PodLinks.HostVethPrefix
 	}
+	plugins := []any{plugin}
+	if pm := portMapPlugin(d.cfg.CNI.PortMap); pm != nil {
+		plugins = append(plugins, pm)
+	}
 	b, err := json.MarshalIndent(map[string]any{
-		"cniVersion": "1.0.0", "name": d.cfg.Network, "plugins": []any{plugin},
+		"cniVersion": "1.0.0", "name": d.cfg.Network, "plugins": plugins,
 	}, "", "  ")
 	if err != nil {
 		return nil, fmt.Errorf("render the CNI conflist: %w", err)
 	}
 	return append(b, '\n'), nil
+}
+
+// portMapPlugin is the CNI reference portmap plugin's entry, chained after
+// sandboxipam as flannel and Calico chain it: the portMappings capability
+// makes the runtime pass a pod's hostPorts in runtimeConfig, and portmap
+// maps them to the address sandboxipam's result gives the pod. Its ADD and
+// DEL return at once when a pod has no hostPort; naming the backend keeps
+// portmap from probing iptables (two execs) on every call to choose one.
+// nil when cni.portMap is off.
+func portMapPlugin(backend string) map[string]any {
+	pm := map[string]any{"type": "portmap", "capabilities": map[string]bool{"portMappings": true}}
+	switch backend {
+	case config.PortMapOff:
+		return nil
+	case config.PortMapAuto:
+	default:
+		pm["backend"] = backend
+	}
+	return pm
 }

@@ -1,0 +1,95 @@
+package e2e_test
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/containernetworking/cni/libcni"
+	"github.com/containernetworking/plugins/pkg/ns"
+
+	"github.com/sandboxipam/sandboxipam/cni/internal/cnitest"
+	"github.com/sandboxipam/sandboxipam/internal/image"
+	"github.com/sandboxipam/sandboxipam/internal/testsupport"
+)
+
+// chainSide is one conflist of the portmap comparison: what ipamd writes
+// for a value of cni.portMap (TestConfListChainsPortMap holds the exact
+// bytes), with ipamd's socket filled in.
+type chainSide struct {
+	name    string
+	portmap string // the portmap entry after sandboxipam's; "" for none
+}
+
+var chainSides = []chainSide{
+	{"portmap-iptables", `,{"backend":"iptables","capabilities":{"portMappings":true},"type":"portmap"}`},
+	{"portmap-auto", `,{"capabilities":{"portMappings":true},"type":"portmap"}`},
+	{"alone", ""}, // last: the ratios are to it
+}
+
+func (s chainSide) confList(b *testing.B, socket string) *libcni.NetworkConfigList {
+	b.Helper()
+	list, err := libcni.ConfListFromBytes(fmt.Appendf(nil, `{"cniVersion":"1.0.0","name":%q,"plugins":[`+
+		`{"ipamdSocket":%q,"type":"sandboxipam"}%s]}`, benchNetwork, socket, s.portmap))
+	if err != nil {
+		b.Fatal(err)
+	}
+	return list
+}
+
+// BenchmarkConfListAddDel: the ADD+DEL pair of a pod without hostPorts
+// through the conflist ipamd writes, run by libcni as a runtime runs it
+// (the pod's veth, addresses and routes included): sandboxipam alone
+// (cni.portMap off), then chained with portmap as ipamd writes it by
+// default (backend iptables) and with portmap left to probe its backend
+// (auto), interleaved pair by pair, each side with its own ipamd process.
+// It reports each side's median and p99 and its median as a ratio of
+// sandboxipam alone: what chaining portmap costs a pod with no hostPort.
+func BenchmarkConfListAddDel(b *testing.B) {
+	env := newBenchEnv(b)
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	portmap, err := image.BuildPortMap(ctx, testsupport.Root(b), b.TempDir())
+	cancel()
+	if err != nil {
+		b.Fatal(err)
+	}
+	cniConfig := libcni.NewCNIConfigWithCacheDir([]string{filepath.Dir(cnitest.PluginBinary(b)), filepath.Dir(portmap)}, b.TempDir(), nil)
+	lists := make([]*libcni.NetworkConfigList, len(chainSides))
+	for k, s := range chainSides {
+		lists[k] = s.confList(b, startIPAMDProcess(b, os.TempDir(), benchCIDR, time.Millisecond))
+	}
+	took := make([][]time.Duration, len(chainSides))
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		for k, s := range chainSides {
+			rt := benchRuntimeConf(cnitest.SandboxID(fmt.Sprintf("%s-%s-%d", b.Name(), s.name, i)), env.podNS)
+			start := time.Now()
+			err := env.hostNS.Do(func(ns.NetNS) error {
+				if _, err := cniConfig.AddNetworkList(context.Background(), lists[k], rt); err != nil {
+					return fmt.Errorf("ADD: %w", err)
+				}
+				return cniConfig.DelNetworkList(context.Background(), lists[k], rt)
+			})
+			took[k] = append(took[k], time.Since(start))
+			if err != nil {
+				b.Fatalf("%s: %v", s.name, err)
+			}
+		}
+	}
+	b.StopTimer()
+	reference := median(took[len(took)-1])
+	for k, s := range chainSides {
+		reportPercentiles(b, s.name+"-", took[k])
+		b.ReportMetric(median(took[k])/reference, s.name+"/alone")
+	}
+}
+
+// benchRuntimeConf is what a runtime passes for a pod without hostPorts:
+// kubelet fills the portMappings capability with an empty list.
+func benchRuntimeConf(id, podNS string) *libcni.RuntimeConf {
+	return &libcni.RuntimeConf{ContainerID: id, NetNS: podNS, IfName: "eth0", Args: podRuntimeArgs(id),
+		CapabilityArgs: map[string]any{"portMappings": []any{}}}
+}
