@@ -18,8 +18,6 @@ import (
 	"github.com/sandboxipam/sandboxipam/runtime"
 )
 
-const testTimeout = 3 * time.Minute
-
 // conformanceConfig is the suite's configuration for one adapter binary,
 // as an adapter author's own test would write it. runtime-restart is left
 // out: it stops the runtime, which the package's tests share; the
@@ -58,8 +56,9 @@ func withEndpoint(fixed ...string) func(string) []string {
 func TestDockerPluginConforms(t *testing.T) {
 	d := dockerd.Get(t)
 	c := ctrd.Get(t)
-	ctx, cancel := context.WithTimeout(context.Background(), testTimeout)
-	defer cancel()
+	// No deadline of the test's own: a shared one ran out on a loaded
+	// machine before the last adapter's turn; go test -timeout bounds it.
+	ctx := t.Context()
 	// Docker never knows a dockershim pod's IP: the fixture puts one in
 	// each pod's namespace, where the adapter must find it.
 	f := adaptertest.NewDockerFixtureWithAddresses(t, ctx, d, netip.MustParsePrefix("198.18.200.0/24"))
@@ -77,8 +76,6 @@ func TestDockerPluginConforms(t *testing.T) {
 func TestCRIPluginsConform(t *testing.T) {
 	c := ctrd.Get(t)
 	d := dockerd.Get(t)
-	ctx, cancel := context.WithTimeout(context.Background(), testTimeout)
-	defer cancel()
 	plugins := []struct {
 		name, binary string
 		fixed        []string // besides --endpoint
@@ -92,6 +89,10 @@ func TestCRIPluginsConform(t *testing.T) {
 	}
 	for _, p := range plugins {
 		t.Run(p.name, func(t *testing.T) {
+			// Each adapter its own context, with no deadline of the
+			// test's: one shared across the four ran out on a loaded
+			// machine before crio's turn; go test -timeout bounds it.
+			ctx := t.Context()
 			args := withEndpoint(p.fixed...)
 			cfg := conformanceConfig(t, p.binary, adaptertest.NewCRIFixture(t, ctx, c), args(c.Endpoint), args)
 			cfg.WrongRuntimeArgs = p.wrong
@@ -119,8 +120,9 @@ func checkInfo(t *testing.T, ctx context.Context, adapter runtime.RuntimeAdapter
 func TestPluginsRefuseAnotherRuntime(t *testing.T) {
 	d, c := dockerd.Get(t), ctrd.Get(t)
 	binaryPath(t, "docker")
-	ctx, cancel := context.WithTimeout(context.Background(), testTimeout)
-	defer cancel()
+	// No deadline of the test's own: a shared one ran out on a loaded
+	// machine before the last adapter's turn; go test -timeout bounds it.
+	ctx := t.Context()
 	cases := []struct {
 		binary string
 		args   []string
@@ -147,8 +149,9 @@ func TestPluginsRefuseAnotherRuntime(t *testing.T) {
 // wrapping ErrUnavailable on the host side, never an empty list.
 func TestPluginsReportUnreachableRuntime(t *testing.T) {
 	binaryPath(t, "docker")
-	ctx, cancel := context.WithTimeout(context.Background(), testTimeout)
-	defer cancel()
+	// No deadline of the test's own: a shared one ran out on a loaded
+	// machine before the last adapter's turn; go test -timeout bounds it.
+	ctx := t.Context()
 	absent := "--endpoint=unix://" + filepath.Join(t.TempDir(), "absent.sock")
 	for _, args := range [][]string{{"docker", absent}, {"containerd", absent}, {"containerd", "--cri", absent}, {"crio", absent}, {"dockershim", absent}} {
 		t.Run(strings.Join(args, " "), func(t *testing.T) {
