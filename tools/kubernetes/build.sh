@@ -10,8 +10,8 @@
 # is the test image's binary, e2e.test the test binary of test/e2e, which
 # runs kubectl), etcd, busybox and netcat (Debian's etcd-server,
 # busybox-static and netcat-openbsd, unpacked here, never installed: no
-# service is registered or started).
-# Default: all.
+# service is registered or started). Default: what e2e-kubernetes runs
+# (kubelet, the control plane, etcd); the conformance suite names the rest.
 #
 # Prints the cache directory on stdout. KUBE_CACHE_DIR overrides it.
 set -eu
@@ -23,8 +23,7 @@ cache=${KUBE_CACHE_DIR:-${XDG_CACHE_HOME:-$HOME/.cache}/sandboxipam/kubernetes/$
 mkdir -p "$cache"
 
 if [ $# -eq 0 ]; then
-	set -- kubelet kube-apiserver kube-controller-manager kube-scheduler \
-		kube-proxy kubectl agnhost e2e.test etcd busybox netcat
+	set -- kubelet kube-apiserver kube-controller-manager kube-scheduler etcd
 fi
 
 # pkg_of names the package a component is built from.
