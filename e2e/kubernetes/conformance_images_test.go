@@ -36,6 +36,9 @@ type conformanceArchives struct{ agnhost, coredns, pause string }
 // with internal/image, as the project's own image is built.
 func buildConformanceImages(t *testing.T, dir string) conformanceArchives {
 	t.Helper()
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
 	spec, err := agnhostSpec(conformanceBinary(t, "agnhost"))
 	if err != nil {
 		t.Fatal(err)
@@ -91,7 +94,9 @@ func corednsBinary(t *testing.T) string {
 // tools the tests run in its containers: the upstream image takes them
 // from Alpine (busybox's sh and applets, OpenBSD's nc, curl); here they are
 // Debian's (busybox-static and netcat-openbsd as tools/kubernetes unpacks
-// them, the host's curl), each with the shared libraries it loads.
+// them, the host's curl and dash), each with the shared libraries it loads.
+// /bin/sh is dash, not busybox: Debian's static busybox shell runs its own
+// applets before PATH, and its nc has no -u, -t or -v.
 func agnhostSpec(agnhost string) (image.Spec, error) {
 	cache := cacheDir()
 	entries := []image.Entry{{Path: "/agnhost-2", Mode: 0o777, Link: "agnhost"},
@@ -99,13 +104,13 @@ func agnhostSpec(agnhost string) (image.Spec, error) {
 		{Path: "/etc/passwd", Mode: 0o644, Content: []byte("root:x:0:0:root:/root:/bin/sh\nuser-defined-in-image:x:1000:1000::/home:/bin/sh\n")},
 		{Path: "/etc/group", Mode: 0o644, Content: []byte("root:x:0:root\ngroup-defined-in-image:x:50000:user-defined-in-image\n")}}
 	files := map[string]string{"/agnhost": agnhost, "/bin/busybox": filepath.Join(cache, "busybox"),
-		"/usr/bin/nc": filepath.Join(cache, "netcat"), "/usr/bin/curl": "/usr/bin/curl"}
+		"/usr/bin/nc": filepath.Join(cache, "netcat"), "/usr/bin/curl": "/usr/bin/curl", "/bin/sh": "/bin/dash"}
 	porter, err := agnhostSource("porter")
 	if err != nil {
 		return image.Spec{}, err
 	}
 	files["/localhost.crt"], files["/localhost.key"] = filepath.Join(porter, "localhost.crt"), filepath.Join(porter, "localhost.key")
-	for _, bin := range []string{"/usr/bin/nc", "/usr/bin/curl"} {
+	for _, bin := range []string{"/usr/bin/nc", "/usr/bin/curl", "/bin/sh"} {
 		libs, err := sharedLibraries(files[bin])
 		if err != nil {
 			return image.Spec{}, err
@@ -170,14 +175,16 @@ func sharedLibraries(bin string) ([]string, error) {
 	return libs, nil
 }
 
-// busyboxApplets are the names busybox answers to, but nc: OpenBSD's is
-// the image's (busybox's has no -u).
+// busyboxApplets are the names busybox answers to, but nc and sh: the
+// image's are OpenBSD's nc and dash (agnhostSpec).
 func busyboxApplets(busybox string) ([]string, error) {
 	out, err := exec.Command(busybox, "--list").Output()
 	if err != nil {
 		return nil, fmt.Errorf("busybox --list: %w", err)
 	}
-	return slices.DeleteFunc(strings.Fields(string(out)), func(a string) bool { return a == "nc" || a == "busybox" }), nil
+	return slices.DeleteFunc(strings.Fields(string(out)), func(a string) bool {
+		return a == "nc" || a == "sh" || a == "busybox"
+	}), nil
 }
 
 // importConformanceImages imports the archives into node n's runtime, as

@@ -49,8 +49,9 @@ func (c *cluster) runE2E(t *testing.T, s e2eSuite) {
 	}
 	t.Logf("e2e.test %s: exit %v after %v\n%s", s.name, runErr, time.Since(began).Round(time.Second), resultTable(cases))
 	for _, tc := range cases {
-		if tc.Status == "failed" {
-			t.Errorf("%s failed:\n%s", tc.Name, tail([]byte(tc.Failure.Message+"\n"+tc.Failure.Text), 2048))
+		// Also "interrupted", "aborted", "panicked", "timedout".
+		if tc.Status != "passed" && tc.Status != "skipped" {
+			t.Errorf("%s %s:\n%s", tc.Name, tc.Status, tail([]byte(tc.Failure.Message+"\n"+tc.Failure.Text), 2048))
 		}
 	}
 	if runErr != nil && !t.Failed() {
@@ -113,7 +114,8 @@ func resultTable(cases []junitCase) string {
 		counts[tc.Status]++
 		total += tc.Time
 	}
-	fmt.Fprintf(&b, "%d passed, %d failed, %d skipped, %.0f s in tests\n", counts["passed"], counts["failed"], counts["skipped"], total)
+	fmt.Fprintf(&b, "%d passed, %d failed, %d skipped, %d other, %.0f s in tests\n", counts["passed"], counts["failed"], counts["skipped"],
+		len(cases)-counts["passed"]-counts["failed"]-counts["skipped"], total)
 	return b.String()
 }
 
