@@ -28,7 +28,9 @@ var (
 		name:  "granular",
 		focus: `\[sig-network\] Networking Granular Checks: (Pods|Services)`,
 		skips: []e2eSkip{{
-			pattern: `\[Feature:SCTPConnectivity\]`,
+			// [Feature:SCTPConnectivity] and "should allow creating a Pod
+			// with an SCTP HostPort".
+			pattern: `SCTP`,
 			reason:  "SCTP: the nodes' kernel module is the host's, and loading it would change the host",
 		}, {
 			pattern: `\[Disruptive\]`,
