@@ -16,7 +16,7 @@ PROTOC_GEN_GO_GRPC_VERSION := v1.5.1
 STATICCHECK_VERSION        := v0.8.2
 CNI_PLUGINS_VERSION         = $(shell awk '$$1 == "require" && $$2 == "github.com/containernetworking/plugins" { print $$3 }' tools/cni-plugins/go.mod)
 
-.PHONY: all build test test-short test-tools runtime-tools fuzz lint generate bench demo clean tools image e2e-kubernetes bench-kubernetes bench-pool kubernetes-tools
+.PHONY: all build test test-short test-tools runtime-tools fuzz lint generate bench demo clean tools image e2e-kubernetes bench-kubernetes bench-pool kubernetes-tools conformance-tools e2e-conformance
 
 all: build
 
@@ -140,6 +140,19 @@ image:
 # BENCHMARKS.md, "Kubernetes end to end"; warm: nothing to do).
 kubernetes-tools:
 	tools/kubernetes/build.sh
+
+# What the network conformance suite adds (issue 38): kube-proxy, kubectl,
+# e2e.test and agnhost from k8s.io/kubernetes, the agnhost image's busybox and
+# nc from Debian, and CoreDNS; each cached by version.
+conformance-tools: kubernetes-tools
+	tools/kubernetes/build.sh kube-proxy kubectl agnhost e2e.test busybox netcat
+	tools/coredns/build.sh
+
+# Kubernetes' own network conformance suite, unmodified, on the three-node
+# cluster: the [sig-network] Conformance tests in pool mode, and the Networking
+# Granular Checks for Pods and Services in pool and node mode (README's table).
+e2e-conformance: conformance-tools runtime-tools
+	SANDBOXIPAM_E2E_KUBERNETES=1 SANDBOXIPAM_E2E_CONFORMANCE=1 $(GO) test -count=1 -timeout 150m -v -run '^TestConformance(Pool|Node)$$' ./e2e/kubernetes/
 
 # The image run by ctr on a private containerd; a standalone kubelet running
 # ipamd as a static pod from the DaemonSet in deploy/kubernetes, on a private

@@ -14,8 +14,8 @@
 // A "hub" network namespace holds a bridge and the control plane
 // (kube-controller-manager assigning each node an IPv4 and an IPv6
 // podCIDR); nothing is routed to or from the host's namespace, so nothing
-// can leave the machine. There is no kube-proxy: the hub holds the
-// kubernetes Service's address and the API server listens on port 443, so
+// can leave the machine. There is no kube-proxy (but in the conformance
+// tests, below): the hub holds the kubernetes Service's address and the API server listens on port 443, so
 // ipamd's in-cluster config reaches it as on a real cluster. Each node is a
 // network namespace with a veth to the bridge and a mount namespace, held
 // by a shell started as "nsenter --net=NETNS unshare --mount --propagation
@@ -34,6 +34,19 @@
 // down. TestClusterScaleBenchmark
 // (SANDBOXIPAM_E2E_BENCH=1, make bench-kubernetes) times 110 pods on one
 // of its nodes, sandboxipam against bridge + host-local.
+//
+// TestConformancePool and TestConformanceNode (SANDBOXIPAM_E2E_CONFORMANCE=1,
+// make e2e-conformance) run Kubernetes' own network tests, e2e.test v1.37.2
+// unmodified, on the same cluster: the [sig-network] Conformance tests in
+// pool mode, the Networking Granular Checks for Pods and Services in both
+// modes. For them the cluster gains what a real one has: kube-proxy
+// (iptables mode) on every node, run as kubelet is, in the node's
+// namespaces, so its rules are the node's alone; CoreDNS (tools/coredns)
+// as kubeadm installs it, kubelet's clusterDNS; the framework's images
+// (agnhost, pause) built here and imported under the names it expects, so
+// nothing is pulled; and the hub routing to the pods, as a control-plane
+// node would, for the API server's proxy to them. e2e.test runs in the
+// hub, where the API server listens.
 //
 // The tests run only when SANDBOXIPAM_E2E_KUBERNETES=1, so that a plain
 // "go test ./..." never builds or starts a kubelet; then they need root,

@@ -85,10 +85,13 @@ func (k *kubelet) config() string {
 	if k.opts.staticPodDir != "" {
 		staticPods = "staticPodPath: " + k.opts.staticPodDir
 	}
-	address, maxPods := "127.0.0.1", 110
+	address, maxPods, dns := "127.0.0.1", 110, ""
 	if k.opts.node != nil {
 		// The benchmark runs 110 pods on one node beside ipamd.
 		address, maxPods = k.opts.node.address, 120
+		// The conformance suite's CoreDNS; the other tests run none and
+		// never resolve a name.
+		dns = "clusterDNS: [" + clusterDNSIP + "]\nclusterDomain: cluster.local"
 	}
 	return fmt.Sprintf(`apiVersion: kubelet.config.k8s.io/v1beta1
 kind: KubeletConfiguration
@@ -121,8 +124,9 @@ protectKernelDefaults: false
 resolvConf: ""
 volumePluginDir: %[4]s
 podLogsDir: %[5]s
+%[8]s
 `, staticPods, k.opts.criEndpoint, k.cgroupRoot,
-		filepath.Join(k.opts.dir, "volume-plugins"), filepath.Join(k.opts.dir, "pod-logs"), address, maxPods)
+		filepath.Join(k.opts.dir, "volume-plugins"), filepath.Join(k.opts.dir, "pod-logs"), address, maxPods, dns)
 }
 
 // startKubelet starts kubelet in its own mount namespace and in

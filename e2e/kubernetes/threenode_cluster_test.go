@@ -119,6 +119,14 @@ func (c *cluster) installDaemonSetWith(t *testing.T, confList string, edit func(
 			t.Fatalf("%s: installed plugin (%d bytes) differs from the image's (%d bytes)", n.name, len(installed), len(c.plugin))
 		}
 	}
+	c.waitNodesReady(t)
+	c.logf(t, "DaemonSet ready on %d nodes, every node Ready", clusterNodes)
+}
+
+// waitNodesReady waits until every node is Ready: kubelet finds the
+// conflist ipamd wrote.
+func (c *cluster) waitNodesReady(t *testing.T) {
+	t.Helper()
 	testsupport.WaitFor(t, 2*time.Minute, "every node is Ready", func(ctx context.Context) error {
 		for _, n := range c.nodes {
 			info, err := c.getNode(ctx, n.name)
@@ -131,7 +139,6 @@ func (c *cluster) installDaemonSetWith(t *testing.T, confList string, edit func(
 		}
 		return nil
 	})
-	c.logf(t, "DaemonSet ready on %d nodes, every node Ready", clusterNodes)
 }
 
 // waitDaemonSet waits until the DaemonSet has rolled out to every live

@@ -59,9 +59,16 @@ func (n *clusterNode) routesEqual(ctx context.Context, want []string) error {
 // ipamdRoutes lists node n's main-table routes of ipamd's protocol as
 // sorted "dst via gateway" lines, both families.
 func (n *clusterNode) ipamdRoutes(ctx context.Context) ([]string, error) {
+	return protocolRoutes(ctx, n.netns)
+}
+
+// protocolRoutes lists the main-table routes of ipamd's protocol in the
+// network namespace netns as sorted "dst via gateway" lines, both
+// families.
+func protocolRoutes(ctx context.Context, netns string) ([]string, error) {
 	var lines []string
 	for _, family := range []string{"-4", "-6"} {
-		out, err := runCtx(ctx, "nsenter", "--net="+n.netns, "--", "ip", "-j", family, "route", "show", "table", "main", "proto", routeProtocol)
+		out, err := runCtx(ctx, "nsenter", "--net="+netns, "--", "ip", "-j", family, "route", "show", "table", "main", "proto", routeProtocol)
 		if err != nil {
 			return nil, err
 		}

@@ -98,7 +98,11 @@ func startCluster(t *testing.T) *cluster {
 	c.cp = startControlPlaneAt(t, kubeenv.Options{
 		Binaries: bins, Dir: filepath.Join(dir, "cp"), NetNS: c.hub,
 		Address: hubIPv4, BindAddress: "0.0.0.0", APIPort: 443,
-		APIServerArgs: append([]string{"--kubelet-preferred-address-types=InternalIP"}, auditArgs(t, filepath.Join(dir, "cp"))...),
+		// The hub's address is no loopback one: the API server publishes
+		// it as the kubernetes Service's endpoints (kubeenv turns the
+		// reconciler off), which kube-proxy, when it runs, routes to.
+		APIServerArgs: append([]string{"--kubelet-preferred-address-types=InternalIP", "--endpoint-reconciler-type=lease"},
+			auditArgs(t, filepath.Join(dir, "cp"))...),
 	}, controllerManagerArgs()...)
 	c.api = c.cp.api
 	c.logf(t, "control plane up in the hub namespace")

@@ -37,6 +37,9 @@ type Entry struct {
 	Dir bool
 	// Content is a regular file's bytes.
 	Content []byte
+	// Link makes the entry a symbolic link to Link (Content must then be
+	// empty): a multi-call binary's names cost one copy of it.
+	Link string
 }
 
 // Spec describes a one-layer image on an empty base.
@@ -112,6 +115,9 @@ func layerBytes(entries []Entry) ([]byte, error) {
 		if e.Dir && len(e.Content) > 0 {
 			return nil, fmt.Errorf("%w: entries[%d] %q is a directory with content", ErrInvalidSpec, i, e.Path)
 		}
+		if e.Link != "" && (e.Dir || len(e.Content) > 0) {
+			return nil, fmt.Errorf("%w: entries[%d] %q is a link with content", ErrInvalidSpec, i, e.Path)
+		}
 		if _, dup := byPath[clean]; dup {
 			return nil, fmt.Errorf("%w: entries[%d].path %q appears twice", ErrInvalidSpec, i, e.Path)
 		}
@@ -160,6 +166,9 @@ func writeEntry(tw *tar.Writer, e Entry) error {
 	if e.Dir {
 		h.Name += "/"
 		h.Typeflag = tar.TypeDir
+	}
+	if e.Link != "" {
+		h.Typeflag, h.Linkname = tar.TypeSymlink, e.Link
 	}
 	if err := tw.WriteHeader(h); err != nil {
 		return fmt.Errorf("%s: %w", e.Path, err)

@@ -20,6 +20,7 @@ func testSpec() Spec {
 			{Path: "/usr/bin/tool", Mode: 0o755, Content: []byte("#!binary")},
 			{Path: "/etc/ssl/certs/ca-certificates.crt", Mode: 0o644, Content: []byte("certs")},
 			{Path: "/tmp", Dir: true, Mode: 0o1777},
+			{Path: "/usr/bin/alias", Mode: 0o777, Link: "tool"},
 		},
 		Entrypoint: []string{"/usr/bin/tool"},
 		Labels:     map[string]string{"a": "b"},
@@ -114,11 +115,15 @@ func TestBuildConfigAndLayer(t *testing.T) {
 		if h.Uid != 0 || h.Gid != 0 || !h.ModTime.Equal(Epoch) {
 			t.Errorf("%s: owner %d:%d time %v", h.Name, h.Uid, h.Gid, h.ModTime)
 		}
-		got = append(got, fmt.Sprintf("%s %o", h.Name, h.Mode))
+		line := fmt.Sprintf("%s %o", h.Name, h.Mode)
+		if h.Typeflag == tar.TypeSymlink {
+			line += " -> " + h.Linkname
+		}
+		got = append(got, line)
 	}
 	want := []string{
 		"etc/ 755", "etc/ssl/ 755", "etc/ssl/certs/ 755", "etc/ssl/certs/ca-certificates.crt 644",
-		"tmp/ 1777", "usr/ 755", "usr/bin/ 755", "usr/bin/tool 755",
+		"tmp/ 1777", "usr/ 755", "usr/bin/ 755", "usr/bin/alias 777 -> tool", "usr/bin/tool 755",
 	}
 	if strings.Join(got, "\n") != strings.Join(want, "\n") {
 		t.Fatalf("layer entries:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
@@ -132,6 +137,7 @@ func TestBuildRejectsBadSpec(t *testing.T) {
 		"duplicate":         {{Path: "/a"}, {Path: "/a/"}},
 		"directory content": {{Path: "/d", Dir: true, Content: []byte("x")}},
 		"file under file":   {{Path: "/a"}, {Path: "/a/b"}},
+		"link with content": {{Path: "/l", Link: "x", Content: []byte("x")}},
 	}
 	for name, entries := range cases {
 		t.Run(name, func(t *testing.T) {
