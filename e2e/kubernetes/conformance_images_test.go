@@ -30,7 +30,7 @@ const (
 )
 
 // conformanceArchives are the archives every node imports.
-type conformanceArchives struct{ agnhost, coredns, pause string }
+type conformanceArchives struct{ agnhost, coredns, glibcDNS, pause string }
 
 // buildConformanceImages builds agnhost's and CoreDNS's images into dir
 // with internal/image, as the project's own image is built.
@@ -43,8 +43,14 @@ func buildConformanceImages(t *testing.T, dir string) conformanceArchives {
 	if err != nil {
 		t.Fatal(err)
 	}
-	out := conformanceArchives{agnhost: filepath.Join(dir, "agnhost.oci.tar"), coredns: filepath.Join(dir, "coredns.oci.tar")}
+	out := conformanceArchives{agnhost: filepath.Join(dir, "agnhost.oci.tar"), coredns: filepath.Join(dir, "coredns.oci.tar"),
+		glibcDNS: filepath.Join(dir, "glibc-dns-testing.oci.tar")}
 	writeImage(t, spec, agnhostRef, out.agnhost)
+	glibc, err := glibcDNSSpec()
+	if err != nil {
+		t.Fatal(err)
+	}
+	writeImage(t, glibc, glibcDNSRef, out.glibcDNS)
 	coredns, err := os.ReadFile(corednsBinary(t))
 	if err != nil {
 		t.Fatal(err)
@@ -191,7 +197,7 @@ func busyboxApplets(busybox string) ([]string, error) {
 // startNode imports the project's image.
 func (n *clusterNode) importConformanceImages(t *testing.T, a conformanceArchives) {
 	t.Helper()
-	for _, archive := range []string{a.agnhost, a.coredns, a.pause} {
+	for _, archive := range []string{a.agnhost, a.coredns, a.glibcDNS, a.pause} {
 		run(t, "ctr", "--address", n.ctrd.Address, "--namespace", n.ctrd.Namespace, "images", "import", archive)
 	}
 }

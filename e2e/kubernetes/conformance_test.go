@@ -16,13 +16,6 @@ var (
 	conformanceSuite = e2eSuite{
 		name:  "conformance",
 		focus: `\[sig-network\].*\[Conformance\]`,
-		skips: []e2eSkip{{
-			// The glibc prober's image is Debian with dnsutils and a CoreDNS
-			// release downloaded at build time (test/images/glibc-dns-testing):
-			// nothing of it is built from Go sources reachable here.
-			pattern: `\[sig-network\] DNS should (provide DNS for (the cluster|services|pods for|ExternalName)|provide /etc/hosts entries|resolve DNS of partial qualified names)`,
-			reason:  "needs registry.k8s.io/e2e-test-images/glibc-dns-testing:2.1.1 (Debian, dnsutils), not buildable from Go sources here",
-		}},
 	}
 	granularSuite = e2eSuite{
 		name:  "granular",
@@ -49,22 +42,28 @@ func requireConformance(t *testing.T) {
 }
 
 // TestConformancePool runs the [sig-network] Conformance tests of
-// Kubernetes v1.37.2's e2e.test, unmodified, and then the Networking
-// Granular Checks for Pods and Services, against the three-node cluster
-// in pool mode (the pool, reclaimer and routes components), with
+// Kubernetes v1.37.2's e2e.test, unmodified, against the three-node
+// cluster in pool mode (the pool, reclaimer and routes components), with
 // kube-proxy on every node and CoreDNS. Every test's result and time is
-// logged as a table; the test fails if any of them fails.
+// logged as a table; the test fails if any of them fails. .ci/run runs it.
 func TestConformancePool(t *testing.T) {
 	requireConformance(t)
 	c := startConformanceCluster(t, true)
 	c.runE2E(t, conformanceSuite)
+}
+
+// TestGranularChecksPool and TestGranularChecksNode run the Networking
+// Granular Checks for Pods and Services against the three-node cluster in
+// pool mode and in node mode (each node's podCIDRs, the routes
+// component): about 20 minutes each, so make e2e-conformance runs them and
+// .ci/run does not.
+func TestGranularChecksPool(t *testing.T) {
+	requireConformance(t)
+	c := startConformanceCluster(t, true)
 	c.runE2E(t, granularSuite)
 }
 
-// TestConformanceNode runs the Networking Granular Checks for Pods and
-// Services against the three-node cluster in node mode (each node's
-// podCIDRs, the routes component).
-func TestConformanceNode(t *testing.T) {
+func TestGranularChecksNode(t *testing.T) {
 	requireConformance(t)
 	c := startConformanceCluster(t, false)
 	c.runE2E(t, granularSuite)

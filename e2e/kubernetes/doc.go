@@ -35,11 +35,11 @@
 // (SANDBOXIPAM_E2E_BENCH=1, make bench-kubernetes) times 110 pods on one
 // of its nodes, sandboxipam against bridge + host-local.
 //
-// TestConformancePool and TestConformanceNode (SANDBOXIPAM_E2E_CONFORMANCE=1,
-// make e2e-conformance) run Kubernetes' own network tests, e2e.test v1.37.2
-// unmodified, on the same cluster: the [sig-network] Conformance tests in
-// pool mode, the Networking Granular Checks for Pods and Services in both
-// modes. For them the cluster gains what a real one has: kube-proxy
+// TestConformancePool, TestGranularChecksPool and TestGranularChecksNode
+// (SANDBOXIPAM_E2E_CONFORMANCE=1, make e2e-conformance; .ci/run runs the
+// first) run Kubernetes' own network tests, e2e.test v1.37.2 unmodified,
+// on the same cluster: the [sig-network] Conformance tests in pool mode,
+// the Networking Granular Checks for Pods and Services in both modes. For them the cluster gains what a real one has: kube-proxy
 // (iptables mode) on every node, run as kubelet is, in the node's
 // namespaces, so its rules are the node's alone; CoreDNS (tools/coredns)
 // as kubeadm installs it, kubelet's clusterDNS; the framework's images
