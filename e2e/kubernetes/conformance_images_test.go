@@ -98,9 +98,11 @@ func corednsBinary(t *testing.T) string {
 // agnhostSpec lays out agnhost's image as its Dockerfile does (the binary
 // at /, agnhost-2 beside it, porter's certificate, /uploads), with the
 // tools the tests run in its containers: the upstream image takes them
-// from Alpine (busybox's sh and applets, OpenBSD's nc, curl); here they are
-// Debian's (busybox-static and netcat-openbsd as tools/kubernetes unpacks
-// them, the host's curl and dash), each with the shared libraries it loads.
+// from Alpine (busybox's sh and applets, OpenBSD's nc, curl, bind-tools'
+// dig); here they are Debian's (busybox-static and netcat-openbsd as
+// tools/kubernetes unpacks them, the host's curl, dash, dig and getent; the
+// DNS tests' musl prober runs dig and getent in it), each with the shared
+// libraries it loads.
 // /bin/sh is dash, not busybox: Debian's static busybox shell runs its own
 // applets before PATH, and its nc has no -u, -t or -v.
 func agnhostSpec(agnhost string) (image.Spec, error) {
@@ -110,13 +112,14 @@ func agnhostSpec(agnhost string) (image.Spec, error) {
 		{Path: "/etc/passwd", Mode: 0o644, Content: []byte("root:x:0:0:root:/root:/bin/sh\nuser-defined-in-image:x:1000:1000::/home:/bin/sh\n")},
 		{Path: "/etc/group", Mode: 0o644, Content: []byte("root:x:0:root\ngroup-defined-in-image:x:50000:user-defined-in-image\n")}}
 	files := map[string]string{"/agnhost": agnhost, "/bin/busybox": filepath.Join(cache, "busybox"),
-		"/usr/bin/nc": filepath.Join(cache, "netcat"), "/usr/bin/curl": "/usr/bin/curl", "/bin/sh": "/bin/dash"}
+		"/usr/bin/nc": filepath.Join(cache, "netcat"), "/usr/bin/curl": "/usr/bin/curl", "/bin/sh": "/bin/dash",
+		"/usr/bin/dig": "/usr/bin/dig", "/usr/bin/getent": "/usr/bin/getent"}
 	porter, err := agnhostSource("porter")
 	if err != nil {
 		return image.Spec{}, err
 	}
 	files["/localhost.crt"], files["/localhost.key"] = filepath.Join(porter, "localhost.crt"), filepath.Join(porter, "localhost.key")
-	for _, bin := range []string{"/usr/bin/nc", "/usr/bin/curl", "/bin/sh"} {
+	for _, bin := range []string{"/usr/bin/nc", "/usr/bin/curl", "/bin/sh", "/usr/bin/dig", "/usr/bin/getent"} {
 		libs, err := sharedLibraries(files[bin])
 		if err != nil {
 			return image.Spec{}, err
