@@ -41,12 +41,18 @@ type Settings struct {
 	Timeout Duration `json:"timeout,omitempty"`
 	// Routes are returned as is in IPAM mode (like host-local's routes).
 	Routes []*types.Route `json:"routes,omitempty"`
+	// PortMap, in the main plugin, runs portmap for a pod's hostPorts
+	// (portmap.go); nil: hostPorts are not mapped.
+	PortMap *PortMap `json:"portMap,omitempty"`
 }
 
 // NetConf is a parsed network config.
 type NetConf struct {
 	types.PluginConf
 	Settings
+	// RuntimeConfig is what the runtime filled in for the capabilities
+	// the config declares (portMappings).
+	RuntimeConfig RuntimeConfig `json:"runtimeConfig"`
 	// IPAMMode is true when the plugin was invoked as another plugin's
 	// IPAM plugin; Settings then come from the "ipam" object.
 	IPAMMode bool `json:"-"`
@@ -149,7 +155,7 @@ func (c *NetConf) Validate() error {
 	if c.Timeout < 0 {
 		return fmt.Errorf("timeout must be positive, got %s", time.Duration(c.Timeout))
 	}
-	return nil
+	return c.validatePortMap()
 }
 
 func isNameChar(r rune) bool {

@@ -85,6 +85,9 @@ func TestParseConfigRejects(t *testing.T) {
 		"bad timeout":     {`{"name":"n","timeout":"soon"}`, types.ErrDecodingFailure, "timeout"},
 		"negative wait":   {`{"name":"n","timeout":"-1s"}`, types.ErrInvalidNetworkConfig, "timeout"},
 		"relative socket": {`{"name":"n","ipamdSocket":"x.sock"}`, types.ErrInvalidNetworkConfig, "ipamdSocket"},
+		"portMap backend": {`{"name":"n","type":"sandboxipam","portMap":{"backend":"ipvs"}}`, types.ErrInvalidNetworkConfig, `portMap.backend must be iptables, nftables or left out (portmap probes), got "ipvs"`},
+		"portMap in IPAM": {`{"name":"n","type":"bridge","ipam":{"type":"sandboxipam","portMap":{}}}`, types.ErrInvalidNetworkConfig, "portMap belongs to the main plugin"},
+		"port mappings":   {`{"name":"n","type":"sandboxipam","runtimeConfig":{"portMappings":{}}}`, types.ErrDecodingFailure, "portMappings"},
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
@@ -97,6 +100,32 @@ func TestParseConfigRejects(t *testing.T) {
 				t.Errorf("error %q does not name %q", cniErr.Msg+": "+cniErr.Details, tc.says)
 			}
 		})
+	}
+}
+
+// The runtime's port mappings are read only to be passed on: each entry
+// as it came, and portmap runs only with a portMap object and a mapping.
+func TestParseConfigReadsPortMappings(t *testing.T) {
+	for _, tc := range []struct {
+		json     string
+		mappings int
+		mapsPort bool
+	}{
+		{`{"name":"n","type":"sandboxipam","portMap":{"backend":"nftables"},"runtimeConfig":{"portMappings":[{"hostPort":8080,"containerPort":80,"protocol":"tcp"}]}}`, 1, true},
+		{`{"name":"n","type":"sandboxipam","portMap":{},"runtimeConfig":{"portMappings":[]}}`, 0, false},
+		{`{"name":"n","type":"sandboxipam","portMap":{}}`, 0, false},
+		{`{"name":"n","type":"sandboxipam","runtimeConfig":{"portMappings":[{"hostPort":8080,"containerPort":80}]}}`, 1, false},
+	} {
+		conf, err := cni.ParseConfig([]byte(tc.json))
+		if err != nil {
+			t.Fatalf("ParseConfig(%s): %v", tc.json, err)
+		}
+		if got := len(conf.RuntimeConfig.PortMappings); got != tc.mappings {
+			t.Errorf("ParseConfig(%s): %d port mappings, want %d", tc.json, got, tc.mappings)
+		}
+		if got := conf.PortMap != nil && len(conf.RuntimeConfig.PortMappings) > 0; got != tc.mapsPort {
+			t.Errorf("ParseConfig(%s): runs portmap %v, want %v", tc.json, got, tc.mapsPort)
+		}
 	}
 }
 
@@ -131,6 +160,8 @@ func TestHostVethName(t *testing.T) {
 
 func FuzzParseConfig(f *testing.F) {
 	f.Add([]byte(`{"cniVersion":"1.1.0","name":"podnet","type":"sandboxipam"}`))
+	f.Add([]byte(`{"cniVersion":"1.0.0","name":"podnet","type":"sandboxipam","capabilities":{"portMappings":true},"portMap":{"backend":"iptables"},` +
+		`"runtimeConfig":{"portMappings":[{"hostPort":8080,"containerPort":80,"protocol":"tcp"}]}}`))
 	f.Fuzz(func(t *testing.T, data []byte) {
 		conf, err := cni.ParseConfig(data)
 		if err != nil {
@@ -145,6 +176,9 @@ func FuzzParseConfig(f *testing.F) {
 		}
 		if len(cni.HostVethName(conf.HostVethPrefix, "id", "eth0")) != 15 || conf.Timeout <= 0 || conf.IPAMDSocket[0] != '/' {
 			t.Fatalf("accepted config breaks invariants: %+v", conf.Settings)
+		}
+		if pm := conf.PortMap; pm != nil && (conf.IPAMMode || pm.Backend != "" && pm.Backend != cni.PortMapIPTables && pm.Backend != cni.PortMapNFTables) {
+			t.Fatalf("accepted portMap %+v (IPAM mode %v)", *pm, conf.IPAMMode)
 		}
 	})
 }

@@ -30,7 +30,15 @@
 //	}
 //
 // Every key but "type" is optional; the defaults are DefaultIPAMDSocket,
-// the kernel's MTU, DefaultHostVethPrefix and DefaultTimeout. The "name"
+// the kernel's MTU, DefaultHostVethPrefix and DefaultTimeout.
+//
+// hostPorts: with "capabilities": {"portMappings": true} and a "portMap"
+// object ({"backend": "iptables"} or "nftables"; {} lets portmap probe) on
+// the plugin's entry, the runtime passes a pod's hostPorts in
+// runtimeConfig, and the plugin runs the CNI reference portmap plugin,
+// found in CNI_PATH, for a pod that has some, as the next plugin of a
+// chain would be run (portmap.go). A pod without hostPorts never starts
+// portmap. This is the conflist ipamd writes (cni.portMap). The "name"
 // should equal ipamd's network setting: its reconciler releases the
 // attachments of that network only. As an IPAM plugin the same keys go in
 // the "ipam" object, plus "routes" to return as they are:

@@ -2,6 +2,7 @@ package cni
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"time"
@@ -51,7 +52,7 @@ func (p *plugin) add(cmd *CmdArgs) error {
 		if err != nil {
 			return p.releaseIfUnanswered(conf, args, err)
 		}
-		return p.printOrRelease(conf, args, ipamResult(conf, addrs))
+		return p.printOrRelease(cmd, conf, args, ipamResult(conf, addrs))
 	}
 	// The pod's namespace is opened first: a missing one is a bad
 	// argument, rejected before anything is assigned.
@@ -68,11 +69,54 @@ func (p *plugin) add(cmd *CmdArgs) error {
 	if err != nil {
 		return p.release(conf, args, err)
 	}
-	return p.printOrRelease(conf, args, podResult(args, links, addrs))
+	res := podResult(args, links, addrs)
+	if conf.mapsPorts() {
+		if err := p.mapPorts(cmd, conf, res); err != nil {
+			return p.release(conf, args, alsoFailed(err, "removing the pod's veth", tearDownPod(conf, args)))
+		}
+	}
+	return p.printOrRelease(cmd, conf, args, res)
 }
 
-func (p *plugin) printOrRelease(conf *NetConf, args *Args, res types.Result) error {
+// mapPorts runs portmap's ADD for the pod's hostPorts with res as its
+// prevResult. A failed ADD may have left some of its rules: its DEL,
+// idempotent, removes them before the caller undoes the rest.
+func (p *plugin) mapPorts(cmd *CmdArgs, conf *NetConf, res types.Result) error {
+	prev, err := encodeResult(res, conf.CNIVersion)
+	if err != nil {
+		return err
+	}
+	path, err := portMapPath(cmd)
+	if err != nil {
+		return err
+	}
+	if err := runPortMap(p.ctx, cmd, conf, path, "ADD", prev); err != nil {
+		return alsoFailed(err, "portmap's DEL", runPortMap(context.WithoutCancel(p.ctx), cmd, conf, path, "DEL", prev))
+	}
+	return nil
+}
+
+// encodeResult is res in the config's version, as the runtime would pass
+// it to the next plugin of a chain.
+func encodeResult(res types.Result, cniVersion string) ([]byte, error) {
+	versioned, err := res.GetAsVersion(cniVersion)
+	if err != nil {
+		return nil, types.NewError(types.ErrIncompatibleCNIVersion, "convert the result", err.Error())
+	}
+	b, err := json.Marshal(versioned)
+	if err != nil {
+		return nil, types.NewError(types.ErrInternal, "encode the result", err.Error())
+	}
+	return b, nil
+}
+
+// printOrRelease prints the result, or undoes the whole ADD (portmap's
+// rules, the veth, the address) when it cannot.
+func (p *plugin) printOrRelease(cmd *CmdArgs, conf *NetConf, args *Args, res types.Result) error {
 	if err := types.PrintResult(res, conf.CNIVersion); err != nil {
+		if conf.mapsPorts() {
+			err = errors.Join(err, runPortMap(context.WithoutCancel(p.ctx), cmd, conf, "", "DEL", nil))
+		}
 		if !conf.IPAMMode {
 			err = errors.Join(err, tearDownPod(conf, args))
 		}
@@ -97,21 +141,40 @@ func (p *plugin) releaseIfUnanswered(conf *NetConf, args *Args, err error) error
 func (p *plugin) release(conf *NetConf, args *Args, cause error) error {
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(p.ctx), time.Duration(conf.Timeout))
 	defer cancel()
-	if err := ipamdDel(ctx, conf, args); err != nil {
-		var cniErr *types.Error
-		if errors.As(cause, &cniErr) {
-			cniErr.Details = fmt.Sprintf("%s; releasing the address failed too: %v", cniErr.Details, err)
-			return cniErr
-		}
-		return fmt.Errorf("%w; releasing the address failed too: %v", cause, err)
+	return alsoFailed(cause, "releasing the address", ipamdDel(ctx, conf, args))
+}
+
+// alsoFailed adds to cause what failed while undoing the call it failed;
+// nil err leaves cause as it is. A CNI error keeps its code and message
+// and gains the failure in its details: the plugin prints only the CNI
+// error object, so a joined error would lose it.
+func alsoFailed(cause error, undoing string, err error) error {
+	if err == nil {
+		return cause
 	}
-	return cause
+	var cniErr *types.Error
+	if errors.As(cause, &cniErr) {
+		cniErr.Details = fmt.Sprintf("%s; %s failed too: %v", cniErr.Details, undoing, err)
+		return cniErr
+	}
+	return fmt.Errorf("%w; %s failed too: %v", cause, undoing, err)
 }
 
 func (p *plugin) del(cmd *CmdArgs) error {
 	conf, args, err := load(cmd)
 	if err != nil {
 		return err
+	}
+	if conf.mapsPorts() {
+		// portmap goes first, as the last plugin of a chain would: its
+		// rules point at the address about to be released.
+		prev, err := rawPrevResult(conf)
+		if err != nil {
+			return err
+		}
+		if err := runPortMap(p.ctx, cmd, conf, "", "DEL", prev); err != nil {
+			return err
+		}
 	}
 	if !conf.IPAMMode {
 		// The veth goes first: an address released while its route still
@@ -148,7 +211,33 @@ func (p *plugin) check(cmd *CmdArgs) error {
 	if err != nil {
 		return err
 	}
-	return checkHeld(args, want, held)
+	if err := checkHeld(args, want, held); err != nil {
+		return err
+	}
+	if !conf.mapsPorts() {
+		return nil
+	}
+	prev, err := rawPrevResult(conf)
+	if err != nil {
+		return err
+	}
+	return runPortMap(p.ctx, cmd, conf, "", "CHECK", prev)
+}
+
+// rawPrevResult is the prevResult the runtime passed, as JSON (nil: none),
+// parsed (CHECK's) or not.
+func rawPrevResult(conf *NetConf) ([]byte, error) {
+	if conf.PrevResult != nil {
+		return encodeResult(conf.PrevResult, conf.CNIVersion)
+	}
+	if conf.RawPrevResult == nil {
+		return nil, nil
+	}
+	b, err := json.Marshal(conf.RawPrevResult)
+	if err != nil {
+		return nil, types.NewError(types.ErrDecodingFailure, "encode prevResult for portmap", err.Error())
+	}
+	return b, nil
 }
 
 func (p *plugin) gc(cmd *CmdArgs) error {

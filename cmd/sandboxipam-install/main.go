@@ -5,10 +5,10 @@
 // NotReady instead of failing pods. ipamd itself writes the conflist once
 // it is ready to answer ADD.
 //
-// A --shared binary (the reference portmap plugin, chained after ours) may
-// serve the node's other networks too: it is installed the same way, but a
-// different one that sandboxipam did not install is kept, and a line on
-// standard error says so (cniinstall.InstallShared).
+// A --shared binary (the reference portmap plugin, which ours runs for
+// hostPorts) may serve the node's other networks too: it is installed the
+// same way, but a different one that sandboxipam did not install is kept,
+// and a line on standard error says so (cniinstall.InstallShared).
 //
 //	sandboxipam-install install-binary --dst-dir /host/opt/cni/bin [--shared /sandboxipam/bin/portmap] /sandboxipam/bin/sandboxipam
 //	sandboxipam-install remove-conflist --path /host/etc/cni/net.d/10-sandboxipam.conflist

@@ -3,6 +3,7 @@ package e2e_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"net"
 	"os"
 	"os/exec"
@@ -15,6 +16,7 @@ import (
 	"github.com/containernetworking/cni/libcni"
 	"github.com/containernetworking/plugins/pkg/ns"
 
+	"github.com/sandboxipam/sandboxipam/cni"
 	"github.com/sandboxipam/sandboxipam/cni/internal/cnitest"
 	"github.com/sandboxipam/sandboxipam/internal/image"
 	"github.com/sandboxipam/sandboxipam/internal/testsupport"
@@ -38,20 +40,8 @@ const (
 // container port; after its DEL the port is closed and the address free.
 func TestHostPortReachesThePodThroughPortMap(t *testing.T) {
 	testsupport.RequireRoot(t, "ip", "iptables-save")
-	cfg := ipamdConfig(t, os.TempDir(), 30*time.Second, "198.18.0.0/24")
-	cfg.CNI.ConfListPath = filepath.Join(filepath.Dir(cfg.StateDir), "net.d", "10-podnet.conflist")
-	ipamd := startIPAMDConfig(t, cfg)
-	var confBytes []byte
-	testsupport.Wait(t, "ipamd to write its conflist", func() (bool, string) {
-		var err error
-		confBytes, err = os.ReadFile(cfg.CNI.ConfListPath)
-		return err == nil, "not yet"
-	})
-	list, err := libcni.ConfListFromBytes(confBytes)
-	if err != nil || len(list.Plugins) != 2 || list.Plugins[1].Network.Type != "portmap" {
-		t.Fatalf("conflist %s (%v): want sandboxipam then portmap", confBytes, err)
-	}
-	node := newPortMapNode(t)
+	ipamd, list := startIPAMDWritingConfList(t)
+	node := newPortMapNode(t, true)
 
 	plain := node.pod(t, "plain", nil)
 	plain.add(t, list)
@@ -62,6 +52,7 @@ func TestHostPortReachesThePodThroughPortMap(t *testing.T) {
 
 	web := node.pod(t, "web", []map[string]any{{"hostPort": hostPort, "containerPort": 80, "protocol": "tcp"}})
 	web.add(t, list)
+	web.inNode(t, "CHECK", func(ctx context.Context) error { return node.cni.CheckNetworkList(ctx, list, web.rt) })
 	podIP := ipamd.Daemon.Store().Lookup
 	held, ok := podIP(web.key())
 	if !ok {
@@ -77,13 +68,72 @@ func TestHostPortReachesThePodThroughPortMap(t *testing.T) {
 	if _, ok := podIP(web.key()); ok {
 		t.Errorf("ipamd still holds %v after DEL", held.IPs())
 	}
-	err = dialIn(t, node.client, net.JoinHostPort(nodeAddr, "8080"))
+	err := dialIn(t, node.client, net.JoinHostPort(nodeAddr, "8080"))
 	if !errors.Is(err, syscall.ECONNREFUSED) {
 		t.Fatalf("after DEL, the node's port %d: %v, want connection refused (no mapping left)", hostPort, err)
 	}
 	if rules := node.natRules(t); strings.Contains(rules, "8080") {
 		t.Fatalf("portmap's rules outlived the DEL:\n%s", rules)
 	}
+}
+
+// TestPortMapRunsOnlyForHostPorts runs the same conflist with no portmap
+// in CNI_PATH, which the plugin must then never exec: a pod without
+// hostPorts is added and deleted all the same. A pod with a hostPort is
+// refused, naming portmap and CNI_PATH, and so is one whose hostPort
+// portmap itself refuses (0) once it runs; either leaves nothing behind:
+// no address held, no host veth, no netfilter rule.
+func TestPortMapRunsOnlyForHostPorts(t *testing.T) {
+	testsupport.RequireRoot(t, "ip", "iptables-save")
+	ipamd, list := startIPAMDWritingConfList(t)
+	held := ipamd.Daemon.Store().Lookup
+
+	without := newPortMapNode(t, false)
+	plain := without.pod(t, "plain", nil)
+	plain.add(t, list)
+	if _, ok := held(plain.key()); !ok {
+		t.Fatalf("ipamd holds nothing for %v after its ADD", plain.key())
+	}
+	plain.del(t, list)
+	if _, ok := held(plain.key()); ok {
+		t.Fatalf("ipamd still holds %v after its DEL", plain.key())
+	}
+
+	web := without.pod(t, "web", []map[string]any{{"hostPort": hostPort, "containerPort": 80, "protocol": "tcp"}})
+	err := web.tryAdd(t, list)
+	if err == nil || !strings.Contains(err.Error(), "no executable portmap in CNI_PATH") {
+		t.Fatalf("ADD of a pod with a hostPort and no portmap: %v, want the plugin to name the missing portmap", err)
+	}
+	without.expectNothingLeft(t, web, held)
+
+	with := newPortMapNode(t, true)
+	zero := with.pod(t, "zero", []map[string]any{{"hostPort": 0, "containerPort": 80, "protocol": "tcp"}})
+	err = zero.tryAdd(t, list)
+	if err == nil || !strings.Contains(err.Error(), "portmap ADD") || !strings.Contains(err.Error(), "Invalid host port number: 0") {
+		t.Fatalf("ADD of a pod with hostPort 0: %v, want portmap's own refusal", err)
+	}
+	with.expectNothingLeft(t, zero, held)
+}
+
+// startIPAMDWritingConfList starts ipamd with the default cni.portMap and
+// returns the conflist it writes once ready.
+func startIPAMDWritingConfList(t *testing.T) (*realIPAMD, *libcni.NetworkConfigList) {
+	t.Helper()
+	cfg := ipamdConfig(t, os.TempDir(), 30*time.Second, "198.18.0.0/24")
+	cfg.CNI.ConfListPath = filepath.Join(filepath.Dir(cfg.StateDir), "net.d", "10-podnet.conflist")
+	ipamd := startIPAMDConfig(t, cfg)
+	var confBytes []byte
+	testsupport.Wait(t, "ipamd to write its conflist", func() (bool, string) {
+		var err error
+		confBytes, err = os.ReadFile(cfg.CNI.ConfListPath)
+		return err == nil, "not yet"
+	})
+	list, err := libcni.ConfListFromBytes(confBytes)
+	if err != nil || len(list.Plugins) != 1 || list.Plugins[0].Network.Type != "sandboxipam" ||
+		!list.Plugins[0].Network.Capabilities["portMappings"] {
+		t.Fatalf("conflist %s (%v): want sandboxipam alone, with the portMappings capability", confBytes, err)
+	}
+	return ipamd, list
 }
 
 // portMapNode is a node namespace with the CNI bin directories of the
@@ -93,16 +143,21 @@ type portMapNode struct {
 	cni          *libcni.CNIConfig
 }
 
-func newPortMapNode(t *testing.T) *portMapNode {
+// newPortMapNode makes the node; withPortMap puts the portmap the image
+// ships in its CNI_PATH, beside the plugin.
+func newPortMapNode(t *testing.T, withPortMap bool) *portMapNode {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
-	defer cancel()
-	portmap, err := image.BuildPortMap(ctx, testsupport.Root(t), t.TempDir())
-	if err != nil {
-		t.Fatal(err)
-	}
 	n := &portMapNode{host: cnitest.NewNetns(t, "node"), client: cnitest.NewNetns(t, "client")}
-	paths := []string{filepath.Dir(cnitest.PluginBinary(t)), filepath.Dir(portmap)}
+	paths := []string{filepath.Dir(cnitest.PluginBinary(t))}
+	if withPortMap {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+		defer cancel()
+		portmap, err := image.BuildPortMap(ctx, testsupport.Root(t), t.TempDir())
+		if err != nil {
+			t.Fatal(err)
+		}
+		paths = append(paths, filepath.Dir(portmap))
+	}
 	n.cni = libcni.NewCNIConfigWithCacheDir(paths, t.TempDir(), nil)
 	ipIn(t, n.host, "link", "set", "lo", "up")
 	ipIn(t, n.client, "link", "set", "lo", "up")
@@ -113,6 +168,23 @@ func newPortMapNode(t *testing.T) *portMapNode {
 	ipIn(t, n.client, "link", "set", "uplink", "up")
 	run(t, "ip", "netns", "exec", n.host, "sysctl", "-qw", "net.ipv4.ip_forward=1")
 	return n
+}
+
+// expectNothingLeft requires that a refused ADD left nothing: no address
+// held for the pod, no host veth in the node, no portmap rule.
+func (n *portMapNode) expectNothingLeft(t *testing.T, p *portMapPod, held func(datastore.Key) (datastore.Assignment, bool)) {
+	t.Helper()
+	if a, ok := held(p.key()); ok {
+		t.Errorf("ipamd holds %v for %v after its refused ADD", a.IPs(), p.key())
+	}
+	for _, link := range strings.Split(run(t, "ip", "-n", n.host, "-o", "link", "show", "type", "veth"), "\n") {
+		if _, name, _ := strings.Cut(link, ": "); strings.HasPrefix(name, cni.DefaultHostVethPrefix) {
+			t.Errorf("a host veth outlived the refused ADD: %s", link)
+		}
+	}
+	if rules := n.natRules(t); strings.Contains(rules, "CNI-") {
+		t.Errorf("portmap's rules outlived the refused ADD:\n%s", rules)
+	}
 }
 
 // natRules is the node namespace's nat table.
@@ -180,7 +252,15 @@ func (p *portMapPod) key() datastore.Key {
 // runtime on a node does.
 func (p *portMapPod) add(t *testing.T, list *libcni.NetworkConfigList) {
 	t.Helper()
-	p.inNode(t, "ADD", func(ctx context.Context) error {
+	if err := p.tryAdd(t, list); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// tryAdd runs ADD and returns its error.
+func (p *portMapPod) tryAdd(t *testing.T, list *libcni.NetworkConfigList) error {
+	t.Helper()
+	return p.inNodeErr(t, "ADD", func(ctx context.Context) error {
 		_, err := p.node.cni.AddNetworkList(ctx, list, p.rt)
 		return err
 	})
@@ -193,6 +273,14 @@ func (p *portMapPod) del(t *testing.T, list *libcni.NetworkConfigList) {
 
 func (p *portMapPod) inNode(t *testing.T, what string, f func(context.Context) error) {
 	t.Helper()
+	if err := p.inNodeErr(t, what, f); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// inNodeErr runs f in the node namespace and returns its error.
+func (p *portMapPod) inNodeErr(t *testing.T, what string, f func(context.Context) error) error {
+	t.Helper()
 	ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
 	defer cancel()
 	host, err := ns.GetNS(cnitest.NetnsPath(p.node.host))
@@ -201,8 +289,9 @@ func (p *portMapPod) inNode(t *testing.T, what string, f func(context.Context) e
 	}
 	defer host.Close()
 	if err := host.Do(func(ns.NetNS) error { return f(ctx) }); err != nil {
-		t.Fatalf("%s of %s through the conflist: %v", what, p.rt.ContainerID, err)
+		return fmt.Errorf("%s of %s through the conflist: %w", what, p.rt.ContainerID, err)
 	}
+	return nil
 }
 
 // serveOnce listens on the pod's container port 80, runs dial, and

@@ -306,7 +306,7 @@ func checkNoCapabilities(t *testing.T, ctr []string, container string) (pid stri
 // Debian's, a symlink the init container cannot follow) is an operator's,
 // kept as it is; once it is gone, the init container installs the image's
 // portmap, byte for byte, and records it. The CRI pod that follows then
-// runs through the chain with the image's portmap.
+// maps its hostPort through the image's portmap.
 func checkPortMapInstall(t *testing.T, binDir, imageBin string, install func()) {
 	t.Helper()
 	pm := filepath.Join(binDir, "portmap")

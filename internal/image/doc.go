@@ -10,7 +10,7 @@
 // the same layer, config and manifest digests.
 //
 // Project builds the sandboxipam image itself (ipamd, ipamctl, the CNI
-// plugin and the portmap plugin chained after it, the adapters,
+// plugin and the portmap plugin it runs for hostPorts, the adapters,
 // sandboxipam-install and Debian's CA bundle);
 // internal/testenv uses Build for its pause image.
 package image

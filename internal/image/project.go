@@ -76,7 +76,7 @@ func BuildProjectBinaries(ctx context.Context, moduleRoot, outDir string) error 
 
 // BuildPortMap builds the image's portmap plugin alone, as
 // BuildProjectBinaries builds it, into outDir laid out as in the image,
-// and returns its path: for tests that run the conflist's chain.
+// and returns its path: for tests that map hostPorts through it.
 func BuildPortMap(ctx context.Context, moduleRoot, outDir string) (string, error) {
 	for _, b := range projectBinaries() {
 		if b.path == PortMapPath {

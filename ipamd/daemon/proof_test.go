@@ -224,7 +224,7 @@ func TestConfListIsWrittenOnceIpamdIsReady(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, want := range []string{`"name": "` + n.cfg.Network + `"`, `"type": "sandboxipam"`, `"ipamdSocket": "` + n.cfg.Socket + `"`, `"type": "portmap"`} {
+	for _, want := range []string{`"name": "` + n.cfg.Network + `"`, `"type": "sandboxipam"`, `"ipamdSocket": "` + n.cfg.Socket + `"`, `"portMappings": true`, `"backend": "iptables"`} {
 		if !strings.Contains(string(data), want) {
 			t.Fatalf("conflist lacks %s:\n%s", want, data)
 		}

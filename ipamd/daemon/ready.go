@@ -155,19 +155,19 @@ func (d *Daemon) withdraw() {
 }
 
 // confList is the conflist ipamd announces: the sandboxipam plugin on
-// ipamd's own network name and socket, then portmap unless cni.portMap is
-// off.
+// ipamd's own network name and socket, mapping hostPorts through portmap
+// unless cni.portMap is off.
 func (d *Daemon) confList() ([]byte, error) {
 	plugin := map[string]any{"type": "sandboxipam", "ipamdSocket": d.cfg.Socket}
 	if d.cfg.PodLinks.HostVethPrefix != hostveth.DefaultPrefix {
 		plugin["hostVethPrefix"] = d.cfg.PodLinks.HostVethPrefix
 	}
-	plugins := []any{plugin}
-	if pm := portMapPlugin(d.cfg.CNI.PortMap); pm != nil {
-		plugins = append(plugins, pm)
+	if pm := portMapSettings(d.cfg.CNI.PortMap); pm != nil {
+		plugin["capabilities"] = map[string]bool{"portMappings": true}
+		plugin["portMap"] = pm
 	}
 	b, err := json.MarshalIndent(map[string]any{
-		"cniVersion": "1.0.0", "name": d.cfg.Network, "plugins": plugins,
+		"cniVersion": "1.0.0", "name": d.cfg.Network, "plugins": []any{plugin},
 	}, "", "  ")
 	if err != nil {
 		return nil, fmt.Errorf("render the CNI conflist: %w", err)
@@ -175,21 +175,20 @@ func (d *Daemon) confList() ([]byte, error) {
 	return append(b, '\n'), nil
 }
 
-// portMapPlugin is the CNI reference portmap plugin's entry, chained after
-// sandboxipam as flannel and Calico chain it: the portMappings capability
-// makes the runtime pass a pod's hostPorts in runtimeConfig, and portmap
-// maps them to the address sandboxipam's result gives the pod. Its ADD and
-// DEL return at once when a pod has no hostPort; naming the backend keeps
-// portmap from probing iptables (two execs) on every call to choose one.
-// nil when cni.portMap is off.
-func portMapPlugin(backend string) map[string]any {
-	pm := map[string]any{"type": "portmap", "capabilities": map[string]bool{"portMappings": true}}
+// portMapSettings is the plugin's "portMap" object (cni.PortMap) for
+// cni.portMap, nil when it is off. With the portMappings capability on
+// sandboxipam's entry the runtime passes a pod's hostPorts in
+// runtimeConfig, and the plugin runs the CNI reference portmap plugin for
+// them (as flannel and Calico chain it), and only for a pod that has
+// some: a pod without hostPorts pays no portmap start. Naming the backend
+// keeps portmap from probing iptables (two execs) on every call it gets.
+func portMapSettings(backend string) map[string]string {
 	switch backend {
 	case config.PortMapOff:
 		return nil
 	case config.PortMapAuto:
+		return map[string]string{}
 	default:
-		pm["backend"] = backend
+		return map[string]string{"backend": backend}
 	}
-	return pm
 }
