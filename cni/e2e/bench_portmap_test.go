@@ -55,6 +55,21 @@ func (s chainSide) confList(b *testing.B, socket string) *libcni.NetworkConfigLi
 // a ratio of sandboxipam alone: what hostPort support costs a pod with no
 // hostPort.
 func BenchmarkConfListAddDel(b *testing.B) {
+	measureConfLists(b, chainSides, []any{})
+}
+
+// BenchmarkConfListAddDelHostPort: the same pair for a pod with one
+// hostPort, where portmap runs on both sides and writes and removes its
+// rules: what ipamd writes against portmap chained, the ratio to chained.
+// sandboxipam alone maps no port, so it is no side here.
+func BenchmarkConfListAddDelHostPort(b *testing.B) {
+	measureConfLists(b, chainSides[:2], []any{map[string]any{"hostPort": hostPort, "containerPort": 80, "protocol": "tcp"}})
+}
+
+// measureConfLists runs b.N ADD+DEL pairs through each side's conflist in
+// turn, with ports as the pods' portMappings, and reports each side's
+// median and p99 and its median as a ratio of the last side's.
+func measureConfLists(b *testing.B, sides []chainSide, ports []any) {
 	env := newBenchEnv(b)
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	portmap, err := image.BuildPortMap(ctx, testsupport.Root(b), b.TempDir())
@@ -63,15 +78,15 @@ func BenchmarkConfListAddDel(b *testing.B) {
 		b.Fatal(err)
 	}
 	cniConfig := libcni.NewCNIConfigWithCacheDir([]string{filepath.Dir(cnitest.PluginBinary(b)), filepath.Dir(portmap)}, b.TempDir(), nil)
-	lists := make([]*libcni.NetworkConfigList, len(chainSides))
-	for k, s := range chainSides {
+	lists := make([]*libcni.NetworkConfigList, len(sides))
+	for k, s := range sides {
 		lists[k] = s.confList(b, startIPAMDProcess(b, os.TempDir(), benchCIDR, time.Millisecond))
 	}
-	took := make([][]time.Duration, len(chainSides))
+	took := make([][]time.Duration, len(sides))
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {
-		for k, s := range chainSides {
-			rt := benchRuntimeConf(cnitest.SandboxID(fmt.Sprintf("%s-%s-%d", b.Name(), s.name, i)), env.podNS)
+		for k, s := range sides {
+			rt := benchRuntimeConf(cnitest.SandboxID(fmt.Sprintf("%s-%s-%d", b.Name(), s.name, i)), env.podNS, ports)
 			start := time.Now()
 			err := env.hostNS.Do(func(ns.NetNS) error {
 				if _, err := cniConfig.AddNetworkList(context.Background(), lists[k], rt); err != nil {
@@ -86,16 +101,17 @@ func BenchmarkConfListAddDel(b *testing.B) {
 		}
 	}
 	b.StopTimer()
+	last := sides[len(sides)-1].name
 	reference := median(took[len(took)-1])
-	for k, s := range chainSides {
+	for k, s := range sides {
 		reportPercentiles(b, s.name+"-", took[k])
-		b.ReportMetric(median(took[k])/reference, s.name+"/alone")
+		b.ReportMetric(median(took[k])/reference, s.name+"/"+last)
 	}
 }
 
-// benchRuntimeConf is what a runtime passes for a pod without hostPorts:
-// kubelet fills the portMappings capability with an empty list.
-func benchRuntimeConf(id, podNS string) *libcni.RuntimeConf {
+// benchRuntimeConf is what a runtime passes for a pod: kubelet fills the
+// portMappings capability from its hostPorts, an empty list for none.
+func benchRuntimeConf(id, podNS string, ports []any) *libcni.RuntimeConf {
 	return &libcni.RuntimeConf{ContainerID: id, NetNS: podNS, IfName: "eth0", Args: podRuntimeArgs(id),
-		CapabilityArgs: map[string]any{"portMappings": []any{}}}
+		CapabilityArgs: map[string]any{"portMappings": ports}}
 }

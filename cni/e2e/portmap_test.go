@@ -115,6 +115,35 @@ func TestPortMapRunsOnlyForHostPorts(t *testing.T) {
 	with.expectNothingLeft(t, zero, held)
 }
 
+// TestUpgradeFromChainedPortMapRemovesItsRules: a pod added under the
+// conflist ipamd wrote before (portmap chained after sandboxipam) is
+// deleted under today's, as a runtime does after an upgrade: the plugin
+// runs portmap's DEL for its hostPort, so the rules portmap made under the
+// same network name and container ID go, and the address is released.
+func TestUpgradeFromChainedPortMapRemovesItsRules(t *testing.T) {
+	testsupport.RequireRoot(t, "ip", "iptables-save")
+	ipamd, list := startIPAMDWritingConfList(t)
+	chained, err := libcni.ConfListFromBytes(fmt.Appendf(nil, `{"cniVersion":"1.0.0","name":%q,"plugins":[`+
+		`{"type":"sandboxipam","ipamdSocket":%q},`+
+		`{"type":"portmap","backend":"iptables","capabilities":{"portMappings":true}}]}`, list.Name, ipamd.Socket))
+	if err != nil {
+		t.Fatal(err)
+	}
+	node := newPortMapNode(t, true)
+	web := node.pod(t, "web", []map[string]any{{"hostPort": hostPort, "containerPort": 80, "protocol": "tcp"}})
+	web.add(t, chained)
+	if rules := node.natRules(t); !strings.Contains(rules, "8080") {
+		t.Fatalf("the chained portmap made no rule for hostPort %d:\n%s", hostPort, rules)
+	}
+	web.del(t, list)
+	if rules := node.natRules(t); strings.Contains(rules, "8080") || strings.Contains(rules, "CNI-DN-") {
+		t.Fatalf("the chained portmap's rules outlived the DEL under today's conflist:\n%s", rules)
+	}
+	if a, ok := ipamd.Daemon.Store().Lookup(web.key()); ok {
+		t.Fatalf("ipamd still holds %v after DEL", a.IPs())
+	}
+}
+
 // startIPAMDWritingConfList starts ipamd with the default cni.portMap and
 // returns the conflist it writes once ready.
 func startIPAMDWritingConfList(t *testing.T) (*realIPAMD, *libcni.NetworkConfigList) {
