@@ -70,8 +70,14 @@ func testConfig(grace time.Duration) reclaim.Config {
 
 func newReclaimer(t *testing.T, env *clusterfixture.Env, cfg reclaim.Config, id string, clk *clocktesting.FakeClock, logs *testsupport.Buffer, onPass func(reclaim.Pass)) *reclaim.Reclaimer {
 	t.Helper()
+	checked := func(p reclaim.Pass) {
+		expectConsistent(t, p)
+		if onPass != nil {
+			onPass(p)
+		}
+	}
 	r, err := reclaim.New(reclaim.Clients{Kube: env.Client, Dynamic: env.Dynamic}, reclaim.Options{Config: cfg, Identity: id, Clock: clk,
-		Logger: slog.New(slog.NewTextHandler(logs, nil)), OnPass: onPass})
+		Logger: slog.New(slog.NewTextHandler(logs, nil)), OnPass: checked})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -80,6 +86,29 @@ func newReclaimer(t *testing.T, env *clusterfixture.Env, cfg reclaim.Config, id 
 
 func newLogger() *slog.Logger { return slog.New(slog.NewTextHandler(&testsupport.Buffer{}, nil)) }
 
+// runOnce runs one pass and checks that its decisions agree with their
+// verdicts.
+func runOnce(t *testing.T, r *reclaim.Reclaimer) reclaim.Pass {
+	t.Helper()
+	p := r.RunOnce(t.Context())
+	expectConsistent(t, p)
+	return p
+}
+
+// expectConsistent requires every decision's conditions to be the ones its
+// verdict read: a reclaim exactly when all four hold. A candidate of the
+// caches kept on fresh reads once showed the caches' conditions under the
+// fresh verdict (the informer had not yet delivered ipamd's renewal).
+func expectConsistent(t *testing.T, p reclaim.Pass) {
+	t.Helper()
+	for _, d := range p.Decisions {
+		if all := d.NodeGone && d.LeaseExpired && len(d.Pods) == 0 && d.IpamdStopped; all != d.Reclaim {
+			t.Errorf("decision on %s: conditions node gone %v, lease expired %v, pods %v, ipamd stopped %v, but verdict %+v",
+				d.Block, d.NodeGone, d.LeaseExpired, d.Pods, d.IpamdStopped, d.Verdict)
+		}
+	}
+}
+
 // waitPass runs passes (at the fake clock's present time) until cond holds
 // of one, and returns that pass: the caches catch up with what the test
 // wrote through the watch, an event the test cannot wait on otherwise.
@@ -87,7 +116,7 @@ func waitPass(t *testing.T, r *reclaim.Reclaimer, what string, cond func(reclaim
 	t.Helper()
 	var last reclaim.Pass
 	testsupport.Wait(t, what, func() (bool, string) {
-		last = r.RunOnce(t.Context())
+		last = runOnce(t, r)
 		return cond(last), fmt.Sprintf("%+v", last)
 	})
 	return last

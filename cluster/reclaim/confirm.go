@@ -80,13 +80,13 @@ func (r *Reclaimer) confirmAndReclaim(ctx context.Context, candidates []candidat
 			p.Errors = append(p.Errors, err.Error())
 			continue
 		}
-		v := Decide(in)
-		if !v.Reclaim {
-			r.log.Info("reclaimer: block kept: fresh reads differ from the cache", "block", c.block.Name, "keep", v.Keep)
-			setVerdict(p, c.block.Name, v)
+		d := decide(c.block, in)
+		setDecision(p, d)
+		if !d.Reclaim {
+			r.log.Info("reclaimer: block kept: fresh reads differ from the cache", "block", c.block.Name, "keep", d.Keep)
 			continue
 		}
-		if err := r.reclaim(ctx, c.block, v); err != nil {
+		if err := r.reclaim(ctx, c.block, d.Verdict); err != nil {
 			p.Errors = append(p.Errors, err.Error())
 			continue
 		}
@@ -94,10 +94,11 @@ func (r *Reclaimer) confirmAndReclaim(ctx context.Context, candidates []candidat
 	}
 }
 
-func setVerdict(p *Pass, block string, v Verdict) {
+// setDecision replaces the pass's decision on d's block with d.
+func setDecision(p *Pass, d Decision) {
 	for i := range p.Decisions {
-		if p.Decisions[i].Block == block {
-			p.Decisions[i].Verdict = v
+		if p.Decisions[i].Block == d.Block {
+			p.Decisions[i] = d
 		}
 	}
 }

@@ -38,7 +38,7 @@ func TestDecisionsNameThePodsThatKeepADeadNodesBlock(t *testing.T) {
 		return ok && v.Keep == "Lease kube-node-lease/dec-n1 absent, but only for 0s in the reclaimer's sight, not longer than the grace 5m0s"
 	})
 	clk.Step(5*time.Minute + time.Second)
-	p := r.RunOnce(t.Context())
+	p := runOnce(t, r)
 	got := decisions(t, r)
 	if got.Pass == nil || !got.Pass.At.Equal(p.At) {
 		t.Fatalf("decisions %+v, want the last pass at %s", got, p.At)

@@ -42,7 +42,7 @@ func TestBlocksOfNoPoolAreNeverReclaimed(t *testing.T) {
 		"IPBlock 198.18.200.0-24: not a block of a known IPPool: 198.18.200.0/24 is not inside IPPool default's CIDRs at its block size: never reclaimed",
 	}
 	for range 3 {
-		p := r.RunOnce(t.Context())
+		p := runOnce(t, r)
 		for _, b := range []string{missing.Name, wrong.Name} {
 			if _, judged := p.Verdict(b); judged || slices.Contains(p.Reclaimed, b) {
 				t.Fatalf("block %s judged or reclaimed: %+v", b, p)

@@ -71,7 +71,7 @@ func TestReclaimKeepsABlockWhileIpamdRenews(t *testing.T) {
 	// ipamd stops renewing: a grace after the last change seen (at the
 	// latest 6m), it goes.
 	clk.SetTime(t0.Add(11*time.Minute + time.Second))
-	p = r.RunOnce(t.Context())
+	p = runOnce(t, r)
 	if !slices.Equal(p.Reclaimed, []string{b.Name}) || !blockGone(t, env, b.Name) {
 		t.Fatalf("ipamd stopped: %+v", p)
 	}

@@ -97,14 +97,9 @@ func (r *Reclaimer) RunOnce(ctx context.Context) Pass {
 			continue
 		}
 		cidr, _ := b.Spec.Prefix() // BlockFrom checked it
-		in := r.cachedInput(b, cidr, addrs, p.At)
-		v := Decide(in)
-		_, gone := nodeGone(in)
-		_, expired := leaseExpired(in)
-		_, stopped := ipamdStopped(in)
-		p.Decisions = append(p.Decisions, Decision{Block: b.Name, CIDR: b.Spec.CIDR, Node: b.Spec.NodeName,
-			NodeGone: gone, LeaseExpired: expired, IpamdStopped: stopped, Pods: in.Pods, Verdict: v})
-		if v.Reclaim {
+		d := decide(b, r.cachedInput(b, cidr, addrs, p.At))
+		p.Decisions = append(p.Decisions, d)
+		if d.Reclaim {
 			candidates = append(candidates, candidate{block: b, cidr: cidr})
 		}
 	}
@@ -127,6 +122,17 @@ func (r *Reclaimer) finish(p Pass) Pass {
 	r.metrics.observePass(p, waiting)
 	r.last.Store(&p)
 	return p
+}
+
+// decide is the decision on b from in: the verdict, and each condition as
+// in shows it. The confirmation replaces a candidate's with one from fresh
+// reads, so that the conditions it shows are the ones its verdict read.
+func decide(b v1alpha1.IPBlock, in Input) Decision {
+	_, gone := nodeGone(in)
+	_, expired := leaseExpired(in)
+	_, stopped := ipamdStopped(in)
+	return Decision{Block: b.Name, CIDR: b.Spec.CIDR, Node: b.Spec.NodeName,
+		NodeGone: gone, LeaseExpired: expired, IpamdStopped: stopped, Pods: in.Pods, Verdict: Decide(in)}
 }
 
 // cachedInput is Decide's input for b from the caches.

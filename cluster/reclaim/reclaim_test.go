@@ -60,7 +60,7 @@ func TestReclaimOnlyOnEvidence(t *testing.T) {
 	// 8 minutes after t0, 4 after the renewal: without it the block would
 	// go. The stale claim, whose Lease has been absent since t0, goes.
 	clk.Step(4 * time.Minute)
-	p = r.RunOnce(t.Context())
+	p = runOnce(t, r)
 	if !keepReason(p, empty.Name, "Lease kube-node-lease/ev-n1 renewed at 2026-12-03T10:04:00Z and last seen to change 4m0s ago: within the grace 5m0s") ||
 		!slices.Equal(p.Reclaimed, []string{stale.Name}) || blockGone(t, env, empty.Name) {
 		t.Fatalf("a Lease renewed within the grace: %+v", p)
@@ -69,7 +69,7 @@ func TestReclaimOnlyOnEvidence(t *testing.T) {
 	// Past the grace since the renewal: the empty block goes; the block a
 	// pod still has an address in stays.
 	clk.SetTime(t0.Add(9*time.Minute + time.Second))
-	p = r.RunOnce(t.Context())
+	p = runOnce(t, r)
 	if !slices.Equal(p.Reclaimed, []string{empty.Name}) || len(p.Errors) != 0 {
 		t.Fatalf("past the grace: reclaimed %q, errors %q, decisions %+v", p.Reclaimed, p.Errors, p.Decisions)
 	}
