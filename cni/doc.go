@@ -112,7 +112,9 @@
 // binary format (package msg), and opens one netlink socket per namespace
 // it touches. It does not link the CNI library's skel either: skel imports
 // pkg/utils, whose regexp is compiled at every exec (dispatch.go says what
-// that cost and what replaces it).
+// that cost and what replaces it), nor the library's invoke package to run
+// portmap, which brings OpenTelemetry and net/http (portmap.go measures
+// both ways).
 //
 // See docs/architecture.md for where this package sits and the life of an
 // ADD, a DEL, a reconcile pass and a restart through it.
