@@ -23,7 +23,7 @@ import (
 // reachable from the pod only through the routing scheme.
 var (
 	hostService4 = netip.MustParseAddr("198.19.255.254")
-	hostService6 = netip.MustParseAddr("2001:db8:ffff::1")
+	hostService6 = netip.MustParseAddr("fd00:ffff::1")
 )
 
 // TestDualStackPodAgainstRealIPAMD: with ipamd's static pool holding an
@@ -33,7 +33,7 @@ var (
 // releases both together.
 func TestDualStackPodAgainstRealIPAMD(t *testing.T) {
 	testsupport.RequireRoot(t, "ip")
-	ipamd := startIPAMDWith(t, os.TempDir(), 30*time.Second, "198.18.0.0/24", "2001:db8:12::/64")
+	ipamd := startIPAMDWith(t, os.TempDir(), 30*time.Second, "198.18.0.0/24", "fd00:12::/64")
 	env := cnitest.NewPodEnv(t, ipamd.Socket)
 	conf := cnitest.NetConf(ipamd.Socket, "1.1.0", "")
 
@@ -43,7 +43,7 @@ func TestDualStackPodAgainstRealIPAMD(t *testing.T) {
 	if !ok {
 		t.Fatalf("ipamd holds nothing for %v after ADD", env.Key())
 	}
-	v4, v6 := netip.MustParseAddr("198.18.0.1"), netip.MustParseAddr("2001:db8:12::1")
+	v4, v6 := netip.MustParseAddr("198.18.0.1"), netip.MustParseAddr("fd00:12::1")
 	if ips := held.IPs(); len(ips) != 2 || ips[0] != v4 || ips[1] != v6 {
 		t.Fatalf("ipamd holds %v, want [%s %s] under one key", ips, v4, v6)
 	}
@@ -51,7 +51,7 @@ func TestDualStackPodAgainstRealIPAMD(t *testing.T) {
 	if err := json.Unmarshal(add.Stdout, &res); err != nil {
 		t.Fatalf("decode result: %v", err)
 	}
-	if len(res.IPs) != 2 || res.IPs[0].Address.String() != "198.18.0.1/32" || res.IPs[1].Address.String() != "2001:db8:12::1/128" ||
+	if len(res.IPs) != 2 || res.IPs[0].Address.String() != "198.18.0.1/32" || res.IPs[1].Address.String() != "fd00:12::1/128" ||
 		res.IPs[0].Gateway.String() != "169.254.1.1" || res.IPs[1].Gateway.String() != "fe80::ecee:eeff:feee:eeee" {
 		t.Fatalf("result ips %s", add.Stdout)
 	}
@@ -72,7 +72,7 @@ func TestDualStackPodAgainstRealIPAMD(t *testing.T) {
 	}
 	found := false
 	for _, a := range addrs6 {
-		if a.IPNet.String() == "2001:db8:12::1/128" {
+		if a.IPNet.String() == "fd00:12::1/128" {
 			found = true
 			if a.Flags&unix.IFA_F_TENTATIVE != 0 || a.Flags&unix.IFA_F_NODAD == 0 {
 				t.Errorf("pod address %s flags %#x: want NODAD, never tentative", a.IPNet, a.Flags)
@@ -80,7 +80,7 @@ func TestDualStackPodAgainstRealIPAMD(t *testing.T) {
 		}
 	}
 	if !found {
-		t.Fatalf("pod eth0 IPv6 addresses %v, want 2001:db8:12::1/128", addrs6)
+		t.Fatalf("pod eth0 IPv6 addresses %v, want fd00:12::1/128", addrs6)
 	}
 	host := cnitest.HandleIn(t, env.HostNS)
 	veth, err := host.LinkByName(env.HostVeth())
@@ -104,7 +104,7 @@ func TestDualStackPodAgainstRealIPAMD(t *testing.T) {
 		routes, err := host.RouteList(veth, family)
 		want := "198.18.0.1/32"
 		if family == netlink.FAMILY_V6 {
-			want = "2001:db8:12::1/128"
+			want = "fd00:12::1/128"
 		}
 		ok := false
 		for _, r := range routes {
@@ -208,10 +208,10 @@ func inNetns(t *testing.T, name string, f func() error) {
 // attachment that is not valid as one, both of its addresses.
 func TestDualStackIPAMModeAndGCAgainstRealIPAMD(t *testing.T) {
 	testsupport.RequireRoot(t, "ip")
-	ipamd := startIPAMDWith(t, os.TempDir(), 30*time.Second, "198.18.0.0/24", "2001:db8:12::/64")
+	ipamd := startIPAMDWith(t, os.TempDir(), 30*time.Second, "198.18.0.0/24", "fd00:12::/64")
 	env := cnitest.NewPodEnv(t, ipamd.Socket)
 	ids := []string{cnitest.SandboxID("keep"), cnitest.SandboxID("drop")}
-	want := [][]string{{"198.18.0.1/24", "2001:db8:12::1/64"}, {"198.18.0.2/24", "2001:db8:12::2/64"}}
+	want := [][]string{{"198.18.0.1/24", "fd00:12::1/64"}, {"198.18.0.2/24", "fd00:12::2/64"}}
 	for i, id := range ids {
 		o := cnitest.Run(t, cnitest.Call{Command: "ADD", HostNetns: env.HostNS, SandboxID: id, IfName: "eth0",
 			Netns: cnitest.NetnsPath(env.PodNS), Args: cnitest.PodArgs(id), Config: cnitest.IPAMConf(ipamd.Socket)})

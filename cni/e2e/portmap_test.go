@@ -26,8 +26,8 @@ import (
 // The node's address on the link to the client namespace, which stands in
 // for a machine outside the node.
 const (
-	nodeAddr   = "192.0.2.1"
-	clientAddr = "192.0.2.2"
+	nodeAddr   = "198.19.253.1"
+	clientAddr = "198.19.253.2"
 	hostPort   = 8080
 )
 

@@ -12,12 +12,12 @@ import (
 )
 
 // The hostPort a CRI pod publishes in these tests, and the node address
-// it is reached on: a documentation address on the loopback link of the
+// it is reached on: an address of the test range on the loopback link of the
 // runtime's network namespace (the node's), so nothing leaves the test.
 const (
 	testHostPort      = 18080
 	testContainerPort = 80
-	testNodeAddr      = "192.0.2.1"
+	testNodeAddr      = "198.19.253.1"
 )
 
 // hostPortMappings is the PodSandboxConfig's port_mappings kubelet sends
