@@ -43,8 +43,6 @@ const (
 	// DefaultEndpointFlag is how this project's adapters take their
 	// endpoint.
 	DefaultEndpointFlag = "--endpoint"
-	// fixtureCleanupTimeout bounds the fixture's final clean-up.
-	fixtureCleanupTimeout = 2 * time.Minute
 )
 
 // ErrUsage is wrapped by every error Options.Validate returns.
@@ -314,7 +312,9 @@ func newFixture(ctx context.Context, o Options) (fixture.Fixture, func(*slog.Log
 		withControl = fixture.WithRuntimeControl(fix, shellCommand(o.RuntimeStopCommand), shellCommand(o.RuntimeStartCommand))
 	}
 	cleanup := func(logger *slog.Logger) {
-		cleanupCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), fixtureCleanupTimeout)
+		// The final sweep removes whatever the checks' own releases left,
+		// as much as a scale check's pods: the same bound as theirs.
+		cleanupCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), conformance.DefaultCleanupTimeout)
 		defer cancel()
 		if err := fix.Cleanup(cleanupCtx); err != nil {
 			logger.Error("fixture clean-up left resources behind", "err", err)

@@ -111,13 +111,15 @@ func runRestartCases(t *testing.T, fix fixture.Fixture, cases []restartCase) {
 	}
 }
 
-// cleanUpFixture removes what fix created when the test ends.
+// cleanUpFixture removes what fix created when the test ends. Its bound
+// only stops a hang: under CI's make test, force-removing one pod's
+// containers on a shared dockerd has taken over a minute.
 func cleanUpFixture(t testing.TB, fix interface {
 	fixture.Fixture
 	Close() error
 }) {
 	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 		defer cancel()
 		if err := fix.Cleanup(ctx); err != nil {
 			t.Errorf("fixture clean-up: %v", err)
