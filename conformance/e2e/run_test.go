@@ -24,8 +24,7 @@ type cliRun struct {
 }
 
 // runCLIConcurrently runs the conformance binary once per entry of runs
-// (name to arguments), all at once: each run mostly waits on the runtime,
-// and go test would run no more than GOMAXPROCS parallel subtests.
+// (name to arguments), as many at once as runSlots allows.
 func runCLIConcurrently(t *testing.T, runs map[string][]string) map[string]cliRun {
 	t.Helper()
 	binary(t, "conformance") // build once, before the goroutines
@@ -57,9 +56,20 @@ func runCLI(t testing.TB, args ...string) cliRun {
 	return run
 }
 
+// runSlots bounds the conformance runs in flight across the package's
+// parallel tests. Each run creates its pods eight at a time, and container
+// creation is CPU work (runc, the shims, the CNI plugins), not waiting:
+// unbounded, the broken-adapter test alone started all its runs at once
+// and the load average on two cores reached 50. Two at a time the package
+// takes no longer, and conformance/fixture, which make test runs beside
+// it, took 113 s instead of 391 (BENCHMARKS.md, "make test wall time").
+var runSlots = make(chan struct{}, 2)
+
 // runCLIOnce runs the conformance binary and parses its JSON report. It
 // calls no t.Fatal, so goroutines may use it.
 func runCLIOnce(t testing.TB, args []string) (cliRun, error) {
+	runSlots <- struct{}{}
+	defer func() { <-runSlots }()
 	dir := t.TempDir()
 	jsonPath, junitPath := filepath.Join(dir, "report.json"), filepath.Join(dir, "report.xml")
 	cmd := exec.CommandContext(t.Context(), binary(t, "conformance"),
