@@ -40,14 +40,15 @@ build:
 # runtimes takes minutes on a busy 2-core machine.
 #
 # go test runs packages in the order it is given them, two at a time on two
-# cores, and the longest, conformance/e2e (about 3 minutes), sets the pace.
-# Whatever runs beside it is slowed several times over, and ipamd/daemon's
-# crash test (200 restarts of the real binary, 45 s alone) became 200 s
-# there; left in ./...'s order it started after everything else and ran
-# alone at the end. Listed after conformance/, it starts when
-# conformance/fixture (which runs beside conformance/e2e) ends, near the
-# end of conformance/e2e, and the short packages fill the other core.
-# ./... then adds every package not named (each runs once).
+# cores, and the longest, conformance/e2e (about 5 minutes), sets the pace.
+# Whatever runs beside it is slowed several times over (conformance/fixture
+# takes 17 s alone and about 115 s there; ipamd/daemon's crash test, 200
+# restarts of the real binary, about 45 s alone). Left in ./...'s order
+# ipamd/daemon started after everything else and ran alone at the end.
+# Listed after conformance/, it starts when conformance/fixture ends, beside
+# conformance/e2e, and the short packages fill the other core after it.
+# ./... then adds every package not named (each runs once). BENCHMARKS.md
+# ("make test wall time") has the figures.
 ORDERED_PKGS := ./adapters/... ./cmd/... ./cni/... ./cniinstall/... ./conformance/... ./ipamd/daemon/
 test: test-tools
 	$(GO) test -count=1 -timeout 20m $(ORDERED_PKGS) $(PKGS)
