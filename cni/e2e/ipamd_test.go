@@ -2,6 +2,7 @@ package e2e_test
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"path/filepath"
 	"testing"
@@ -49,7 +50,12 @@ func startIPAMDConfig(tb testing.TB, cfg config.Config) *realIPAMD {
 		tb.Fatalf("start ipamd: %v", err)
 	}
 	tb.Cleanup(func() { stopIPAMD(tb, d) })
-	testsupport.Eventually(tb, "ipamd to prove the fresh node's pool", func() bool { return !d.Store().Unproven() })
+	// Wait for the answer an ADD needs (the one STATUS and /readyz give),
+	// not for a part of it such as the store's proof.
+	testsupport.Wait(tb, "ipamd to hand out addresses", func() (bool, string) {
+		r := d.Store().Readiness()
+		return r.Ready(), fmt.Sprint(r.Reasons)
+	})
 	return &realIPAMD{Socket: cfg.Socket, Daemon: d}
 }
 
@@ -67,6 +73,7 @@ func ipamdConfig(tb testing.TB, parent string, cooldown time.Duration, cidrs ...
 	cfg.StateDir = filepath.Join(dir, "state")
 	cfg.Network = "podnet"
 	cfg.Cooldown = cooldown
+	cfg.IPSource.Type = config.SourceStatic
 	cfg.IPSource.Static.CIDRs = cidrs
 	cfg.Introspection.Address = "127.0.0.1:0"
 	cfg.Metrics.Address = ""

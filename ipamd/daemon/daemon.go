@@ -111,8 +111,10 @@ type Daemon struct {
 	startedAt time.Time
 	metrics   *metrics.Metrics
 	// history keeps the recent assignment events for ipamctl who.
-	history  *history.History
-	endpoint *server.Endpoint
+	history *history.History
+	// endpoint is the CNI socket's, set once it serves: STATUS, answered
+	// on it, reads it through readiness while serveSocket sets it.
+	endpoint atomic.Pointer[server.Endpoint]
 	http     *httpServers
 
 	// kubeClient is shared by the node source and the routes.
@@ -254,12 +256,12 @@ func (d *Daemon) serveSocket(ctx context.Context) error {
 		return err
 	}
 	opts := server.Options{Logger: d.log.With("component", "server"), Observe: d.metrics.ObserveCall, OnWiringRefused: d.metrics.ObserveWiringRefused,
-		NetNSIdentity: hostlinks.NetNSIdentity}
+		NetNSIdentity: hostlinks.NetNSIdentity, Readiness: d.readiness}
 	if d.cfg.PluginWiresEveryPod() {
 		opts.RefuseIPAMOnly = d.cfg.PodWiringReason()
 	}
 	srv := server.New(d.store, opts)
-	d.endpoint = server.Serve(l, srv.WireHandler(), d.log.With("component", "socket"))
+	d.endpoint.Store(server.Serve(l, srv.WireHandler(), d.log.With("component", "socket")))
 	return nil
 }
 
@@ -284,8 +286,8 @@ func (d *Daemon) Stop(ctx context.Context) error {
 		if d.http != nil {
 			errs = append(errs, d.http.shutdown(ctx))
 		}
-		if d.endpoint != nil {
-			errs = append(errs, d.endpoint.Stop(ctx))
+		if e := d.endpoint.Load(); e != nil {
+			errs = append(errs, e.Stop(ctx))
 		}
 		if d.cancel != nil {
 			d.cancel()

@@ -9,13 +9,12 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
-	"slices"
-	"strings"
 	"sync"
 
 	"github.com/sandboxipam/sandboxipam/cniinstall"
 	"github.com/sandboxipam/sandboxipam/ipamd/api/hostveth"
 	"github.com/sandboxipam/sandboxipam/ipamd/config"
+	"github.com/sandboxipam/sandboxipam/ipamd/datastore"
 )
 
 // announcement tracks the CNI conflist ipamd writes once it is ready.
@@ -27,23 +26,16 @@ type announcement struct {
 	withdrawn bool
 }
 
-// ready reports whether ipamd can answer ADD, and when not, why: the
-// store hands out addresses (a trusted checkpoint, or proven from the
-// runtime and the node), the CNI socket accepts connections, and the
-// conflist is written when cni.confListPath asks for one.
-func (d *Daemon) ready() (bool, []string) {
-	var why []string
-	if p := d.store.Proof(); p.Unproven {
-		why = append(why, "the datastore is unproven (no trusted checkpoint): waiting for "+joinWaiting(p.Waiting))
-	}
-	if f := d.store.Fenced(); f != "" {
-		why = append(why, "no new address is handed out: "+f)
-	}
-	if w := d.store.PoolWaiting(); w != "" {
-		why = append(why, "the pool has no range yet: waiting for "+w)
-	}
-	if d.endpoint == nil || !d.endpoint.Accepting() {
-		why = append(why, "the CNI socket "+d.cfg.Socket+" is not accepting connections")
+// readiness is the one answer to "can ipamd hand out an address to a new
+// pod now, and if not, why": the CNI STATUS verb, /readyz and ipamctl all
+// ask it. The store judges what Assign would refuse (unproven, fenced, the
+// pool waiting for a range, exhausted, closed); this adds what only the
+// daemon sees: the CNI socket accepts connections, and the conflist is
+// written when cni.confListPath asks for one.
+func (d *Daemon) readiness() datastore.Readiness {
+	r := d.store.Readiness()
+	if e := d.endpoint.Load(); e == nil || !e.Accepting() {
+		r.Add("the CNI socket " + d.cfg.Socket + " is not accepting connections")
 	}
 	if d.cfg.CNI.ConfListPath != "" {
 		d.announced.mu.Lock()
@@ -51,29 +43,18 @@ func (d *Daemon) ready() (bool, []string) {
 		d.announced.mu.Unlock()
 		switch {
 		case err != nil:
-			why = append(why, "the CNI conflist could not be written: "+err.Error())
+			r.Add("the CNI conflist could not be written: " + err.Error())
 		case !written:
-			why = append(why, "the CNI conflist "+d.cfg.CNI.ConfListPath+" is not written yet")
+			r.Add("the CNI conflist " + d.cfg.CNI.ConfListPath + " is not written yet")
 		}
 	}
-	return len(why) == 0, why
+	return r
 }
 
-// joinWaiting names what the store waits for: every unaccounted sandbox
-// up to five, so an operator sees which pods to look at. They are sorted
-// (by sandbox ID, which starts each entry), so which five show does not
-// depend on the order the runtime listed them in.
-func joinWaiting(w []string) string {
-	const shown = 5
-	w = slices.Sorted(slices.Values(w))
-	switch {
-	case len(w) == 0:
-		return "a runtime listing"
-	case len(w) <= shown:
-		return strings.Join(w, "; ")
-	default:
-		return fmt.Sprintf("%s (and %d more)", strings.Join(w[:shown], "; "), len(w)-shown)
-	}
+// ready is readiness as /readyz takes it.
+func (d *Daemon) ready() (bool, []string) {
+	r := d.readiness()
+	return r.Ready(), r.Reasons
 }
 
 // announce writes the CNI conflist once the store hands out addresses and
@@ -83,7 +64,7 @@ func joinWaiting(w []string) string {
 // NotReady instead of failing pods.
 func (d *Daemon) announce() {
 	path := d.cfg.CNI.ConfListPath
-	if path == "" || d.store.Unproven() || d.store.PoolWaiting() != "" || d.endpoint == nil || !d.endpoint.Accepting() {
+	if e := d.endpoint.Load(); path == "" || d.store.Unproven() || d.store.PoolWaiting() != "" || e == nil || !e.Accepting() {
 		return
 	}
 	d.announced.mu.Lock()

@@ -30,7 +30,6 @@ import (
 	"github.com/sandboxipam/sandboxipam/ipamd/api/apierr"
 	ipamdv1 "github.com/sandboxipam/sandboxipam/ipamd/api/v1"
 	"github.com/sandboxipam/sandboxipam/ipamd/datastore"
-	"github.com/sandboxipam/sandboxipam/ipamd/ipsource"
 )
 
 // Observer receives the duration and outcome of every call, by method name
@@ -51,6 +50,11 @@ type Options struct {
 	// OnWiringRefused, when set, is called for every ADD RefuseIPAMOnly
 	// refused (a metrics hook).
 	OnWiringRefused func()
+	// Readiness, when set, answers the STATUS verb: whether a new pod
+	// would get an address now, and every reason it would not. The daemon
+	// sets it to the one function /readyz and ipamctl ask too; nil asks
+	// the store alone.
+	Readiness func() datastore.Readiness
 	// NetNSIdentity, when set, identifies the network namespace an ADD
 	// names (hostlinks.NetNSIdentity), recorded with the assignment so
 	// that a later namespace at the same path is not taken for the pod's.
@@ -65,6 +69,8 @@ type Server struct {
 	log     *slog.Logger
 	observe Observer
 	opts    Options
+	// readiness is Options.Readiness, or the store's.
+	readiness func() datastore.Readiness
 }
 
 // New returns a Server on store.
@@ -75,6 +81,10 @@ func New(store *datastore.Store, opts Options) *Server {
 	}
 	if s.observe == nil {
 		s.observe = func(string, time.Duration, error) {}
+	}
+	s.readiness = opts.Readiness
+	if s.readiness == nil {
+		s.readiness = store.Readiness
 	}
 	return s
 }
@@ -194,51 +204,18 @@ func (s *Server) GC(ctx context.Context, req *ipamdv1.GCRequest) (resp *ipamdv1.
 	return resp, nil
 }
 
-// Status says whether ipamd can hand out an address now.
+// Status says whether ipamd can hand out an address to a new pod now, and
+// when not, every reason: the answer of Options.Readiness (the daemon's,
+// which asks the store and adds the socket and the conflist), or of the
+// store alone. It is the same answer /readyz and ipamctl give.
 func (s *Server) Status(_ context.Context, _ *ipamdv1.StatusRequest) (resp *ipamdv1.StatusResponse, err error) {
 	defer s.track("Status", time.Now(), &err)
-	free, short := freeForAnADD(s.store.Ranges())
-	resp = &ipamdv1.StatusResponse{Ready: true, Free: uint32(min(free, math.MaxUint32))}
-	switch {
-	case s.store.Unproven():
-		resp.Ready, resp.Message = false, "datastore unproven (no trusted checkpoint): waiting for "+strings.Join(s.store.Proof().Waiting, "; ")
-	case s.store.PoolWaiting() != "":
-		resp.Ready, resp.Message = false, "the pool has no range yet: waiting for "+s.store.PoolWaiting()
-	case free == 0 && short != "":
-		resp.Ready, resp.Message = false, "address pool exhausted: no free "+short+" address"
-	case free == 0:
-		resp.Ready, resp.Message = false, "address pool exhausted"
-	}
-	return resp, nil
-}
-
-// freeForAnADD is how many ADDs the pool can answer now: an ADD takes one
-// address of each family (two for a dual-stack pool), so the family with
-// the fewest free addresses decides; short names it when it has none in
-// a dual-stack pool.
-func freeForAnADD(ranges []datastore.RangeInfo) (free uint64, short string) {
-	byFamily := map[string]uint64{}
-	for _, r := range ranges {
-		if r.Retiring {
-			continue
-		}
-		taken := r.Assigned + r.Cooling + r.Quarantined
-		byFamily[r.Family] = ipsource.SatAdd(byFamily[r.Family], r.Size-min(taken, r.Size))
-	}
-	first := true
-	for _, family := range []string{"ipv4", "ipv6"} {
-		n, ok := byFamily[family]
-		if !ok {
-			continue
-		}
-		if first || n < free {
-			free, first = n, false
-		}
-		if n == 0 && len(byFamily) > 1 {
-			short = family
-		}
-	}
-	return free, short
+	r := s.readiness()
+	return &ipamdv1.StatusResponse{
+		Ready:   r.Ready(),
+		Free:    uint32(min(r.Free, math.MaxUint32)),
+		Message: strings.Join(r.Reasons, "; "),
+	}, nil
 }
 
 // track observes a call and turns its error into the wire error it is

@@ -103,7 +103,7 @@ func TestPoolExhaustedIsResourceExhausted(t *testing.T) {
 		t.Fatalf("third Add = %v, want CodeResourceExhausted", err)
 	}
 	var st ipamdv1.StatusResponse
-	if err := wireproto.Call(ctx, c, wire.MethodStatus, &ipamdv1.StatusRequest{}, &st); err != nil || st.Ready || st.Message != "address pool exhausted" {
+	if err := wireproto.Call(ctx, c, wire.MethodStatus, &ipamdv1.StatusRequest{}, &st); err != nil || st.Ready || st.Message != "address pool exhausted: no free ipv4 address" {
 		t.Fatalf("Status = %v, %v; want not ready, pool exhausted", &st, err)
 	}
 }
