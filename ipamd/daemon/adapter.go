@@ -2,10 +2,12 @@ package daemon
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/sandboxipam/sandboxipam/ipamd/config"
 	"github.com/sandboxipam/sandboxipam/ipamd/introspect/schema"
@@ -40,8 +42,14 @@ func newAdapterHandle(cfg config.Config, opts Options, log *slog.Logger) *adapte
 // returns the supervisor to reconcile with, or nil when there is none.
 // A failed launch is logged loudly and never stops ipamd: the supervisor
 // keeps relaunching in the background.
-func (h *adapterHandle) start(ctx context.Context) runtime.RuntimeAdapter {
-	sel, selErr := selectAdapter(ctx, h.cfg.Runtime, h.opts.Executable, h.opts.Probe)
+//
+// With runtime.adapter auto and no runtime socket answering yet (ipamd
+// started before containerd, a common boot order outside Kubernetes), it
+// probes again with the supervision backoff until one answers or ctx
+// ends, calling waiting with what was tried each time, so the store's
+// refusals and /readyz say what ipamd waits for.
+func (h *adapterHandle) start(ctx context.Context, waiting func(why string)) runtime.RuntimeAdapter {
+	sel, selErr := h.selectWhenFound(ctx, waiting)
 	h.mu.Lock()
 	h.sel, h.selErr = sel, selErr
 	h.mu.Unlock()
@@ -85,6 +93,38 @@ func (h *adapterHandle) start(ctx context.Context) runtime.RuntimeAdapter {
 	h.log.Info("runtime adapter running", slog.String("adapter", info.AdapterName), slog.String("runtime", info.RuntimeName),
 		slog.String("runtime_version", info.RuntimeVersion), slog.String("endpoint", info.Endpoint))
 	return sup
+}
+
+// selectWhenFound is selectAdapter, probing again while auto finds no
+// runtime socket: with the supervision backoff (advanced.adapter's
+// minBackoff doubling to maxBackoff), until one answers or ctx ends.
+func (h *adapterHandle) selectWhenFound(ctx context.Context, waiting func(why string)) (selection, error) {
+	wait := h.cfg.Advanced.Adapter.MinBackoff
+	for attempt := 1; ; attempt++ {
+		sel, err := selectAdapter(ctx, h.cfg.Runtime, h.opts.Executable, h.opts.Probe)
+		if !errors.Is(err, ErrNoRuntime) {
+			if attempt > 1 {
+				h.log.Info("a container runtime answers now", slog.Int("attempt", attempt), slog.String("reason", sel.Reason))
+				waiting("the first listing of the " + sel.Adapter + " adapter (" + sel.Reason + ")")
+			}
+			return sel, err
+		}
+		h.mu.Lock()
+		h.sel, h.selErr = sel, err
+		h.mu.Unlock()
+		why := fmt.Sprintf("a container runtime to answer: %v; probing again in %s (attempt %d)", err, wait, attempt)
+		waiting(why)
+		h.log.Error("NO RUNTIME ADAPTER YET: reconciliation is off until a runtime answers; ADD and DEL still work", slog.Any("error", err),
+			slog.Duration("next_probe_in", wait), slog.Int("attempt", attempt))
+		t := time.NewTimer(wait)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return sel, err
+		case <-t.C:
+		}
+		wait = min(2*wait, h.cfg.Advanced.Adapter.MaxBackoff)
+	}
 }
 
 // supervisor returns the supervisor, nil before launch or without one.

@@ -214,7 +214,7 @@ func (d *Daemon) Start(ctx context.Context) (err error) {
 // runAdapter selects and launches the adapter, then reconciles until ctx
 // is done. It runs in the background: the CNI path never waits on it.
 func (d *Daemon) runAdapter(ctx context.Context) {
-	adapter := d.adapter.start(ctx)
+	adapter := d.adapter.start(ctx, d.store.NoteWaiting)
 	if adapter == nil {
 		if why := d.adapter.notReconciling(); why != "" {
 			d.store.NoteWaiting(why)

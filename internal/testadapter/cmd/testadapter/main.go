@@ -14,6 +14,9 @@ import (
 
 func main() {
 	statePath := flag.String("state", "", "JSON state file, re-read on every call (required)")
+	// ipamd's runtime.adapter auto passes the socket it found; the state
+	// file is this adapter's runtime, so the endpoint is only accepted.
+	_ = flag.String("endpoint", "", "the runtime socket ipamd's auto selection found (ignored)")
 	flag.Parse()
 	if *statePath == "" {
 		fmt.Fprintln(os.Stderr, "testadapter: --state is required")
