@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"os"
@@ -15,7 +14,6 @@ import (
 
 	"github.com/sandboxipam/sandboxipam/cluster/clustercheck"
 	"github.com/sandboxipam/sandboxipam/cluster/clustercheck/kubesnap"
-	"github.com/sandboxipam/sandboxipam/ipamd/introspect/client"
 )
 
 // errClusterFindings: ipamctl check --cluster found something (exit 1).
@@ -24,40 +22,11 @@ var errClusterFindings = errors.New("findings in the cluster")
 // userAgent is what ipamctl calls itself to the API server.
 const userAgent = "sandboxipam-ipamctl"
 
-// check runs the node check (no arguments) or, with --cluster, the
-// cluster-wide one.
-func (c command) check(ctx context.Context, args []string) error {
-	fs := flag.NewFlagSet("check", flag.ContinueOnError)
-	cluster := fs.Bool("cluster", false, "compare the cluster's IPPools, IPBlocks, Nodes and Pods through the Kubernetes API instead of this node's ipamd")
-	kubeconfig := fs.String("kubeconfig", "", "kubeconfig `path` for --cluster (default $KUBECONFIG, else the in-cluster service account)")
-	fs.SetOutput(io.Discard)
-	if err := fs.Parse(args); err != nil {
-		return fmt.Errorf("%w: check [--cluster [--kubeconfig PATH]]: %v", errUsage, err)
-	}
-	if fs.NArg() != 0 {
-		return fmt.Errorf("%w: check [--cluster [--kubeconfig PATH]]: unexpected %q", errUsage, fs.Args())
-	}
-	if !*cluster {
-		if *kubeconfig != "" {
-			return fmt.Errorf("%w: --kubeconfig needs --cluster", errUsage)
-		}
-		return c.checkNode(ctx)
-	}
-	return c.checkCluster(ctx, *kubeconfig)
-}
-
-func (c command) checkNode(ctx context.Context) error {
-	v, err := c.client.Check(ctx)
-	if perr := c.print(v, err, func() error { return client.RenderCheck(c.out, v) }); perr != nil {
-		return perr
-	}
-	if n := len(v.Disagreements); n > 0 {
-		return fmt.Errorf("%w: %d", errDisagree, n)
-	}
-	return nil
-}
-
-func (c command) checkCluster(ctx context.Context, kubeconfig string) error {
+// checkCluster reads the cluster through the Kubernetes API and compares
+// it. Its only "could not look" case, the pool's resources not installed,
+// is a cluster on the node source, which has nothing of them to compare: a
+// note says so. Any list that fails is an error (exit 1), never a pass.
+func (a *app) checkCluster(ctx context.Context, kubeconfig string) error {
 	cfg, err := restConfig(kubeconfig)
 	if err != nil {
 		return err
@@ -71,11 +40,39 @@ func (c command) checkCluster(ctx context.Context, kubeconfig string) error {
 		return fmt.Errorf("kubernetes dynamic client: %w", err)
 	}
 	v, err := kubesnap.Check(ctx, cs, dyn)
-	if perr := c.print(v, err, func() error { return client.RenderClusterCheck(c.out, v) }); perr != nil {
-		return perr
+	if err != nil {
+		return err
+	}
+	if err := a.print(v, func() error { return renderClusterCheck(a.stdout, v) }); err != nil {
+		return err
 	}
 	if n := len(v.Findings); n > 0 {
 		return fmt.Errorf("%w: %d, %d of them duplicate addresses", errClusterFindings, n, v.Count(clustercheck.DuplicateAddress))
+	}
+	return nil
+}
+
+// renderClusterCheck prints each finding in words, then what was
+// compared. It lives here, where ipamctl runs the check, so that the
+// introspection client, which the node side links, never links client-go.
+func renderClusterCheck(w io.Writer, r kubesnap.Result) error {
+	for _, f := range r.Findings {
+		if _, err := fmt.Fprintf(w, "%-20s %s\n", f.Kind, f.Words); err != nil {
+			return err
+		}
+	}
+	verdict := "the cluster's pools, blocks, nodes and pods agree"
+	if n := len(r.Findings); n > 0 {
+		verdict = fmt.Sprintf("%d finding(s)", n)
+	}
+	if _, err := fmt.Fprintf(w, "%s: %d pool(s), %d block(s), %d node(s), %d pod(s) holding %d address(es) compared\n",
+		verdict, r.Pools, r.Blocks, r.Nodes, r.Pods, r.Addresses); err != nil {
+		return err
+	}
+	for _, n := range r.Notes {
+		if _, err := fmt.Fprintf(w, "note: %s\n", n); err != nil {
+			return err
+		}
 	}
 	return nil
 }

@@ -68,7 +68,7 @@ func TestCheckClusterAgainstARealAPIServer(t *testing.T) {
 	// A deleted node's blocks, in JSON.
 	env.DeleteNode(t, "n1")
 	var stdout, stderr bytes.Buffer
-	code = run([]string{"-o", "json", "check", "--cluster", "--kubeconfig", kc}, &stdout, &stderr)
+	code = run([]string{"check", "--cluster", "-o", "json", "--kubeconfig", kc}, &stdout, &stderr) // as the help's example has it
 	out = stdout.String()
 	if !strings.Contains(stderr.String(), "ipamctl: findings in the cluster: 3, 1 of them duplicate addresses") {
 		t.Errorf("stderr %q", stderr.String())
@@ -95,9 +95,16 @@ func TestCheckClusterUsage(t *testing.T) {
 			t.Errorf("%q: exit %d, want 2", args, code)
 		}
 	}
-	out, code := runCheck(t, "check", "--cluster", "--kubeconfig", "/nonexistent/kubeconfig")
-	if code != 1 || !strings.Contains(out, "--kubeconfig /nonexistent/kubeconfig") {
-		t.Errorf("a missing kubeconfig: exit %d\n%s", code, out)
+	// -o after the command is the global flag (the help's own example);
+	// the command line is accepted, so only the kubeconfig fails, exit 1.
+	for _, args := range [][]string{
+		{"check", "--cluster", "--kubeconfig", "/nonexistent/kubeconfig"},
+		{"check", "--cluster", "-o", "json", "--kubeconfig", "/nonexistent/kubeconfig"},
+	} {
+		out, code := runCheck(t, args...)
+		if code != 1 || !strings.Contains(out, "--kubeconfig /nonexistent/kubeconfig") {
+			t.Errorf("%q, a missing kubeconfig: exit %d\n%s", args, code, out)
+		}
 	}
 	// An API server that cannot be read fails the check; it never passes
 	// on empty lists.
@@ -110,7 +117,7 @@ func TestCheckClusterUsage(t *testing.T) {
 	if err := os.WriteFile(kc, []byte(config), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	out, code = runCheck(t, "--timeout", "20s", "check", "--cluster", "--kubeconfig", kc)
+	out, code := runCheck(t, "--timeout", "20s", "check", "--cluster", "--kubeconfig", kc)
 	if code != 1 || !strings.Contains(out, "ipamctl: list IPPools: ") || strings.Contains(out, "agree") {
 		t.Errorf("an unreachable API server: exit %d\n%s", code, out)
 	}

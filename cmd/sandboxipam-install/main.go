@@ -13,6 +13,8 @@
 //	sandboxipam-install install-binary --dst-dir /host/opt/cni/bin [--shared /sandboxipam/bin/portmap] /sandboxipam/bin/sandboxipam
 //	sandboxipam-install remove-conflist --path /host/etc/cni/net.d/10-sandboxipam.conflist
 //	sandboxipam-install write-conflist --path FILE.conflist < content
+//
+// --help, -h and help print the usage and succeed.
 package main
 
 import (
@@ -32,19 +34,61 @@ func main() {
 		fmt.Println(version.Line("sandboxipam-install"))
 		return
 	}
-	if err := run(os.Args[1:], os.Stdin); err != nil {
+	if err := run(os.Args[1:], os.Stdin, os.Stdout); err != nil {
 		fmt.Fprintln(os.Stderr, "sandboxipam-install:", err)
 		os.Exit(1)
 	}
 }
 
-const usage = "usage: sandboxipam-install install-binary --dst-dir DIR [--shared SRC]... SRC... | remove-conflist --path FILE | write-conflist --path FILE < CONTENT"
+const usage = `usage: sandboxipam-install COMMAND [flags]
 
-func run(args []string, stdin io.Reader) error {
+Commands:
+  install-binary --dst-dir DIR [--shared SRC]... SRC...
+      copy the CNI plugin (SRC) into DIR, the node's CNI binary directory
+      (default /host/opt/cni/bin); a --shared binary (portmap) is installed
+      the same way, but one there that sandboxipam did not install is kept
+  remove-conflist --path FILE
+      remove ipamd's conflist, so the node reports its network NotReady
+      (the ipamd container's preStop hook)
+  write-conflist --path FILE < CONTENT
+      write a conflist atomically from standard input
+  help
+      print this help (also -h, --help)
+
+Examples:
+  sandboxipam-install install-binary --dst-dir /host/opt/cni/bin --shared /sandboxipam/bin/portmap /sandboxipam/bin/sandboxipam
+  sandboxipam-install remove-conflist --path /host/etc/cni/net.d/10-sandboxipam.conflist
+  sandboxipam-install COMMAND -h   # the command's flags
+`
+
+// isHelp reports whether arg asks for the help, as an image's user types it.
+func isHelp(arg string) bool {
+	switch arg {
+	case "help", "-h", "-help", "--help":
+		return true
+	}
+	return false
+}
+
+// run runs one command; help goes to stdout. A command's -h prints its
+// flags (on standard error, as the flag package does) and succeeds.
+func run(args []string, stdin io.Reader, stdout io.Writer) error {
 	if len(args) == 0 {
-		return errors.New(usage)
+		return errors.New("no command given (try sandboxipam-install --help)")
+	}
+	if isHelp(args[0]) {
+		_, err := io.WriteString(stdout, usage)
+		return err
 	}
 	fs := flag.NewFlagSet(args[0], flag.ContinueOnError)
+	err := runCommand(fs, args, stdin)
+	if errors.Is(err, flag.ErrHelp) {
+		return nil
+	}
+	return err
+}
+
+func runCommand(fs *flag.FlagSet, args []string, stdin io.Reader) error {
 	switch args[0] {
 	case "install-binary":
 		return installBinaries(fs, args[1:])
@@ -65,7 +109,7 @@ func run(args []string, stdin io.Reader) error {
 		}
 		return cniinstall.WriteConfList(*path, content)
 	default:
-		return fmt.Errorf("unknown command %q; %s", args[0], usage)
+		return fmt.Errorf("unknown command %q (try sandboxipam-install --help)", args[0])
 	}
 }
 

@@ -1,6 +1,8 @@
 package main
 
 import (
+	"bytes"
+	"io"
 	"os"
 	"path/filepath"
 	"slices"
@@ -16,7 +18,7 @@ func TestInstallBinaryAndConfList(t *testing.T) {
 		t.Fatal(err)
 	}
 	binDir, confDir := t.TempDir(), t.TempDir()
-	if err := run([]string{"install-binary", "--dst-dir", binDir, src}, nil); err != nil {
+	if err := run([]string{"install-binary", "--dst-dir", binDir, src}, nil, io.Discard); err != nil {
 		t.Fatal(err)
 	}
 	if got, _ := os.ReadFile(filepath.Join(binDir, "sandboxipam")); string(got) != "plugin" {
@@ -24,17 +26,37 @@ func TestInstallBinaryAndConfList(t *testing.T) {
 	}
 	conf := filepath.Join(confDir, "10-sandboxipam.conflist")
 	content := `{"cniVersion": "1.0.0", "name": "sandboxipam", "plugins": [{"type": "sandboxipam"}]}`
-	if err := run([]string{"write-conflist", "--path", conf}, strings.NewReader(content)); err != nil {
+	if err := run([]string{"write-conflist", "--path", conf}, strings.NewReader(content), io.Discard); err != nil {
 		t.Fatal(err)
 	}
 	if got, _ := os.ReadFile(conf); string(got) != content {
 		t.Fatalf("wrote %q", got)
 	}
-	if err := run([]string{"remove-conflist", "--path", conf}, nil); err != nil {
+	if err := run([]string{"remove-conflist", "--path", conf}, nil, io.Discard); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := os.Stat(conf); !os.IsNotExist(err) {
 		t.Fatalf("conflist still there: %v", err)
+	}
+}
+
+// --help, -h and help print the usage and succeed, and so does a
+// command's -h; anything else unknown still fails.
+func TestHelp(t *testing.T) {
+	for _, arg := range []string{"--help", "-h", "help", "-help"} {
+		var out bytes.Buffer
+		if err := run([]string{arg}, nil, &out); err != nil || !strings.HasPrefix(out.String(), "usage: sandboxipam-install COMMAND [flags]\n") ||
+			!strings.Contains(out.String(), "remove-conflist --path FILE") {
+			t.Errorf("%s: %v\n%s", arg, err, out.String())
+		}
+	}
+	for _, args := range [][]string{{"install-binary", "-h"}, {"remove-conflist", "--help"}} {
+		if err := run(args, nil, io.Discard); err != nil {
+			t.Errorf("%q: %v", args, err)
+		}
+	}
+	if err := run([]string{"--bogus"}, nil, io.Discard); err == nil || !strings.Contains(err.Error(), `unknown command "--bogus" (try sandboxipam-install --help)`) {
+		t.Errorf("--bogus: %v", err)
 	}
 }
 
@@ -46,7 +68,7 @@ func TestUsageErrors(t *testing.T) {
 		{"remove-conflist"},
 		{"remove-conflist", "--path", "a.conflist", "extra"},
 	} {
-		if err := run(args, nil); err == nil {
+		if err := run(args, nil, io.Discard); err == nil {
 			t.Errorf("run(%q) succeeded", args)
 		}
 	}
@@ -65,7 +87,7 @@ func TestInstallBinaryWithSharedPortMap(t *testing.T) {
 		}
 	}
 	binDir := t.TempDir()
-	if err := run([]string{"install-binary", "--dst-dir", binDir, "--shared", portmap, plugin}, nil); err != nil {
+	if err := run([]string{"install-binary", "--dst-dir", binDir, "--shared", portmap, plugin}, nil, io.Discard); err != nil {
 		t.Fatal(err)
 	}
 	entries, err := os.ReadDir(binDir)

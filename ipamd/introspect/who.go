@@ -29,7 +29,11 @@ func (h *handlers) check(w http.ResponseWriter, r *http.Request) {
 // CheckView renders a check's outcome.
 func CheckView(o nodecheck.Outcome) schema.Check {
 	out := schema.Check{At: o.At, Assignments: o.Assignments, Sandboxes: o.Sandboxes, PodLinks: o.PodLinks, Settling: o.Settling,
-		Attempts: o.Attempts, Raced: o.Raced, Notes: o.Notes, Disagreements: make([]schema.Disagreement, 0, len(o.Disagreements))}
+		Attempts: o.Attempts, Raced: o.Raced, Notes: o.Notes, Disagreements: make([]schema.Disagreement, 0, len(o.Disagreements)),
+		NotCompared: make([]schema.NotCompared, 0, len(o.NotCompared))}
+	for _, nc := range o.NotCompared {
+		out.NotCompared = append(out.NotCompared, schema.NotCompared{Source: string(nc.Source), Reason: nc.Reason})
+	}
 	for _, d := range o.Disagreements {
 		out.Disagreements = append(out.Disagreements, schema.Disagreement{Kind: string(d.Kind), Address: d.Address, SandboxID: d.SandboxID, Link: d.Link, Words: d.Words})
 	}

@@ -105,8 +105,28 @@ type Report struct {
 	// are younger than the settle time.
 	Settling      int            `json:"settling"`
 	Disagreements []Disagreement `json:"disagreements"`
-	// Notes say what could not be compared, and why.
+	// NotCompared names each source that could not be read, and why: a
+	// check that could not look there must not pass (ipamctl check exits
+	// 3 on it when there is no disagreement).
+	NotCompared []NotCompared `json:"notCompared,omitempty"`
+	// Notes say what else the reader should know: a source there is
+	// nothing of to compare (the plugin as IPAM only), a raced check.
 	Notes []string `json:"notes,omitempty"`
+}
+
+// Source names one of the snapshots besides ipamd's own assignments.
+type Source string
+
+// Sources a check compares with ipamd's assignments.
+const (
+	SourceRuntime Source = "runtime" // the runtime's sandboxes
+	SourceKernel  Source = "kernel"  // the node's pod links and routes
+)
+
+// NotCompared is a source the check could not read.
+type NotCompared struct {
+	Source Source `json:"source"`
+	Reason string `json:"reason"`
 }
 
 // Compare finds the disagreements between the three snapshots, sorted by
@@ -115,7 +135,7 @@ type Report struct {
 // calls a disagreement is what they act on.
 func Compare(in Input) Report {
 	c := &comparison{in: in, rep: Report{Assignments: len(in.Assignments), Disagreements: []Disagreement{}}}
-	nv := join.Input{Assignments: datastore.NodeView(in.Assignments), VethPrefix: in.VethPrefix, Deleted: in.Deleted}
+	nv := join.Input{Assignments: datastore.JoinAssignments(in.Assignments), VethPrefix: in.VethPrefix, Deleted: in.Deleted}
 	runtimeRead := in.SandboxesErr == nil
 	nodeRead := in.NodeErr == nil && in.Node != nil
 	if runtimeRead {
@@ -130,12 +150,14 @@ func Compare(in Input) Report {
 		c.rep.Sandboxes = len(in.Sandboxes)
 		c.compareRuntime()
 	} else {
-		c.note("the runtime's side was not compared: %v", in.SandboxesErr)
+		c.notCompared(SourceRuntime, in.SandboxesErr)
 	}
 	switch {
 	case in.NodeErr != nil:
-		c.note("the kernel's side was not compared: %v", in.NodeErr)
+		c.notCompared(SourceKernel, in.NodeErr)
 	case in.Node == nil:
+		// Nothing of the kernel's is ipamd's to compare: a note, not a
+		// source the check failed to read.
 		c.note("the kernel's side was not compared: the plugin runs as IPAM only, so pods have no link of its own")
 	default:
 		c.rep.PodLinks = len(in.Node.Links)
@@ -157,6 +179,10 @@ type comparison struct {
 
 func (c *comparison) note(format string, args ...any) {
 	c.rep.Notes = append(c.rep.Notes, fmt.Sprintf(format, args...))
+}
+
+func (c *comparison) notCompared(src Source, why error) {
+	c.rep.NotCompared = append(c.rep.NotCompared, NotCompared{Source: src, Reason: why.Error()})
 }
 
 func (c *comparison) add(d Disagreement) { c.rep.Disagreements = append(c.rep.Disagreements, d) }

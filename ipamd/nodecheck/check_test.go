@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"net/netip"
+	"slices"
 	"testing"
 	"time"
 
@@ -168,8 +169,17 @@ func TestYoungOnesSettleAndUnreadSourcesAreNoted(t *testing.T) {
 	in.SandboxesErr, in.Node, in.NodeErr = errors.New("adapter down"), nil, errors.New("netlink: permission denied")
 	r = Compare(in)
 	expect(t, r)
-	if len(r.Notes) != 2 {
-		t.Fatalf("notes %q, want one per unread source", r.Notes)
+	want := []NotCompared{{SourceRuntime, "adapter down"}, {SourceKernel, "netlink: permission denied"}}
+	if !slices.Equal(r.NotCompared, want) || len(r.Notes) != 0 {
+		t.Fatalf("not compared %+v, notes %q; want %+v and no note", r.NotCompared, r.Notes, want)
+	}
+	// The plugin as IPAM only: nothing of the kernel's to compare, which
+	// is a note, not a source the check failed to read.
+	in = agreeing()
+	in.Node = nil
+	r = Compare(in)
+	if len(r.NotCompared) != 0 || len(r.Notes) != 1 {
+		t.Fatalf("IPAM only: not compared %+v, notes %q; want none and one note", r.NotCompared, r.Notes)
 	}
 }
 

@@ -101,20 +101,60 @@ func (c *Client) Reconcile(ctx context.Context, dryRun bool) (schema.Reconcile, 
 
 // Ready asks GET /readyz: whether ipamd can serve ADD, and when not, why.
 func (c *Client) Ready(ctx context.Context) (ready bool, why string, err error) {
+	status, body, err := c.readyz(ctx)
+	if err != nil {
+		return false, "", err
+	}
+	return status == http.StatusOK, body, nil
+}
+
+// Readiness is GET /readyz read as `ipamctl ready -o json` prints it.
+type Readiness struct {
+	Ready bool `json:"ready"`
+	// Reasons are the unmet conditions, one per "- " line of the answer;
+	// empty when ready.
+	Reasons []string `json:"reasons"`
+}
+
+// Readiness asks GET /readyz and reads its answer: 200 "ready", or 503
+// "not ready:" and one "- reason" line per unmet condition. Any other
+// answer is an *APIError: it says nothing about readiness.
+func (c *Client) Readiness(ctx context.Context) (Readiness, error) {
+	status, body, err := c.readyz(ctx)
+	if err != nil {
+		return Readiness{}, err
+	}
+	switch status {
+	case http.StatusOK:
+		return Readiness{Ready: true, Reasons: []string{}}, nil
+	case http.StatusServiceUnavailable:
+		out := Readiness{Reasons: []string{}}
+		for _, line := range strings.Split(body, "\n") {
+			if reason, ok := strings.CutPrefix(line, "- "); ok {
+				out.Reasons = append(out.Reasons, reason)
+			}
+		}
+		return out, nil
+	}
+	return Readiness{}, &APIError{Status: status, Message: body}
+}
+
+// readyz GETs /readyz and returns its status and trimmed body.
+func (c *Client) readyz(ctx context.Context) (int, string, error) {
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, c.base+schema.PathReadyz, nil)
 	if err != nil {
-		return false, "", fmt.Errorf("GET %s: %w", schema.PathReadyz, err)
+		return 0, "", fmt.Errorf("GET %s: %w", schema.PathReadyz, err)
 	}
 	resp, err := c.http.Do(req)
 	if err != nil {
-		return false, "", fmt.Errorf("reach ipamd: %w", err)
+		return 0, "", fmt.Errorf("reach ipamd: %w", err)
 	}
 	defer resp.Body.Close()
 	body, err := io.ReadAll(io.LimitReader(resp.Body, 64<<10))
 	if err != nil {
-		return false, "", fmt.Errorf("GET %s: read answer: %w", schema.PathReadyz, err)
+		return 0, "", fmt.Errorf("GET %s: read answer: %w", schema.PathReadyz, err)
 	}
-	return resp.StatusCode == http.StatusOK, strings.TrimSpace(string(body)), nil
+	return resp.StatusCode, strings.TrimSpace(string(body)), nil
 }
 
 // Release frees one attachment's address on the operator's word, which

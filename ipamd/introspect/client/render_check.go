@@ -10,16 +10,26 @@ import (
 	"github.com/sandboxipam/sandboxipam/ipamd/introspect/schema"
 )
 
-// RenderCheck prints each disagreement in words, then what was compared.
+// RenderCheck prints first what could not be compared (a check that
+// could not look must say so before anything that reads like a pass),
+// then each disagreement in words, then what was compared.
 func RenderCheck(w io.Writer, c schema.Check) error {
+	for _, nc := range c.NotCompared {
+		if _, err := fmt.Fprintf(w, "NOT COMPARED: %s: %s\n", sourceWords(nc.Source), nc.Reason); err != nil {
+			return err
+		}
+	}
 	for _, d := range c.Disagreements {
 		if _, err := fmt.Fprintf(w, "%-20s %s\n", d.Kind, d.Words); err != nil {
 			return err
 		}
 	}
 	verdict := "ipamd, the runtime and the kernel agree"
-	if n := len(c.Disagreements); n > 0 {
+	switch n := len(c.Disagreements); {
+	case n > 0:
 		verdict = fmt.Sprintf("%d disagreement(s)", n)
+	case len(c.NotCompared) > 0:
+		verdict = "INCOMPLETE, no disagreement in what was compared"
 	}
 	fmt.Fprintf(w, "%s: %d assignment(s), %d sandbox(es), %d pod link(s) compared", verdict, c.Assignments, c.Sandboxes, c.PodLinks)
 	if c.Settling > 0 {
@@ -33,6 +43,35 @@ func RenderCheck(w io.Writer, c schema.Check) error {
 		fmt.Fprintf(w, "note: %s\n", n)
 	}
 	return nil
+}
+
+// RenderReadiness prints /readyz's answer as ipamd words it: "ready", or
+// "not ready:" and a "- reason" line per unmet condition.
+func RenderReadiness(w io.Writer, r Readiness) error {
+	if r.Ready {
+		_, err := fmt.Fprintln(w, "ready")
+		return err
+	}
+	if _, err := fmt.Fprintln(w, "not ready:"); err != nil {
+		return err
+	}
+	for _, reason := range r.Reasons {
+		if _, err := fmt.Fprintf(w, "- %s\n", reason); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// sourceWords names a NotCompared source for a person.
+func sourceWords(source string) string {
+	switch source {
+	case schema.SourceRuntime:
+		return "the runtime's sandboxes"
+	case schema.SourceKernel:
+		return "the kernel's pod links and routes"
+	}
+	return source
 }
 
 // RenderWho prints the holders with their runtime state, then the history.

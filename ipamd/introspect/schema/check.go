@@ -33,7 +33,26 @@ type Check struct {
 	Attempts      int            `json:"attempts"`
 	Raced         bool           `json:"raced"`
 	Disagreements []Disagreement `json:"disagreements"`
-	Notes         []string       `json:"notes,omitempty"`
+	// NotCompared names each source the check could not read, and why:
+	// the check did not look there, so it must not pass (ipamctl check
+	// exits 3 when this is set and there is no disagreement). Empty when
+	// every source was compared.
+	NotCompared []NotCompared `json:"notCompared"`
+	Notes       []string      `json:"notes,omitempty"`
+}
+
+// Sources a check compares, as NotCompared.Source names them.
+const (
+	SourceRuntime = "runtime" // the runtime's sandboxes, through ipamd's adapter
+	SourceKernel  = "kernel"  // the node's pod links and routes
+)
+
+// NotCompared is one source a check could not read.
+type NotCompared struct {
+	// Source is SourceRuntime or SourceKernel: stable for scripts.
+	Source string `json:"source"`
+	// Reason says why, for a person.
+	Reason string `json:"reason"`
 }
 
 // RuntimeSandbox is what the runtime says about one sandbox.
