@@ -67,7 +67,7 @@ func TestConfigReferenceListsAWSVariables(t *testing.T) {
 	}
 	defaults := map[string]string{
 		"warmIPTarget": "0", "minimumIPTarget": "0", "warmENITarget": "1", "maxENIs": "0",
-		"enablePrefixDelegation": "false", "warmPrefixTarget": "0", "enableIPv6": "false",
+		"enablePrefixDelegation": "false", "warmPrefixTarget": "1", "enableIPv6": "false",
 		"poolCheckInterval": "1s", "shrinkInterval": "30s", "resyncInterval": "1m0s", "leakedENICleanupInterval": "30m0s",
 		"maxAttempts": "10", "maxBackoff": "20s", "region": `""`, "ec2Endpoint": `""`, "imdsEndpoint": `""`,
 	}

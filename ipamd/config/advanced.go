@@ -27,7 +27,8 @@ type Advanced struct {
 // with its defaults and validation.
 type AdapterTuning struct {
 	// StartTimeout bounds one adapter launch, handshake and first ping
-	// included. Default 10s (pluginconf.DefaultStartTimeout).
+	// included. Default 10s (pluginconf.DefaultStartTimeout). 0s is
+	// refused: every launch would time out at once.
 	StartTimeout time.Duration `yaml:"startTimeout" desc:"deadline of one adapter launch"`
 	// Supervision: relaunch backoff and health checks. Defaults 500ms,
 	// 30s and 5s (pluginconf.DefaultSupervision).
@@ -45,7 +46,7 @@ func defaultAdvanced() Advanced {
 // validate checks every knob; the aws tuning only matters, and is only
 // checked, with ipSource.type aws.
 func (a Advanced) validate(v *validator, source string) {
-	v.positive("advanced.adapter.startTimeout", a.Adapter.StartTimeout)
+	v.positive("advanced.adapter.startTimeout", a.Adapter.StartTimeout, "every adapter launch would time out at once")
 	v.nested("advanced.adapter.", a.Adapter.Supervision.Validate())
 	v.nested("advanced.reconcile.", a.Reconcile.Validate())
 	if source == SourceAWS {

@@ -41,16 +41,13 @@
 package config
 
 import (
-	"bytes"
 	"errors"
 	"fmt"
-	"io"
 	"os"
 	"path/filepath"
 	"time"
 
-	"go.yaml.in/yaml/v3"
-
+	"github.com/sandboxipam/sandboxipam/ipamd/aliveness/aliveconf"
 	"github.com/sandboxipam/sandboxipam/ipamd/ipsource/aws/awsconf"
 	"github.com/sandboxipam/sandboxipam/ipamd/ipsource/pool/poolconf"
 	"github.com/sandboxipam/sandboxipam/ipamd/reconcile/reconcileconf"
@@ -74,8 +71,11 @@ type Config struct {
 	// IfName is the pod interface name used when assignments are rebuilt
 	// from the runtime after a lost checkpoint. Default "eth0".
 	IfName string `yaml:"ifName" desc:"pod interface name assumed when rebuilding from the runtime"`
-	// Cooldown is how long a released address waits before reuse.
-	// Default 30s.
+	// Cooldown is how long a released address waits before reuse, so a
+	// late packet or a slow DEL of the old pod does not reach the new one.
+	// Default 30s. 0s is used as written: no cooldown, a released address
+	// may go to the next pod at once (for a small pool that cannot spare
+	// addresses); negative is refused.
 	Cooldown time.Duration `yaml:"cooldown" desc:"how long a released IP waits before reuse"`
 	// Reconcile configures the reconciler; package reconcileconf owns it.
 	Reconcile reconcileconf.Settings `yaml:"reconcile"`
@@ -87,6 +87,10 @@ type Config struct {
 	Introspection Listener `yaml:"introspection"`
 	// Metrics is the Prometheus endpoint.
 	Metrics Metrics `yaml:"metrics"`
+	// Alive is where ipamd answers the reclaimer's "is this node alive?"
+	// on the data plane (ipSource.type pool); package
+	// aliveness/aliveconf owns it.
+	Alive aliveconf.Config `yaml:"alive"`
 	// Log configures ipamd's structured log.
 	Log Log `yaml:"log"`
 	// PodLinks says how pods are wired on this host and where ipamd finds
@@ -164,9 +168,11 @@ type Runtime struct {
 
 // IPSource says where the pool's addresses come from.
 type IPSource struct {
-	// Type is static, podCIDR, pool or aws. Default "static". podCIDR
-	// (once "node") is named after what it serves: the Node object's
-	// spec.podCIDRs.
+	// Type is static, podCIDR, pool or aws. It has no default: a config
+	// that chooses none is refused, naming the choices. A default source
+	// (once static 198.18.0.0/24) started every node given an empty
+	// config on the same addresses. podCIDR (once "node") is named after
+	// what it serves: the Node object's spec.podCIDRs.
 	Type string `yaml:"type" desc:"static (CIDRs from config), podCIDR (the Node's spec.podCIDRs), pool (blocks claimed from an IPPool) or aws"`
 	// NodeName is this node's Kubernetes Node name: the podCIDR source reads
 	// that Node, static.nodes picks its entry, routes.nodes skips it. The
@@ -209,8 +215,9 @@ type Routes struct {
 
 // Static is the static source: fixed CIDRs.
 type Static struct {
-	// CIDRs are the pod address ranges. Default 198.18.0.0/24 (a
-	// benchmarking range that never routes off the node).
+	// CIDRs are the pod address ranges. Default none: with type static,
+	// cidrs or nodes must be given (198.18.0.0/15, a benchmarking range,
+	// is the tests' and examples' choice).
 	CIDRs []string `yaml:"cidrs" desc:"pod address ranges, IPv4 and/or IPv6 of any size (both families: each pod gets one address of each) (env: comma-separated)"`
 	// Reserved addresses are never handed out (gateways, the host).
 	// Default none.
@@ -287,13 +294,12 @@ func DefaultConfig() Config {
 		Reconcile: reconcileconf.DefaultSettings(),
 		Runtime:   Runtime{Adapter: AdapterAuto, AutoMTLS: true},
 		IPSource: IPSource{
-			Type:   SourceStatic,
-			Static: Static{CIDRs: []string{"198.18.0.0/24"}},
-			Pool:   poolconf.DefaultConfig(),
-			AWS:    awsconf.DefaultConfig(),
+			Pool: poolconf.DefaultConfig(),
+			AWS:  awsconf.DefaultConfig(),
 		},
 		Introspection: Listener{Address: "127.0.0.1:61679"},
 		Metrics:       Metrics{Address: "127.0.0.1:61678"},
+		Alive:         aliveconf.DefaultConfig(),
 		Log:           Log{Level: "info", Format: "text"},
 		PodLinks:      PodLinks{HostVethPrefix: "sbx", PodWiring: PodWiringAuto},
 		CNI:           CNI{PortMap: PortMapIPTables},
@@ -362,8 +368,8 @@ func Load(path string, environ []string) (Config, error) {
 		if err := checkRenamed(data); err != nil {
 			return Config{}, fmt.Errorf("config %s: %w", path, err)
 		}
-		if err := decodeYAML(data, &cfg); err != nil {
-			return Config{}, fmt.Errorf("config %s: %w", path, err)
+		if err := decodeYAML(path, data, &cfg); err != nil {
+			return Config{}, err
 		}
 	}
 	if err := ApplyEnv(&cfg, environ); err != nil {
@@ -373,18 +379,4 @@ func Load(path string, environ []string) (Config, error) {
 		return Config{}, err
 	}
 	return cfg, nil
-}
-
-// decodeYAML decodes strictly: an unknown key is an error naming it, so a
-// misspelt field is never silently left at its default.
-func decodeYAML(data []byte, cfg *Config) error {
-	dec := yaml.NewDecoder(bytes.NewReader(data))
-	dec.KnownFields(true)
-	if err := dec.Decode(cfg); err != nil {
-		if errors.Is(err, io.EOF) {
-			return nil // an empty file means defaults
-		}
-		return fmt.Errorf("%w: %v", ErrInvalid, err)
-	}
-	return nil
 }

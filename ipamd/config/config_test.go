@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/sandboxipam/sandboxipam/ipamd/aliveness/aliveconf"
 	"github.com/sandboxipam/sandboxipam/ipamd/ipsource/aws/awsconf"
 	"github.com/sandboxipam/sandboxipam/ipamd/ipsource/pool/poolconf"
 	"github.com/sandboxipam/sandboxipam/ipamd/reconcile/reconcileconf"
@@ -46,11 +47,12 @@ func TestLoadGoldenFullExample(t *testing.T) {
 				Lease: poolconf.LeaseConfig{Namespace: "sandboxipam", RenewInterval: 5 * time.Second, FenceAfter: 90 * time.Second}},
 			Static: Static{CIDRs: []string{"198.18.0.0/24", "198.19.0.0/28"}, Reserved: []string{"198.18.0.2"},
 				Gateways: []string{"198.18.0.1", ""}},
-			AWS: awsconf.Config{WarmIPTarget: 5, MinimumIPTarget: 10, WarmENITarget: 2, MaxENIs: 3,
+			AWS: awsconf.Config{WarmIPTarget: 5, MinimumIPTarget: 10, WarmENITarget: 2, WarmPrefixTarget: 1, MaxENIs: 3,
 				Region: "eu-west-1", EC2Endpoint: "http://127.0.0.1:8080", IMDSEndpoint: "http://127.0.0.1:8081"},
 		},
 		Introspection: Listener{Address: "127.0.0.1:7001", AdminSocket: "/run/test-admin/admin.sock"},
 		Metrics:       Metrics{Address: ""},
+		Alive:         aliveconf.Config{Hosts: []string{"10.0.0.7", "fd00::7"}, Port: 7002},
 		Log:           Log{Level: "debug", Format: "json"},
 		PodLinks:      PodLinks{HostVethPrefix: "pod", PodWiring: PodWiringPlugin},
 		CNI:           CNI{ConfListPath: "/etc/cni/net.d/10-podnet.conflist", PortMap: PortMapNFTables},
@@ -79,7 +81,8 @@ func TestExampleConfigIsDefaultAndValid(t *testing.T) {
 	if err != nil {
 		t.Fatalf("examples/ipamd.yaml: %v", err)
 	}
-	def := DefaultConfig()
+	// The example chooses the one thing without a default: the IP source.
+	def := staticConfig()
 	def.Runtime.Args = []string{}
 	def.IPSource.Static.Reserved = []string{}
 	def.IPSource.Static.Gateways = []string{}
@@ -88,10 +91,27 @@ func TestExampleConfigIsDefaultAndValid(t *testing.T) {
 	}
 }
 
-func TestDefaultConfigValidates(t *testing.T) {
+// staticConfig is DefaultConfig with the one choice it lacks made: the
+// static source on one node's range.
+func staticConfig() Config {
 	cfg := DefaultConfig()
-	if err := cfg.Validate(); err != nil {
-		t.Fatalf("DefaultConfig().Validate() = %v", err)
+	cfg.IPSource.Type = SourceStatic
+	cfg.IPSource.Static.CIDRs = []string{"198.18.0.0/24"}
+	return cfg
+}
+
+// Every default validates; the IP source is the one choice DefaultConfig
+// leaves to the operator, and Validate refuses it unmade, naming it.
+func TestDefaultConfigValidatesButTheIPSource(t *testing.T) {
+	cfg := DefaultConfig()
+	want := "invalid config: ipSource.type must be chosen (env IPAMD_IPSOURCE_TYPE): static (CIDRs from ipSource.static.cidrs, " +
+		"one node's, or per node from ipSource.static.nodes), podCIDR (the Node's spec.podCIDRs), pool (blocks claimed from an IPPool) " +
+		"or aws (ENI secondary IPs); there is no default, because nodes given the same config would hand out the same addresses"
+	if err := cfg.Validate(); err == nil || err.Error() != want || !errors.Is(err, ErrInvalid) {
+		t.Fatalf("DefaultConfig().Validate() = %v\nwant %s", err, want)
+	}
+	if err := staticConfig().Validate(); err != nil {
+		t.Fatalf("DefaultConfig() with a static source: Validate() = %v", err)
 	}
 	if cfg.CheckpointPath() != "/var/lib/sandboxipam/ipamd.checkpoint" {
 		t.Errorf("CheckpointPath = %q", cfg.CheckpointPath())
@@ -227,7 +247,7 @@ func TestValidateNamesFieldAndValue(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			cfg := DefaultConfig()
+			cfg := staticConfig()
 			tc.mutate(&cfg)
 			err := cfg.Validate()
 			if !errors.Is(err, ErrInvalid) {
@@ -264,7 +284,7 @@ func TestStaticNodes(t *testing.T) {
 	if err == nil || !strings.Contains(err.Error(), `ipSource.static.nodes has no entry for node "node-9"`) {
 		t.Errorf("Load for a node not in the map = %v", err)
 	}
-	cfg, err := Load("", []string{"NODE_NAME=b", "IPAMD_IPSOURCE_STATIC_NODES=a=198.18.1.0/24,b=198.18.2.0/24 fd00:2::/64"})
+	cfg, err := Load("", []string{"NODE_NAME=b", "IPAMD_IPSOURCE_TYPE=static", "IPAMD_IPSOURCE_STATIC_NODES=a=198.18.1.0/24,b=198.18.2.0/24 fd00:2::/64"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -418,7 +438,8 @@ func TestLoadNamesWhatReplacedARenamedField(t *testing.T) {
 	}
 	// The same keys in the new place load.
 	path := filepath.Join(t.TempDir(), "ipamd.yaml")
-	if err := os.WriteFile(path, []byte("advanced:\n  adapter:\n    minBackoff: 1s\n  reconcile:\n    linkGrace: 20s\n"), 0o600); err != nil {
+	if err := os.WriteFile(path, []byte("advanced:\n  adapter:\n    minBackoff: 1s\n  reconcile:\n    linkGrace: 20s\n"+
+		"ipSource:\n  type: static\n  static:\n    cidrs: [198.18.0.0/24]\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
 	if cfg, err := Load(path, nil); err != nil || cfg.Advanced.Adapter.MinBackoff != time.Second || cfg.Advanced.Reconcile.LinkGrace != 20*time.Second {
@@ -446,7 +467,7 @@ func TestOldEnvVariableNamesItsNewPlace(t *testing.T) {
 	if want := `ipSource.type "node" was renamed "podCIDR"`; !errors.Is(err, ErrInvalid) || !strings.Contains(err.Error(), want) {
 		t.Errorf("IPAMD_IPSOURCE_TYPE=node: %v; want ErrInvalid containing %q", err, want)
 	}
-	cfg, err := Load("", []string{"IPAMD_ADVANCED_ADAPTER_MINBACKOFF=1s", "IPAMD_ADVANCED_RECONCILE_LISTTIMEOUT=2s", "IPAMD_ADVANCED_RECONCILE_LINKGRACE=3s"})
+	cfg, err := Load("", []string{"IPAMD_IPSOURCE_TYPE=podCIDR", "NODE_NAME=n", "IPAMD_ADVANCED_ADAPTER_MINBACKOFF=1s", "IPAMD_ADVANCED_RECONCILE_LISTTIMEOUT=2s", "IPAMD_ADVANCED_RECONCILE_LINKGRACE=3s"})
 	if err != nil || cfg.Advanced.Adapter.MinBackoff != time.Second ||
 		cfg.Advanced.Reconcile != (reconcileconf.Tuning{ListTimeout: 2 * time.Second, LinkGrace: 3 * time.Second}) {
 		t.Fatalf("IPAMD_ADVANCED_*: %+v, %+v, %v", cfg.Advanced.Adapter, cfg.Advanced.Reconcile, err)
@@ -486,7 +507,7 @@ func TestConfigRoundTripsThroughYAML(t *testing.T) {
 		t.Fatal(err)
 	}
 	got := DefaultConfig()
-	if err := decodeYAML(data, &got); err != nil {
+	if err := decodeYAML("marshalled", data, &got); err != nil {
 		t.Fatalf("decode what Marshal wrote: %v\n%s", err, data)
 	}
 	// An empty map comes back empty, not nil: not a difference.

@@ -45,6 +45,7 @@ func (c Config) Validate() error {
 	v.hostPort("introspection.address", c.Introspection.Address, true)
 	c.validateAdminSocket(&v)
 	v.hostPort("metrics.address", c.Metrics.Address, false)
+	v.nested("alive.", c.Alive.Validate())
 	v.oneOf("log.level", c.Log.Level, "debug", "info", "warn", "error")
 	v.oneOf("log.format", c.Log.Format, "text", "json")
 	if n := len(c.PodLinks.HostVethPrefix); n == 0 || n > 7 {
@@ -98,6 +99,8 @@ func (r Runtime) validate(v *validator) {
 func (s IPSource) validate(v *validator) {
 	if hint := renamedValue("ipSource.type", s.Type); hint != "" {
 		v.addf("%s (the source of the Node's spec.podCIDRs)", hint)
+	} else if s.Type == "" {
+		v.addf("%s", errNoSource)
 	} else {
 		v.oneOf("ipSource.type", s.Type, SourceStatic, SourcePodCIDR, SourcePool, SourceAWS)
 	}
@@ -139,6 +142,14 @@ func (s IPSource) validate(v *validator) {
 		v.nested("ipSource.", s.AWS.Validate()) // its errors say aws.<field>
 	}
 }
+
+// errNoSource: there is no default IP source. A default static range
+// would start every node given the same (or an empty) config on the same
+// addresses.
+var errNoSource = fmt.Sprintf("ipSource.type must be chosen (env %s): %s (CIDRs from ipSource.static.cidrs, one node's, "+
+	"or per node from ipSource.static.nodes), %s (the Node's spec.podCIDRs), %s (blocks claimed from an IPPool) or %s (ENI secondary IPs); "+
+	"there is no default, because nodes given the same config would hand out the same addresses",
+	EnvName("ipSource.type"), SourceStatic, SourcePodCIDR, SourcePool, SourceAWS)
 
 // validateNodes checks static.nodes: every entry's CIDRs, no overlap
 // between two nodes' (the one thing a per-node map is for), and this
@@ -262,9 +273,10 @@ func (v *validator) absPath(field, value string, required bool) {
 	}
 }
 
-func (v *validator) positive(field string, d time.Duration) {
+// positive refuses a duration that is not above zero, saying why.
+func (v *validator) positive(field string, d time.Duration, why string) {
 	if d <= 0 {
-		v.addf("%s must be positive, got %s", field, d)
+		v.addf("%s must be positive, got %s: %s", field, d, why)
 	}
 }
 

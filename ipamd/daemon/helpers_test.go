@@ -65,6 +65,7 @@ func newNode(t testing.TB, cidr string) *node {
 	cfg.Advanced.Adapter.HealthInterval = 10 * time.Second
 	// A cold start of the plugin on a busy machine takes seconds.
 	cfg.Advanced.Adapter.StartTimeout = time.Minute
+	cfg.IPSource.Type = config.SourceStatic
 	cfg.IPSource.Static.CIDRs = []string{cidr}
 	cfg.Introspection.Address = "127.0.0.1:0"
 	cfg.Metrics.Address = ""

@@ -97,6 +97,11 @@ import (
 // that a late packet or a slow DEL of the old pod never reaches a new one.
 const DefaultCooldown = 30 * time.Second
 
+// NoCooldown, as Options.Cooldown, makes a released address reusable at
+// once. Options' zero value means DefaultCooldown, so a caller that means
+// "none" (ipamd's config with cooldown: 0s) says so with this.
+const NoCooldown time.Duration = -1
+
 // Errors callers branch on.
 var (
 	// ErrPoolExhausted: no address is free and past its cooldown. It and
@@ -108,7 +113,7 @@ var (
 	// ErrClosed: the store was closed.
 	ErrClosed = apierr.ErrClosed
 	// ErrPoolNotReady: the pool has no address yet because its source
-	// waits for something (the node source: the Node's podCIDRs); the
+	// waits for something (the podCIDR source: the Node's podCIDRs); the
 	// error names it. A condition that clears: try again later.
 	ErrPoolNotReady = apierr.ErrPoolNotReady
 	// ErrUnproven: there is no trusted checkpoint and the runtime has not yet
@@ -129,7 +134,8 @@ type Options struct {
 	// ".journal". Their directory is created 0700.
 	Path string
 	// Cooldown is how long a released address waits before reuse;
-	// zero means DefaultCooldown.
+	// zero means DefaultCooldown, and NoCooldown (any negative value)
+	// none.
 	Cooldown time.Duration
 	// Logger receives the store's log; nil discards it.
 	Logger *slog.Logger
@@ -202,7 +208,7 @@ type Store struct {
 	touched state.Touched
 	// ranges is the pool, sorted by first address.
 	ranges []*poolRange
-	// node is the node IP source's record (see retire.go); nil for
+	// node is the podCIDR source's record (see retire.go); nil for
 	// other sources.
 	node *NodeRecord
 	// poolWaiting, while the pool has no block, is what it waits for;
@@ -260,8 +266,11 @@ func newStore(opts Options) *Store {
 		now:              opts.Now,
 		onEvent:          opts.OnEvent,
 	}
-	if s.cooldown <= 0 {
+	switch {
+	case s.cooldown == 0:
 		s.cooldown = DefaultCooldown
+	case s.cooldown < 0:
+		s.cooldown = 0
 	}
 	if s.log == nil {
 		s.log = slog.New(slog.DiscardHandler)
@@ -281,6 +290,10 @@ func (s *Store) unlock() {
 		s.lock = nil
 	}
 }
+
+// Cooldown is how long a released address waits before reuse: the
+// cooldown in force, after Options' zero and NoCooldown were resolved.
+func (s *Store) Cooldown() time.Duration { return s.cooldown }
 
 // Recovery reports how Open found the checkpoint; Unproven is current.
 func (s *Store) Recovery() Recovery {

@@ -43,6 +43,8 @@ type fixture struct {
 	cidrs []string
 	// proveWhenMissing opens as ipamd does: no checkpoint is unproven.
 	proveWhenMissing bool
+	// cooldown is Options.Cooldown; zero is the default.
+	cooldown time.Duration
 }
 
 func newFixture(t *testing.T, cidrs ...string) *fixture {
@@ -53,7 +55,8 @@ func newFixture(t *testing.T, cidrs ...string) *fixture {
 // open opens the store and adds the static pool, as ipamd does at start.
 func (f *fixture) open() *datastore.Store {
 	f.t.Helper()
-	s, err := datastore.Open(context.Background(), datastore.Options{Path: f.path, Now: f.clock.Now, Logger: testLogger(f.t), ProveWhenMissing: f.proveWhenMissing})
+	s, err := datastore.Open(context.Background(), datastore.Options{Path: f.path, Now: f.clock.Now, Logger: testLogger(f.t), ProveWhenMissing: f.proveWhenMissing,
+		Cooldown: f.cooldown})
 	if err != nil {
 		f.t.Fatalf("Open: %v", err)
 	}

@@ -134,6 +134,28 @@ func TestReleasedAddressCoolsDownBeforeReuse(t *testing.T) {
 	mustAssign(t, s, key("c"), pod("c"), "198.18.0.1")
 }
 
+// Options' zero cooldown is the default; NoCooldown, which ipamd passes
+// for an operator's cooldown: 0s, is none: the released address is the
+// next one handed out, at the same instant.
+func TestCooldownZeroIsDefaultNoCooldownIsNone(t *testing.T) {
+	if s := newFixture(t, "198.18.0.0/30").open(); s.Cooldown() != datastore.DefaultCooldown {
+		t.Fatalf("Options{} cooldown = %s, want DefaultCooldown %s", s.Cooldown(), datastore.DefaultCooldown)
+	}
+	f := newFixture(t, "198.18.0.0/30") // .1 and .2
+	f.cooldown = datastore.NoCooldown
+	s := f.open()
+	if s.Cooldown() != 0 {
+		t.Fatalf("NoCooldown: Cooldown() = %s, want 0s", s.Cooldown())
+	}
+	mustAssign(t, s, key("a"), pod("a"), "198.18.0.1")
+	mustAssign(t, s, key("b"), pod("b"), "198.18.0.2")
+	mustRelease(t, s, key("a"), "198.18.0.1")
+	if got := s.Stats(); got != (datastore.Stats{Total: 2, Assigned: 1, Free: 1}) {
+		t.Fatalf("Stats right after the release = %+v, want the address free, not cooling", got)
+	}
+	mustAssign(t, s, key("c"), pod("c"), "198.18.0.1")
+}
+
 func TestUsageCountsPerGroup(t *testing.T) {
 	f := newFixture(t, "198.18.0.0/29")
 	s := f.open()

@@ -10,7 +10,9 @@ type targets struct{ awsconf.Config }
 // prefixSize is how many addresses one delegated IPv4 prefix (/28) holds.
 const prefixSize = 16
 
-// warmPrefixes is WarmPrefixTarget, 1 when unset, as in the VPC CNI.
+// warmPrefixes is WarmPrefixTarget, 1 when 0, as in the VPC CNI, for
+// callers that build a Config without awsconf.DefaultConfig: ipamd's
+// config refuses a written 0 where it would decide (awsconf.Config.Validate).
 func (c targets) warmPrefixes() int {
 	if c.WarmPrefixTarget > 0 {
 		return c.WarmPrefixTarget

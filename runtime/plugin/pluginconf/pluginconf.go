@@ -32,13 +32,16 @@ const (
 type Supervision struct {
 	// MinBackoff is the wait before the first relaunch; it doubles with
 	// every failed launch or early crash, up to MaxBackoff, and resets
-	// once a relaunched plugin passes a health check. Default 500ms.
+	// once a relaunched plugin passes a health check. Default 500ms. A
+	// host's Validate refuses 0s (a crashing plugin would be relaunched
+	// in a tight loop); WithDefaults, for callers without a config, fills
+	// it.
 	MinBackoff time.Duration `yaml:"minBackoff" desc:"first wait before relaunching a dead adapter"`
 	// MaxBackoff caps the wait between relaunches. Default 30s.
 	MaxBackoff time.Duration `yaml:"maxBackoff" desc:"longest wait between adapter relaunches"`
 	// HealthInterval is how often the plugin is pinged, and how long a
 	// ping may take. A plugin process that exits is noticed at once.
-	// Default 5s.
+	// Default 5s; 0s is refused (the ping would have no time).
 	HealthInterval time.Duration `yaml:"healthInterval" desc:"how often the adapter's health is checked"`
 }
 
@@ -52,13 +55,13 @@ func DefaultSupervision() Supervision {
 func (s Supervision) Validate() error {
 	var errs []error
 	if s.MinBackoff <= 0 {
-		errs = append(errs, fmt.Errorf("minBackoff must be positive, got %s", s.MinBackoff))
+		errs = append(errs, fmt.Errorf("minBackoff must be positive, got %s: a crashing adapter would be relaunched in a tight loop", s.MinBackoff))
 	}
 	if s.MaxBackoff < s.MinBackoff {
 		errs = append(errs, fmt.Errorf("maxBackoff must be at least minBackoff (%s), got %s", s.MinBackoff, s.MaxBackoff))
 	}
 	if s.HealthInterval <= 0 {
-		errs = append(errs, fmt.Errorf("healthInterval must be positive, got %s", s.HealthInterval))
+		errs = append(errs, fmt.Errorf("healthInterval must be positive, got %s: it is also the ping's deadline, so every check would fail", s.HealthInterval))
 	}
 	return errors.Join(errs...)
 }

@@ -18,7 +18,7 @@ func TestDefaultConfigIsValid(t *testing.T) {
 	if err := cfg.Validate(); err != nil {
 		t.Fatalf("DefaultConfig().Validate() = %v", err)
 	}
-	if want := (Config{WarmENITarget: 1}); cfg != want {
+	if want := (Config{WarmENITarget: 1, WarmPrefixTarget: 1}); cfg != want {
 		t.Fatalf("DefaultConfig() = %+v, want %+v", cfg, want)
 	}
 	tun := DefaultTuning()
@@ -41,6 +41,8 @@ func TestValidateNamesTheField(t *testing.T) {
 		{func(c *both) { c.MinimumIPTarget = -2 }, "aws.minimumIPTarget must be >= 0, got -2"},
 		{func(c *both) { c.WarmENITarget = -1 }, "aws.warmENITarget must be >= 0, got -1"},
 		{func(c *both) { c.MaxENIs = -1 }, "aws.maxENIs must be >= 0, got -1"},
+		{func(c *both) { c.EnablePrefixDelegation, c.WarmPrefixTarget = true, 0 },
+			"aws.warmPrefixTarget must be > 0 with aws.enablePrefixDelegation and no IP target, got 0: the pool would keep no free prefix and never grow"},
 		{func(c *both) { c.WarmENITarget = 0 }, "aws.warmIPTarget, aws.minimumIPTarget or aws.warmENITarget must be > 0, got all 0"},
 		{func(c *both) { c.PoolCheckInterval = 0 }, "aws.poolCheckInterval must be > 0, got 0s"},
 		{func(c *both) { c.ResyncInterval = -time.Second }, "aws.resyncInterval must be > 0, got -1s"},
