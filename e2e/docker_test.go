@@ -75,7 +75,7 @@ func TestSeedScenarioDocker(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer func() { _ = ipamd.Kill() }()
+	defer func() { _ = ipamd.Close() }()
 	// ipamd's own log says what went wrong inside it; the test's output
 	// is where a failure gets read.
 	t.Cleanup(func() {

@@ -31,17 +31,12 @@ func requireNode(t *testing.T) string {
 	}
 	testenv.Require(t)
 	binaries.once.Do(func() {
-		root, err := scenario.ModuleRoot()
-		if err != nil {
-			binaries.err = err
-			return
-		}
 		// Kept across runs, so a warm run links nothing (testsupport.LinkDir).
 		binaries.dir, binaries.err = testsupport.LinkDir("e2e-node")
 		if binaries.err == nil {
 			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
 			defer cancel()
-			binaries.err = scenario.BuildBinaries(ctx, root, binaries.dir)
+			binaries.err = scenario.BuildBinaries(ctx, binaries.dir)
 		}
 	})
 	if binaries.err != nil {

@@ -1,16 +1,14 @@
 package e2e_test
 
 import (
+	"context"
+	"fmt"
 	"net/http"
-	"os"
-	"os/exec"
 	"path/filepath"
-	"syscall"
 	"testing"
 	"time"
 
-	"go.yaml.in/yaml/v3"
-
+	"github.com/sandboxipam/sandboxipam/internal/ipamdproc"
 	"github.com/sandboxipam/sandboxipam/internal/testsupport"
 )
 
@@ -22,49 +20,38 @@ func startIPAMDProcess(tb testing.TB, parent, cidr string, cooldown time.Duratio
 	tb.Helper()
 	cfg := ipamdConfig(tb, parent, cooldown, cidr)
 	port := testsupport.ReservePort(tb)
-	port.Release()
 	cfg.Introspection.Address = port.Addr
-	data, err := yaml.Marshal(cfg)
-	if err != nil {
-		tb.Fatal(err)
-	}
 	dir := filepath.Dir(cfg.StateDir)
 	cfgPath := filepath.Join(dir, "ipamd.yaml")
-	if err := os.WriteFile(cfgPath, data, 0o600); err != nil {
+	if err := ipamdproc.WriteConfig(cfgPath, cfg); err != nil {
 		tb.Fatal(err)
 	}
-	logFile, err := os.Create(filepath.Join(dir, "ipamd.log"))
+	proc, err := ipamdproc.Start(testsupport.Binary(tb, "./cmd/ipamd"), cfgPath, filepath.Join(dir, "ipamd.log"), port)
 	if err != nil {
 		tb.Fatal(err)
 	}
-	cmd := exec.Command(testsupport.Binary(tb, "./cmd/ipamd"), "--config", cfgPath)
-	cmd.Stdout, cmd.Stderr = logFile, logFile
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	if err := cmd.Start(); err != nil {
-		tb.Fatalf("start ipamd: %v", err)
-	}
-	exited := make(chan error, 1)
-	go func() { exited <- cmd.Wait(); logFile.Close() }()
-	tb.Cleanup(func() {
-		syscall.Kill(-cmd.Process.Pid, syscall.SIGTERM)
-		<-exited
-	})
-	// A hung listener must not outlast Wait's deadline.
+	tb.Cleanup(func() { _ = proc.Stop() })
+	// A hung listener must not outlast the wait's deadline.
 	client := &http.Client{Timeout: 10 * time.Second}
-	testsupport.Wait(tb, "ipamd to be ready", func() (bool, string) {
-		select {
-		case err := <-exited:
-			exited <- err
-			log, _ := os.ReadFile(logFile.Name())
-			tb.Fatalf("ipamd exited: %v\n%s", err, log)
-		default:
-		}
-		resp, err := client.Get("http://" + port.Addr + "/readyz")
+	ctx, cancel := context.WithTimeout(context.Background(), testsupport.WaitDeadline)
+	defer cancel()
+	err = proc.WaitReady(ctx, "ipamd to be ready", func(ctx context.Context) error {
+		req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+port.Addr+"/readyz", nil)
 		if err != nil {
-			return false, err.Error()
+			return err
+		}
+		resp, err := client.Do(req)
+		if err != nil {
+			return err
 		}
 		resp.Body.Close()
-		return resp.StatusCode == http.StatusOK, resp.Status
+		if resp.StatusCode != http.StatusOK {
+			return fmt.Errorf("/readyz: %s", resp.Status)
+		}
+		return nil
 	})
+	if err != nil {
+		tb.Fatal(err)
+	}
 	return cfg.Socket
 }

@@ -42,13 +42,12 @@ var binaries struct {
 	err  error
 }
 
-// packagesToBuild are the mains the tests run, relative to the module root.
+// packagesToBuild are the mains the tests run, relative to the module
+// root: every shipped adapter (each named after its folder, as make build
+// names it), the example and the broken adapters.
 var packagesToBuild = []string{
 	"./cmd/conformance",
-	"./cmd/adapters/docker",
-	"./cmd/adapters/dockershim",
-	"./cmd/adapters/crio",
-	"./cmd/adapters/containerd",
+	"./cmd/adapters/...",
 	"./examples/adapter-docker-minimal",
 	"./conformance/testdata/seedbug",
 	"./conformance/testdata/shortid",

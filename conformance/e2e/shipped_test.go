@@ -4,6 +4,8 @@ import (
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/sandboxipam/sandboxipam/ipamd/config"
 )
 
 // Scale check sizes. The scale pods join the dozen or so that a run's
@@ -100,25 +102,22 @@ func expectShippedOutcome(t *testing.T, run cliRun) {
 	expectOutcome(t, run, 0, nil, nil, []string{"runtime-restart"})
 }
 
-// shippedAdapters are the shipped adapters' configurations the whole runs
-// check, by the names TestRuntimeRestart's cases use.
-var shippedAdapters = []string{"docker", "containerd-cri", "containerd-native", "dockershim", "crio"}
-
 // TestEveryShippedAdapterMeetsEveryCheck makes sure the one check the
-// whole runs leave out, runtime-restart, is run against every shipped
-// adapter by TestRuntimeRestart and TestRealRuntimeRestart.
+// whole runs leave out, runtime-restart, is run against every adapter of
+// ipamd's adapter table by TestRuntimeRestart and TestRealRuntimeRestart:
+// a new row without a runtime-restart case fails here.
 func TestEveryShippedAdapterMeetsEveryCheck(t *testing.T) {
 	t.Parallel()
-	var names []string
+	cases := map[string][]string{}
 	for _, tc := range slices.Concat(dockerRestartCases("unix:///d.sock"), containerdRestartCases("unix:///c.sock"),
 		crioRestartCases("unix:///o.sock"), criDockerdRestartCases("unix:///s.sock")) {
 		if tc.failure == "" {
-			names = append(names, tc.name)
+			cases[tc.adapter] = append(cases[tc.adapter], tc.name)
 		}
 	}
-	for _, name := range shippedAdapters {
-		if !slices.Contains(names, name) {
-			t.Errorf("no runtime-restart case for shipped adapter %s (cases %v)", name, names)
+	for _, a := range config.Adapters() {
+		if len(cases[a.Binary]) == 0 {
+			t.Errorf("no runtime-restart case for shipped adapter %s (cases by adapter %v)", a.Name, cases)
 		}
 	}
 }

@@ -93,17 +93,8 @@ func TestBuildConfigAndLayer(t *testing.T) {
 	if !cf.Created.Time.Equal(Epoch) || cf.OS != "linux" || cf.Config.Labels["a"] != "b" {
 		t.Errorf("config created %v os %q labels %v", cf.Created, cf.OS, cf.Config.Labels)
 	}
-	layers, err := img.Layers()
-	if err != nil || len(layers) != 1 {
-		t.Fatalf("layers %d, %v", len(layers), err)
-	}
-	rc, err := layers[0].Uncompressed()
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer rc.Close()
 	var got []string
-	tr := tar.NewReader(rc)
+	tr := tar.NewReader(bytes.NewReader(onlyLayer(t, img)))
 	for {
 		h, err := tr.Next()
 		if err == io.EOF {
@@ -161,6 +152,25 @@ func TestArchivesRejectBadReference(t *testing.T) {
 			t.Errorf("docker %q: err = %v", ref, err)
 		}
 	}
+}
+
+// onlyLayer returns the uncompressed tar of img's one layer.
+func onlyLayer(t *testing.T, img v1.Image) []byte {
+	t.Helper()
+	layers, err := img.Layers()
+	if err != nil || len(layers) != 1 {
+		t.Fatalf("layers %d, %v", len(layers), err)
+	}
+	rc, err := layers[0].Uncompressed()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rc.Close()
+	raw, err := io.ReadAll(rc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return raw
 }
 
 // readTar returns the archive's regular files by name.

@@ -11,6 +11,8 @@ import (
 	"strings"
 
 	v1 "github.com/google/go-containerregistry/pkg/v1"
+
+	"github.com/sandboxipam/sandboxipam/ipamd/config"
 )
 
 // DefaultRef is the sandboxipam image's reference. The "localhost/" domain
@@ -33,10 +35,11 @@ type binary struct {
 }
 
 // projectBinaries lists the image's commands. ipamd finds its adapters in
-// the "adapters" directory beside itself; the CNI plugin is kept apart
-// because sandboxipam-install copies it to the node, not runs it.
+// the "adapters" directory beside itself, one for each row of ipamd's
+// adapter table; the CNI plugin is kept apart because
+// sandboxipam-install copies it to the node, not runs it.
 func projectBinaries() []binary {
-	return []binary{
+	bins := []binary{
 		{pkg: "./cmd/ipamd", path: "/usr/bin/ipamd"},
 		{pkg: "./cmd/ipamctl", path: "/usr/bin/ipamctl"},
 		{pkg: "./cmd/sandboxipam-install", path: "/usr/bin/sandboxipam-install"},
@@ -46,12 +49,16 @@ func projectBinaries() []binary {
 		// (cni.portMap), for hostPorts; installed beside it.
 		{pkg: "github.com/containernetworking/plugins/plugins/meta/portmap", path: PortMapPath,
 			module: "tools/cni-plugins", versionVar: "github.com/containernetworking/plugins/pkg/utils/buildversion.BuildVersion"},
-		{pkg: "./cmd/adapters/containerd", path: "/usr/bin/adapters/containerd"},
-		{pkg: "./cmd/adapters/crio", path: "/usr/bin/adapters/crio"},
-		{pkg: "./cmd/adapters/docker", path: "/usr/bin/adapters/docker"},
-		{pkg: "./cmd/adapters/dockershim", path: "/usr/bin/adapters/dockershim"},
 	}
+	for _, a := range config.Adapters() {
+		bins = append(bins, binary{pkg: "./" + a.Cmd, path: AdapterDir + "/" + a.Binary})
+	}
+	return bins
 }
+
+// AdapterDir is the directory of the adapters' binaries inside the image:
+// "adapters" beside /usr/bin/ipamd, where ipamd looks by default.
+const AdapterDir = "/usr/bin/adapters"
 
 // CNIPluginPath is the CNI plugin inside the image, the source the init
 // container installs into the node's CNI binary directory.

@@ -2,39 +2,23 @@ package scenario
 
 import (
 	"context"
-	"fmt"
-	"os"
-	"os/exec"
 	"path/filepath"
 
 	"github.com/sandboxipam/sandboxipam/internal/testsupport"
+	"github.com/sandboxipam/sandboxipam/ipamd/config"
 )
 
 // BuildBinaries builds what a node runs into dir, laid out as `make build`
-// lays out bin/: ipamd, ipamctl, sandboxipam (the CNI plugin) and
-// adapters/<name>. moduleRoot is the repository's root.
-func BuildBinaries(ctx context.Context, moduleRoot, dir string) error {
-	builds := []struct {
-		static bool
-		args   []string
-	}{
-		{false, []string{"-o", dir + "/", "./cmd/ipamd", "./cmd/ipamctl"}},
-		{true, []string{"-o", dir + "/", "./cmd/sandboxipam"}},
-		{false, []string{"-o", filepath.Join(dir, "adapters") + "/", "./cmd/adapters/containerd", "./cmd/adapters/docker", "./cmd/adapters/crio", "./cmd/adapters/dockershim"}},
+// lays out bin/: ipamd, ipamctl, sandboxipam (the CNI plugin, static) and
+// adapters/<binary> for every row of ipamd's adapter table.
+func BuildBinaries(ctx context.Context, dir string) error {
+	if err := testsupport.Build(ctx, dir, false, "./cmd/ipamd", "./cmd/ipamctl"); err != nil {
+		return err
 	}
-	for _, b := range builds {
-		// The same flags as make build, so the build cache is shared.
-		args := append(append([]string{"build"}, testsupport.BuildFlags()...), b.args...)
-		cmd := exec.CommandContext(ctx, "go", args...)
-		cmd.Dir = moduleRoot
-		if b.static {
-			cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
-		}
-		if out, err := cmd.CombinedOutput(); err != nil {
-			return fmt.Errorf("go %v: %w\n%s", args, err, out)
-		}
+	if err := testsupport.Build(ctx, dir, true, "./cmd/sandboxipam"); err != nil {
+		return err
 	}
-	return nil
+	return testsupport.Build(ctx, filepath.Join(dir, "adapters"), false, config.AdapterCmds()...)
 }
 
 // ModuleRoot finds the repository root by walking up from the working

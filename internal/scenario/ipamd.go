@@ -4,15 +4,14 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
-	"strconv"
-	"syscall"
 	"time"
 
+	"github.com/sandboxipam/sandboxipam/internal/ipamdproc"
 	"github.com/sandboxipam/sandboxipam/internal/testsupport"
+	"github.com/sandboxipam/sandboxipam/ipamd/config"
 	"github.com/sandboxipam/sandboxipam/ipamd/introspect/client"
 )
 
@@ -26,8 +25,10 @@ type IPAMD struct {
 	Addr       string // introspection host:port
 	LogPath    string
 
-	cmd    *exec.Cmd
-	exited chan struct{}
+	// port is Addr, held by this process whenever ipamd is not running,
+	// so a restart finds it free.
+	port *testsupport.Port
+	proc *ipamdproc.Process
 }
 
 // IPAMDConfig is what the scenario varies in ipamd's config.
@@ -41,9 +42,10 @@ type IPAMDConfig struct {
 	Cooldown time.Duration
 }
 
-// NewIPAMD writes ipamd's config under cfg.Dir. Start launches it.
+// NewIPAMD writes ipamd's config under cfg.Dir and reserves its
+// introspection port. Start launches it; Close lets the port go.
 func NewIPAMD(cfg IPAMDConfig) (*IPAMD, error) {
-	addr, err := freeLoopbackAddr()
+	port, err := testsupport.ListenPort()
 	if err != nil {
 		return nil, err
 	}
@@ -52,53 +54,42 @@ func NewIPAMD(cfg IPAMDConfig) (*IPAMD, error) {
 		Ctl:        filepath.Join(cfg.BinDir, "ipamctl"),
 		ConfigPath: filepath.Join(cfg.Dir, "ipamd.yaml"),
 		Socket:     IPAMDSocket(cfg.Dir),
-		Addr:       addr,
+		Addr:       port.Addr,
 		LogPath:    filepath.Join(cfg.Dir, "ipamd.log"),
+		port:       port,
 	}
+	if err := ipamdproc.WriteConfig(d.ConfigPath, d.config(cfg)); err != nil {
+		port.Release()
+		return nil, err
+	}
+	return d, nil
+}
+
+// config is ipamd's config for cfg.
+func (d *IPAMD) config(cfg IPAMDConfig) config.Config {
+	c := config.DefaultConfig()
+	c.Socket = d.Socket
+	c.StateDir = filepath.Join(cfg.Dir, "state")
+	c.Network = "sandboxipam"
+	c.Cooldown = cfg.Cooldown
 	// healthInterval is also the health ping's timeout: a short one on a
 	// busy machine declares a healthy adapter dead and relaunches it over
 	// and over. A dead adapter is noticed by its exit, not by the ping.
-	interval := cfg.Grace / 3
-	if interval < 200*time.Millisecond {
-		interval = 200 * time.Millisecond
-	}
-	yaml := fmt.Sprintf(`socket: %s
-stateDir: %s
-network: sandboxipam
-cooldown: %s
-reconcile:
-  interval: %s
-  grace: %s
-runtime:
-  adapter: %s
-  endpoint: %s
-  pluginDir: %s
-ipSource:
-  type: static
-  static:
-    cidrs: [%s]
-introspection:
-  address: %s
-metrics:
-  address: ""
-log:
-  level: debug
-advanced:
-  adapter:
-    minBackoff: 100ms
-    maxBackoff: 1s
-    healthInterval: 10s
-  reconcile:
-    listTimeout: 5s
-`, d.Socket, filepath.Join(cfg.Dir, "state"), cfg.Cooldown, interval, cfg.Grace,
-		cfg.Adapter, cfg.Endpoint, filepath.Join(cfg.BinDir, "adapters"), cfg.CIDR, addr)
-	if err := os.MkdirAll(cfg.Dir, 0o700); err != nil {
-		return nil, err
-	}
-	if err := os.WriteFile(d.ConfigPath, []byte(yaml), 0o600); err != nil {
-		return nil, fmt.Errorf("write ipamd config: %w", err)
-	}
-	return d, nil
+	c.Reconcile.Interval = max(cfg.Grace/3, 200*time.Millisecond)
+	c.Reconcile.Grace = cfg.Grace
+	c.Runtime.Adapter = cfg.Adapter
+	c.Runtime.Endpoint = cfg.Endpoint
+	c.Runtime.PluginDir = filepath.Join(cfg.BinDir, "adapters")
+	c.IPSource.Type = config.SourceStatic
+	c.IPSource.Static.CIDRs = []string{cfg.CIDR}
+	c.Introspection.Address = d.Addr
+	c.Metrics.Address = ""
+	c.Log.Level = "debug"
+	c.Advanced.Adapter.MinBackoff = 100 * time.Millisecond
+	c.Advanced.Adapter.MaxBackoff = time.Second
+	c.Advanced.Adapter.HealthInterval = 10 * time.Second
+	c.Advanced.Reconcile.ListTimeout = 5 * time.Second
+	return c
 }
 
 // Client talks to ipamd's introspection API.
@@ -107,21 +98,11 @@ func (d *IPAMD) Client() *client.Client { return client.New(d.Addr, nil) }
 // Start launches ipamd and waits until it serves its socket, its adapter
 // is healthy and a first reconcile pass has run.
 func (d *IPAMD) Start(ctx context.Context) error {
-	logFile, err := os.OpenFile(d.LogPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600)
+	proc, err := ipamdproc.Start(d.Binary, d.ConfigPath, d.LogPath, d.port)
 	if err != nil {
 		return err
 	}
-	defer logFile.Close()
-	cmd := exec.Command(d.Binary, "--config", d.ConfigPath)
-	cmd.Stdout, cmd.Stderr = logFile, logFile
-	// Its own process group, so a SIGKILL of the test's process tree
-	// does not depend on ours; Kill ends the adapter plugin too.
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	if err := cmd.Start(); err != nil {
-		return fmt.Errorf("start ipamd: %w", err)
-	}
-	d.cmd, d.exited = cmd, make(chan struct{})
-	go func() { _ = cmd.Wait(); close(d.exited) }()
+	d.proc = proc
 	if err := d.waitReady(ctx); err != nil {
 		_ = d.Kill()
 		return fmt.Errorf("ipamd did not become ready (log %s): %w", d.LogPath, err)
@@ -133,12 +114,7 @@ func (d *IPAMD) waitReady(ctx context.Context) error {
 	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()
 	c := d.Client()
-	return testsupport.Poll(ctx, "ipamd ready", func(ctx context.Context) error {
-		select {
-		case <-d.exited:
-			return fmt.Errorf("%w: ipamd exited: %s", testsupport.ErrGiveUp, d.cmd.ProcessState)
-		default:
-		}
+	return d.proc.WaitReady(ctx, "ipamd ready", func(ctx context.Context) error {
 		a, err := c.Adapter(ctx)
 		switch {
 		case err != nil:
@@ -155,36 +131,33 @@ func (d *IPAMD) waitReady(ctx context.Context) error {
 
 // Kill ends ipamd with SIGKILL, as a crash or an OOM kill would, and its
 // adapter plugin with it (go-plugin's child would otherwise notice the
-// closed connection on its own). Nothing is flushed.
+// closed connection on its own). Nothing is flushed. The introspection
+// port stays reserved for the next Start.
 func (d *IPAMD) Kill() error {
-	if d.cmd == nil {
+	if d.proc == nil {
 		return nil
 	}
-	_ = syscall.Kill(-d.cmd.Process.Pid, syscall.SIGKILL)
-	<-d.exited
-	d.cmd = nil
-	return nil
+	err := d.proc.Kill()
+	d.proc = nil
+	return err
+}
+
+// Close kills ipamd, if running, and lets its introspection port go.
+func (d *IPAMD) Close() error {
+	err := d.Kill()
+	d.port.Release()
+	return err
 }
 
 // Running reports whether the process is alive.
-func (d *IPAMD) Running() bool {
-	if d.cmd == nil {
-		return false
-	}
-	select {
-	case <-d.exited:
-		return false
-	default:
-		return true
-	}
-}
+func (d *IPAMD) Running() bool { return d.proc != nil && !d.proc.Exited() }
 
 // PID is the running ipamd's process ID, 0 when it is not running.
 func (d *IPAMD) PID() int {
-	if d.cmd == nil {
+	if d.proc == nil {
 		return 0
 	}
-	return d.cmd.Process.Pid
+	return d.proc.PID()
 }
 
 // RunCtl runs ipamctl against this ipamd and returns what it printed.
@@ -195,15 +168,6 @@ func (d *IPAMD) RunCtl(ctx context.Context, args ...string) (string, error) {
 		return string(out), fmt.Errorf("ipamctl %v: %w: %s", args, err, out)
 	}
 	return string(out), nil
-}
-
-func freeLoopbackAddr() (string, error) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return "", fmt.Errorf("pick an introspection port: %w", err)
-	}
-	defer l.Close()
-	return "127.0.0.1:" + strconv.Itoa(l.Addr().(*net.TCPAddr).Port), nil
 }
 
 // IPAMDSocket is where an ipamd configured with dir as its Dir serves.

@@ -204,7 +204,7 @@ func (n *Node) Stop(ctx context.Context) {
 		_ = n.Docker.Stop(ctx)
 	}
 	if n.IPAMD != nil {
-		_ = n.IPAMD.Kill()
+		_ = n.IPAMD.Close()
 	}
 }
 

@@ -9,9 +9,10 @@ import (
 
 // testSupport matches the project's packages that exist for tests: the
 // environments that start runtimes and control planes, the cluster
-// fixture, the scenario, the fake EC2, the test adapter, and every package
+// fixture, the scenario, the ipamd process, the fake EC2, the test
+// adapter, and every package
 // named *test (adaptertest, conformancetest, ...).
-var testSupport = regexp.MustCompile(`^github\.com/sandboxipam/sandboxipam/(internal/(testsupport|testenv|kubeenv|clusterfixture|scenario|awslocal|testadapter)(/|$)|.*test$)`)
+var testSupport = regexp.MustCompile(`^github\.com/sandboxipam/sandboxipam/(internal/(testsupport|testenv|kubeenv|clusterfixture|scenario|ipamdproc|awslocal|testadapter)(/|$)|.*test$)`)
 
 // No command under cmd/ links a test-support package: a shipped binary
 // carries nothing that starts private runtimes or fakes a cloud.
@@ -35,7 +36,7 @@ func TestNoCommandLinksTestSupport(t *testing.T) {
 	if commands < 8 {
 		t.Fatalf("go list ./cmd/... named %d commands, want every one (>= 8):\n%s", commands, out)
 	}
-	for _, pkg := range []string{"adapters/internal/adaptertest", "internal/clusterfixture", "conformance/conformancetest"} {
+	for _, pkg := range []string{"adapters/internal/adaptertest", "internal/clusterfixture", "internal/ipamdproc", "conformance/conformancetest"} {
 		if !testSupport.MatchString("github.com/sandboxipam/sandboxipam/" + pkg) {
 			t.Fatalf("the pattern misses %s", pkg)
 		}

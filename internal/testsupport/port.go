@@ -27,13 +27,22 @@ type Port struct {
 // until Release; the test's cleanup closes it.
 func ReservePort(t testing.TB) *Port {
 	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
+	p, err := ListenPort()
 	if err != nil {
-		t.Fatalf("reserve a loopback port: %v", err)
+		t.Fatal(err)
 	}
-	p := &Port{Addr: l.Addr().String(), l: l}
 	t.Cleanup(p.Release)
 	return p
+}
+
+// ListenPort is ReservePort for code that has no testing.TB (a scenario
+// driven by a context): the caller must Release the port when done.
+func ListenPort() (*Port, error) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return nil, fmt.Errorf("reserve a loopback port: %w", err)
+	}
+	return &Port{Addr: l.Addr().String(), l: l}, nil
 }
 
 // Release closes the test's listener: call it right before starting the

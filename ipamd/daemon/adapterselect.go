@@ -18,26 +18,6 @@ import (
 // disk. The config only checks that the name is in its table, auto, or an
 // absolute path.
 
-// candidate is a socket that auto probes and the adapter it implies.
-type candidate struct {
-	socket  string
-	adapter string
-}
-
-// autoCandidates is the probe order of runtime.adapter auto: crictl's
-// default endpoints (containerd, CRI-O, cri-dockerd), then the legacy
-// dockershim socket, then the Docker Engine itself. A CRI socket wins over
-// docker.sock because on a node with cri-dockerd, kubelet talks CRI.
-func autoCandidates() []candidate {
-	return []candidate{
-		{socket: "/run/containerd/containerd.sock", adapter: "containerd"},
-		{socket: "/run/crio/crio.sock", adapter: "crio"},
-		{socket: "/var/run/cri-dockerd.sock", adapter: "dockershim"},
-		{socket: "/var/run/dockershim.sock", adapter: "dockershim"},
-		{socket: "/var/run/docker.sock", adapter: "docker"},
-	}
-}
-
 // ErrNoRuntime: auto found no runtime socket that accepts connections.
 var ErrNoRuntime = errors.New("no container runtime socket found")
 
@@ -87,7 +67,7 @@ func pluginDir(r config.Runtime, executable string) string {
 }
 
 // selectAdapter resolves runtime.adapter to a binary and command line.
-// For auto it probes autoCandidates in order and picks the first socket
+// For auto it probes config.AutoProbeOrder in order and picks the first socket
 // that accepts a connection; executable is ipamd's own path
 // (os.Executable). A selection whose binary is missing comes back with the
 // error, so the supervisor can wait for the binary to appear.
@@ -103,10 +83,10 @@ func selectAdapter(ctx context.Context, r config.Runtime, executable string, pro
 			return selection{}, err
 		}
 		c := found[0]
-		sel.Adapter, sel.Endpoint = c.adapter, "unix://"+c.socket
-		sel.Reason = fmt.Sprintf("auto: %s accepts connections (first of crictl's order)", c.socket)
+		sel.Adapter, sel.Endpoint = c.Adapter, "unix://"+c.Socket
+		sel.Reason = fmt.Sprintf("auto: %s accepts connections (first of crictl's order)", c.Socket)
 		for _, other := range found[1:] {
-			sel.AlsoFound = append(sel.AlsoFound, other.socket)
+			sel.AlsoFound = append(sel.AlsoFound, other.Socket)
 		}
 	case r.Adapter == config.AdapterAuto:
 		return selection{}, fmt.Errorf("%w: runtime.adapter auto needs runtime.endpoint empty (auto finds it), got %q", config.ErrInvalid, r.Endpoint)
@@ -130,16 +110,16 @@ func selectAdapter(ctx context.Context, r config.Runtime, executable string, pro
 	return sel, nil
 }
 
-// probeCandidates returns every candidate whose socket accepts a
-// connection, in probe order.
-func probeCandidates(ctx context.Context, probe Prober) ([]candidate, error) {
+// probeCandidates returns every socket of the adapter table's probe
+// order that accepts a connection, in that order.
+func probeCandidates(ctx context.Context, probe Prober) ([]config.AutoProbe, error) {
 	var tried []string
-	var found []candidate
-	for _, c := range autoCandidates() {
-		if probe(ctx, c.socket) {
+	var found []config.AutoProbe
+	for _, c := range config.AutoProbeOrder() {
+		if probe(ctx, c.Socket) {
 			found = append(found, c)
 		}
-		tried = append(tried, c.socket)
+		tried = append(tried, c.Socket)
 	}
 	if len(found) == 0 {
 		return nil, fmt.Errorf("runtime.adapter auto: %w (tried %s)", ErrNoRuntime, strings.Join(tried, ", "))

@@ -14,8 +14,8 @@ import (
 
 func TestSelectAdapter(t *testing.T) {
 	dir := t.TempDir()
-	for _, name := range config.AdapterNames() {
-		if err := os.WriteFile(filepath.Join(dir, name), []byte("#!/bin/sh\n"), 0o755); err != nil {
+	for _, a := range config.Adapters() {
+		if err := os.WriteFile(filepath.Join(dir, a.Binary), []byte("#!/bin/sh\n"), 0o755); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -69,5 +69,25 @@ func TestSelectAdapter(t *testing.T) {
 	}
 	if _, err := selectAdapter(t.Context(), rt, "/nonexistent/ipamd", probeOnly()); !errors.Is(err, os.ErrNotExist) {
 		t.Errorf("missing binary = %v, want ErrNotExist", err)
+	}
+}
+
+// Auto probes every runtime socket of the adapter table in crictl's
+// order, then the legacy dockershim socket, then the Docker Engine: the
+// ranks of the table's rows, not the rows' order, decide it.
+func TestAutoProbeOrder(t *testing.T) {
+	var got []string
+	for _, p := range config.AutoProbeOrder() {
+		got = append(got, p.Socket+" "+p.Adapter)
+	}
+	want := []string{
+		"/run/containerd/containerd.sock containerd",
+		"/run/crio/crio.sock crio",
+		"/var/run/cri-dockerd.sock dockershim",
+		"/var/run/dockershim.sock dockershim",
+		"/var/run/docker.sock docker",
+	}
+	if !slices.Equal(got, want) {
+		t.Errorf("auto's probe order:\n got %q\nwant %q", got, want)
 	}
 }

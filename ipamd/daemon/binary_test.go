@@ -1,18 +1,12 @@
 package daemon_test
 
 import (
-	"bytes"
+	"context"
 	"fmt"
-	"os"
-	"os/exec"
 	"path/filepath"
-	"strings"
-	"syscall"
 	"testing"
-	"time"
 
-	"go.yaml.in/yaml/v3"
-
+	"github.com/sandboxipam/sandboxipam/internal/ipamdproc"
 	"github.com/sandboxipam/sandboxipam/internal/testsupport"
 	"github.com/sandboxipam/sandboxipam/ipamd/introspect/client"
 )
@@ -47,24 +41,19 @@ func freeLoopbackAddr(t testing.TB) string {
 // writeConfig writes the node's config as the YAML file ipamd --config reads.
 func (n *node) writeConfig() string {
 	n.t.Helper()
-	data, err := yaml.Marshal(n.cfg)
-	if err != nil {
-		n.t.Fatal(err)
-	}
 	path := filepath.Join(n.dir, "ipamd.yaml")
-	if err := os.WriteFile(path, data, 0o600); err != nil {
+	if err := ipamdproc.WriteConfig(path, n.cfg); err != nil {
 		n.t.Fatal(err)
 	}
 	return path
 }
 
-// process is one run of the real ipamd binary, in its own process group
-// so that SIGKILL takes its adapter plugin down with it.
+// process is one run of the real ipamd binary (ipamdproc), in its own
+// process group so that SIGKILL takes its adapter plugin down with it.
 type process struct {
-	t      testing.TB
-	cmd    *exec.Cmd
-	log    string
-	waited chan error
+	t    testing.TB
+	proc *ipamdproc.Process
+	log  string
 	// port, when set, is the introspection port: held again by the test
 	// once this ipamd has exited.
 	port *testsupport.Port
@@ -81,66 +70,55 @@ func startOnPort(t testing.TB, port *testsupport.Port, bin, cfgPath, logPath str
 	return p
 }
 
-// startBinary runs ipamd --config and waits until the CNI socket answers
-// Status and the adapter is healthy.
 // startBinary starts ipamd and waits until it serves: with a healthy
 // adapter and ready for ADD when wantAdapter, else only until the CNI
 // socket answers (the runtime is down or the store unproven on purpose).
 func startBinary(t testing.TB, bin, cfgPath, logPath string, cni cniClient, intro *client.Client, wantAdapter bool) *process {
 	t.Helper()
-	logFile, err := os.OpenFile(logPath, os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o600)
+	proc, err := ipamdproc.Start(bin, cfgPath, logPath, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer logFile.Close()
-	fmt.Fprintf(logFile, "---- start %s\n", time.Now().Format(time.RFC3339Nano))
-	cmd := exec.Command(bin, "--config", cfgPath)
-	cmd.Stdout, cmd.Stderr = logFile, logFile
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	if err := cmd.Start(); err != nil {
-		t.Fatalf("start ipamd: %v", err)
-	}
-	p := &process{t: t, cmd: cmd, log: logPath, waited: make(chan error, 1)}
-	go func() { p.waited <- cmd.Wait() }()
+	p := &process{t: t, proc: proc, log: logPath}
 	t.Cleanup(p.reap)
-	testsupport.Wait(t, "ipamd to serve with a healthy adapter", func() (bool, string) {
-		select {
-		case err := <-p.waited:
-			p.waited <- err
-			t.Fatalf("ipamd exited during start-up: %v\n%s", err, p.logTail())
-		default:
-		}
-		if _, err := cni.status(t.Context()); err != nil {
-			return false, "CNI socket: " + err.Error()
+	ctx, cancel := context.WithTimeout(context.Background(), testsupport.WaitDeadline)
+	defer cancel()
+	err = proc.WaitReady(ctx, "ipamd to serve with a healthy adapter", func(ctx context.Context) error {
+		if _, err := cni.status(ctx); err != nil {
+			return fmt.Errorf("CNI socket: %w", err)
 		}
 		if !wantAdapter {
-			_, err := intro.Pool(t.Context())
-			return err == nil, fmt.Sprintf("introspection: %v", err)
+			if _, err := intro.Pool(ctx); err != nil {
+				return fmt.Errorf("introspection: %w", err)
+			}
+			return nil
 		}
-		a, err := intro.Adapter(t.Context())
+		a, err := intro.Adapter(ctx)
 		if err != nil {
-			return false, "introspection: " + err.Error()
+			return fmt.Errorf("introspection: %w", err)
 		}
 		if !a.Health.Healthy {
-			return false, fmt.Sprintf("adapter %+v\n%s", a.Health, p.logTail())
+			return fmt.Errorf("adapter %+v\n%s", a.Health, p.logTail())
 		}
 		// Without a trusted checkpoint ipamd refuses ADD until the first
 		// pass proves the pool: ready says when.
-		ready, why, err := intro.Ready(t.Context())
-		if err != nil {
-			return false, "readyz: " + err.Error()
+		ready, why, err := intro.Ready(ctx)
+		switch {
+		case err != nil:
+			return fmt.Errorf("readyz: %w", err)
+		case !ready:
+			return fmt.Errorf("readyz: %s\n%s", why, p.logTail())
 		}
-		return ready, "readyz: " + why + "\n" + p.logTail()
+		return nil
 	})
+	if err != nil {
+		t.Fatal(err)
+	}
 	return p
 }
 
 // reap kills ipamd and its plugin, if still running, when the test ends.
-func (p *process) reap() {
-	_ = syscall.Kill(-p.cmd.Process.Pid, syscall.SIGKILL)
-	err := <-p.waited
-	p.waited <- err
-}
+func (p *process) reap() { _ = p.proc.Kill() }
 
 // kill sends SIGKILL to ipamd and its plugin and reaps ipamd.
 func (p *process) kill() {
@@ -163,29 +141,13 @@ func (p *process) holdPort() {
 // stop sends SIGTERM and requires a clean exit.
 func (p *process) stop() {
 	p.t.Helper()
-	_ = p.cmd.Process.Signal(syscall.SIGTERM)
-	err := <-p.waited
-	p.waited <- err
-	if err != nil {
-		p.t.Fatalf("ipamd exit after SIGTERM: %v\n%s", err, p.logTail())
+	if err := p.proc.Stop(); err != nil {
+		p.t.Fatalf("%v\n%s", err, p.logTail())
 	}
 	p.holdPort()
 }
 
 // logAbout returns every line of ipamd's log that mentions what.
-func (p *process) logAbout(what string) string {
-	data, _ := os.ReadFile(p.log)
-	var out []string
-	for _, line := range strings.Split(string(data), "\n") {
-		if strings.Contains(line, what) || strings.HasPrefix(line, "---- start") {
-			out = append(out, line)
-		}
-	}
-	return strings.Join(out, "\n")
-}
+func (p *process) logAbout(what string) string { return p.proc.LogAbout(what) }
 
-func (p *process) logTail() string {
-	data, _ := os.ReadFile(p.log)
-	lines := strings.Split(string(bytes.TrimRight(data, "\n")), "\n")
-	return strings.Join(lines[max(0, len(lines)-40):], "\n")
-}
+func (p *process) logTail() string { return p.proc.LogTail(40) }

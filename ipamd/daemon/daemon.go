@@ -11,7 +11,7 @@
 //     for every pod's address (see package reconcile). A missing one is
 //     treated so too: a first start and a lost state directory look the
 //     same, and only the runtime can tell them apart.
-//  2. The IP source fills the pool. The node source fills it from the
+//  2. The IP source fills the pool. The podCIDR source fills it from the
 //     checkpoint's record of the Node when there is one, and otherwise
 //     leaves it empty and waiting: its informer runs in the background,
 //     and the pool follows the Node's spec.podCIDRs once they are known.
@@ -75,7 +75,7 @@ type Options struct {
 	// Probe tests runtime sockets for runtime.adapter auto; nil means
 	// DialProbe.
 	Probe Prober
-	// Kube is the Kubernetes client of the node source and the routes;
+	// Kube is the Kubernetes client of the podCIDR source and the routes;
 	// nil builds one from ipSource.podCIDR.kubeconfig (tests pass their API
 	// server's).
 	Kube *kubeclient.Client
@@ -117,13 +117,13 @@ type Daemon struct {
 	endpoint atomic.Pointer[server.Endpoint]
 	http     *httpServers
 
-	// kubeClient is shared by the node source and the routes.
+	// kubeClient is shared by the podCIDR source and the routes.
 	kubeOnce   sync.Once
 	kubeClient *kubeclient.Client
 	kubeErr    error
 	// routes keeps the routes to other nodes; nil unless routes.nodes.
 	routes *routes.Keeper
-	// changed is signalled when the node source changed the pool's ranges.
+	// changed is signalled when the podCIDR source changed the pool's ranges.
 	changed chan struct{}
 
 	cancel context.CancelFunc
@@ -228,7 +228,7 @@ func (d *Daemon) runAdapter(ctx context.Context) {
 func (d *Daemon) openStore(ctx context.Context) error {
 	d.history = history.New(history.DefaultCapacity)
 	store, err := datastore.Open(ctx, datastore.Options{
-		Path: d.cfg.CheckpointPath(), Cooldown: d.cfg.Cooldown, Logger: d.log.With("component", "datastore"),
+		Path: d.cfg.CheckpointPath(), Cooldown: storeCooldown(d.cfg.Cooldown), Logger: d.log.With("component", "datastore"),
 		ProveWhenMissing: true, OnEvent: d.onStoreEvent,
 	})
 	if err != nil {
@@ -248,6 +248,16 @@ func (d *Daemon) openStore(ctx context.Context) error {
 			slog.String("path", d.cfg.CheckpointPath()), slog.String("detail", rec.Detail), slog.Int("quarantined", rec.Quarantined))
 	}
 	return nil
+}
+
+// storeCooldown is config's cooldown as the datastore takes it: the
+// operator's 0s means no cooldown, which the datastore spells NoCooldown
+// (its zero is "unset").
+func storeCooldown(d time.Duration) time.Duration {
+	if d == 0 {
+		return datastore.NoCooldown
+	}
+	return d
 }
 
 func (d *Daemon) serveSocket(ctx context.Context) error {

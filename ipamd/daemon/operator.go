@@ -32,7 +32,7 @@ func (d *Daemon) adapterState() string {
 }
 
 // sandboxesNow lists the runtime's sandboxes through the reconciler's
-// adapter, for ipamctl who and nodecheck.
+// adapter, for ipamctl who and check.
 func (d *Daemon) sandboxesNow(ctx context.Context) ([]runtime.Sandbox, error) {
 	rec := d.rec.Load()
 	if rec == nil {
@@ -41,7 +41,7 @@ func (d *Daemon) sandboxesNow(ctx context.Context) ([]runtime.Sandbox, error) {
 	return rec.ListSandboxes(ctx)
 }
 
-// checkNow serves ipamctl nodecheck. ipamd reads the kernel itself rather
+// checkNow serves ipamctl check. ipamd reads the kernel itself rather
 // than leaving it to ipamctl: it runs on the node, in the namespace whose
 // pod links it already reads for proof (podLinks.netNS), with the plugin's
 // hostVethPrefix from its config, so the check reads exactly what the

@@ -22,8 +22,8 @@ type sourceHandle struct {
 	source ipsource.Source
 	// enis renders /v1/enis; nil for sources without ENIs.
 	enis func(ctx context.Context) (any, error)
-	// node is the node source; nil for the others.
-	node *podcidr.Source
+	// podCIDR is the podCIDR source; nil for the others.
+	podCIDR *podcidr.Source
 	// pool is the pool source; nil for the others.
 	pool *pool.Source
 	// collectors are the source's own metrics, for ipamd's registry.
@@ -37,7 +37,7 @@ func startSource(ctx, runCtx context.Context, d *Daemon) (*sourceHandle, error) 
 	cfg, store, log, wg := d.cfg, d.store, d.log, &d.wg
 	switch cfg.IPSource.Type {
 	case config.SourcePodCIDR:
-		return startNode(ctx, runCtx, d, store, wg)
+		return startPodCIDR(ctx, runCtx, d, store, wg)
 	case config.SourcePool:
 		return startPool(ctx, runCtx, d, store, wg)
 	case config.SourceStatic:

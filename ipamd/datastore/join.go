@@ -4,16 +4,16 @@ import (
 	"github.com/sandboxipam/sandboxipam/ipamd/join"
 )
 
-// NodeView returns what join.Join needs of the assignments, in order.
-func NodeView(as []Assignment) []join.Assignment {
+// JoinAssignments returns what join.Join needs of the assignments, in order.
+func JoinAssignments(as []Assignment) []join.Assignment {
 	out := make([]join.Assignment, len(as))
 	for i := range as {
-		out[i] = nodeViewOf(as[i])
+		out[i] = joinAssignmentOf(as[i])
 	}
 	return out
 }
 
-func nodeViewOf(a Assignment) join.Assignment {
+func joinAssignmentOf(a Assignment) join.Assignment {
 	return join.Assignment{Network: a.Network, SandboxID: a.SandboxID, IfName: a.IfName, IPs: a.IPs(),
 		IPAMOnly: a.Wiring == WiringIPAMOnly, AssignedAt: a.AssignedAt, ListedAt: a.ListedAt}
 }
@@ -38,7 +38,7 @@ func (s *Store) viewLocked(ev Evidence) join.View {
 	in := join.Input{Assignments: make([]join.Assignment, 0, s.st.Len()),
 		Holdings: make([]join.Holding, len(ev.Holdings)), Deleted: map[string]struct{}{}}
 	for a := range s.st.Assignments() {
-		in.Assignments = append(in.Assignments, nodeViewOf(a))
+		in.Assignments = append(in.Assignments, joinAssignmentOf(a))
 	}
 	for i, h := range ev.Holdings {
 		in.Holdings[i] = join.Holding{IP: h.IP, SandboxID: h.SandboxID, Ready: h.Ready, Source: h.Source}

@@ -10,7 +10,7 @@ import (
 	"github.com/sandboxipam/sandboxipam/ipamd/ipsource"
 )
 
-// A retiring block is one a source no longer provides (the node source
+// A retiring block is one a source no longer provides (the podCIDR source
 // after its Node was registered again with other podCIDRs) while a pod
 // still holds an address of it. Nothing is handed out of it; its held
 // addresses stay held and shown (ipamctl pool, the retiring metrics) and
@@ -18,7 +18,7 @@ import (
 // block that overlaps a current one leaves at once: its held addresses
 // stay held as entries, so the current block never hands them out either.
 
-// NodeRecord is the node IP source's state kept in the checkpoint, so a
+// NodeRecord is the podCIDR source's state kept in the checkpoint, so a
 // restart fills the pool without the API server.
 type NodeRecord struct {
 	// Name and UID identify the Node the ranges are of.
@@ -29,7 +29,7 @@ type NodeRecord struct {
 	Retiring []netip.Prefix
 }
 
-// NodeRecord returns the node source's record from the checkpoint or the
+// NodeRecord returns the podCIDR source's record from the checkpoint or the
 // last SetNodeRanges, and false when there is none.
 func (s *Store) NodeRecord() (NodeRecord, bool) {
 	s.mu.Lock()
@@ -42,7 +42,7 @@ func (s *Store) NodeRecord() (NodeRecord, bool) {
 
 // NodeRanges is a change SetNodeRanges makes.
 type NodeRanges struct {
-	// Group is the pool group of the node source's blocks.
+	// Group is the pool group of the podCIDR source's blocks.
 	Group string
 	// Name and UID identify the Node.
 	Name, UID string
@@ -57,7 +57,7 @@ type NodeRanges struct {
 // SetNodeRanges makes nr.Current the pool's blocks of nr.Group, retires
 // the group's other blocks (and adds nr.Retiring as retiring), records
 // the Node's name, UID and current prefixes, and returns once that is on
-// disk. It is the node source's one way to change the pool, so a Node
+// disk. It is the podCIDR source's one way to change the pool, so a Node
 // registered again never leaves a moment where an old block hands out an
 // address.
 func (s *Store) SetNodeRanges(ctx context.Context, nr NodeRanges) error {
@@ -206,7 +206,7 @@ func (s *Store) nodeCheckpointLocked() *NodeRecord {
 	return &rec
 }
 
-// SetPoolWaiting records what an empty pool waits for (the node source:
+// SetPoolWaiting records what an empty pool waits for (the podCIDR source:
 // "Node X's spec.podCIDRs"); while the pool has no block, Assign fails
 // with ErrPoolNotReady naming it, which the CNI plugin answers with code
 // 11 (try again later). An empty why clears it.

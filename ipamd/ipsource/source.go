@@ -3,8 +3,8 @@
 // a pod gets, so a Source never sees the CNI ADD/DEL path.
 //
 // Four sources ship: static (CIDRs from config, one node's or per node,
-// package ipsource/static), node (the Node's spec.podCIDRs from the
-// Kubernetes API, package ipsource/node, which keeps its record in the
+// package ipsource/static), podCIDR (the Node's spec.podCIDRs from the
+// Kubernetes API, package ipsource/podcidr, which keeps its record in the
 // checkpoint and so works through the datastore rather than Pool alone),
 // pool (blocks claimed from a cluster IPPool through IPBlock objects,
 // package ipsource/pool, recorded the same way) and aws (secondary

@@ -46,7 +46,7 @@ func (r *Reconciler) readNode(ctx context.Context) node {
 // the one join.Join that ipamd/nodecheck and the datastore's proof use
 // too.
 func (r *Reconciler) join(assignments []datastore.Assignment, sandboxes []runtime.Sandbox, n node) join.View {
-	return join.Join(join.Input{Assignments: datastore.NodeView(assignments), Sandboxes: sandboxes,
+	return join.Join(join.Input{Assignments: datastore.JoinAssignments(assignments), Sandboxes: sandboxes,
 		Links: n.links, VethPrefix: r.cfg.VethPrefix, IfName: r.cfg.IfName, LinkName: r.names.name})
 }
 

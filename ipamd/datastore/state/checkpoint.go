@@ -14,7 +14,7 @@ import (
 )
 
 // Snapshot copies the whole state into the checkpoint form, as of now,
-// in a deterministic order. The node source's record is the store's to
+// in a deterministic order. The podCIDR source's record is the store's to
 // add. Apply Prune(now) first so that it lists no finished cooldown's
 // entry.
 func (st *State) Snapshot(now time.Time) checkpoint.File {

@@ -42,7 +42,7 @@ func (s *Source) apply(ctx context.Context, ev nodeEvent) error {
 	}
 	nr := datastore.NodeRanges{Group: Group, Name: s.cfg.NodeName, UID: uid, Current: blocks(cidrs)}
 	if err := s.store.SetNodeRanges(ctx, nr); err != nil {
-		return fmt.Errorf("node source: set the ranges of Node %s: %w", s.cfg.NodeName, err)
+		return fmt.Errorf("podCIDR source: set the ranges of Node %s: %w", s.cfg.NodeName, err)
 	}
 	s.recordApplied(uid, cidrs)
 	if had && rec.UID != "" && rec.UID != uid && uid != "" {
@@ -72,7 +72,7 @@ func PodCIDRs(n *corev1.Node) ([]netip.Prefix, error) {
 	for i, t := range texts {
 		p, err := netip.ParsePrefix(t)
 		if err != nil {
-			return nil, fmt.Errorf("node source: Node %s spec.podCIDRs[%d] %q is not a CIDR", n.Name, i, t)
+			return nil, fmt.Errorf("podCIDR source: Node %s spec.podCIDRs[%d] %q is not a CIDR", n.Name, i, t)
 		}
 		out = append(out, p.Masked())
 	}

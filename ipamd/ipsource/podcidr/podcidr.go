@@ -40,20 +40,20 @@ import (
 	"github.com/sandboxipam/sandboxipam/ipamd/datastore"
 )
 
-// Group is the pool group of the node source's blocks.
+// Group is the pool group of the podCIDR source's blocks.
 const Group = "node"
 
 // retryDelay bounds the wait before a failed write of new ranges (a full
 // disk) is tried again.
 const retryDelay = 2 * time.Second
 
-// Config is the node source's configuration.
+// Config is the podCIDR source's configuration.
 type Config struct {
 	// NodeName is the Node to read. Required.
 	NodeName string
 }
 
-// Store is what the node source needs of the datastore: the pool, and
+// Store is what the podCIDR source needs of the datastore: the pool, and
 // its record of the Node in the checkpoint.
 type Store interface {
 	NodeRecord() (datastore.NodeRecord, bool)
@@ -61,7 +61,7 @@ type Store interface {
 	SetPoolWaiting(why string)
 }
 
-// Options are the node source's non-config inputs.
+// Options are the podCIDR source's non-config inputs.
 type Options struct {
 	// Logger; nil discards.
 	Logger *slog.Logger
@@ -105,7 +105,7 @@ type nodeEvent struct {
 // New checks cfg; Run starts the informer.
 func New(cfg Config, client kubernetes.Interface, store Store, opts Options) (*Source, error) {
 	if cfg.NodeName == "" {
-		return nil, errors.New("node source: the node name is empty (ipSource.nodeName, NODE_NAME)")
+		return nil, errors.New("podCIDR source: the node name is empty (ipSource.nodeName, NODE_NAME)")
 	}
 	if opts.Logger == nil {
 		opts.Logger = slog.New(slog.DiscardHandler)
@@ -140,7 +140,7 @@ func (s *Source) Restore(ctx context.Context) (bool, error) {
 		Current: blocks(rec.PodCIDRs), Retiring: blocks(rec.Retiring)}
 	s.store.SetPoolWaiting(s.waiting())
 	if err := s.store.SetNodeRanges(ctx, nr); err != nil {
-		return false, fmt.Errorf("node source: restore the ranges of Node %s from the checkpoint: %w", rec.Name, err)
+		return false, fmt.Errorf("podCIDR source: restore the ranges of Node %s from the checkpoint: %w", rec.Name, err)
 	}
 	s.recordApplied(rec.UID, rec.PodCIDRs)
 	s.log.Info("pool filled from the checkpoint's record of the Node", slog.String("node", rec.Name),
@@ -161,7 +161,7 @@ func (s *Source) Run(ctx context.Context) error {
 		UpdateFunc: func(_, obj any) { s.offer(obj, false) },
 		DeleteFunc: func(obj any) { s.offer(obj, true) },
 	}); err != nil {
-		return fmt.Errorf("node source: %w", err)
+		return fmt.Errorf("podCIDR source: %w", err)
 	}
 	factory.Start(ctx.Done())
 	defer factory.Shutdown()

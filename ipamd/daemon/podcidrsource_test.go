@@ -101,8 +101,8 @@ func TestDaemonWiresThePodCIDRSource(t *testing.T) {
 	testsupport.Wait(t, "the first runtime listing to prove the new store", func() (bool, string) {
 		return !d.Store().Unproven(), readyWhy(t, intro)
 	})
-	testsupport.Wait(t, "the node source to list its Node", func() (bool, string) {
-		src := d.NodeSource()
+	testsupport.Wait(t, "the podCIDR source to list its Node", func() (bool, string) {
+		src := d.PodCIDRSource()
 		select {
 		case <-src.Synced():
 			return true, ""

@@ -13,8 +13,13 @@ import (
 	"github.com/sandboxipam/sandboxipam/ipamd/routes"
 )
 
-// kube returns the Kubernetes client the node source and the routes
-// share, made on first use.
+// The daemon's Kubernetes side: the one client the podCIDR source, the
+// pool source and the route keeper share, the podCIDR source's start and
+// the route keeper's. (The top-level cluster/ is another thing: the
+// cluster-wide components, such as the reclaimer.)
+
+// kube returns the Kubernetes client the podCIDR and pool sources and
+// the routes share, made on first use.
 func (d *Daemon) kube() (*kubeclient.Client, error) {
 	d.kubeOnce.Do(func() {
 		if d.opts.Kube != nil {
@@ -30,11 +35,11 @@ func (d *Daemon) kube() (*kubeclient.Client, error) {
 	return d.kubeClient, d.kubeErr
 }
 
-// startNode fills the pool from the checkpoint's record of the Node, when
-// it has one, and runs the node source on runCtx: the CNI socket opens
-// without waiting for the API server, and until the Node's podCIDRs are
-// known ADD answers "try again later" naming them.
-func startNode(ctx, runCtx context.Context, d *Daemon, store *datastore.Store, wg *sync.WaitGroup) (*sourceHandle, error) {
+// startPodCIDR fills the pool from the checkpoint's record of the Node,
+// when it has one, and runs the podCIDR source on runCtx: the CNI socket
+// opens without waiting for the API server, and until the Node's
+// podCIDRs are known ADD answers "try again later" naming them.
+func startPodCIDR(ctx, runCtx context.Context, d *Daemon, store *datastore.Store, wg *sync.WaitGroup) (*sourceHandle, error) {
 	client, err := d.kube()
 	if err != nil {
 		return nil, err
@@ -54,10 +59,10 @@ func startNode(ctx, runCtx context.Context, d *Daemon, store *datastore.Store, w
 	}
 	wg.Go(func() {
 		if err := src.Run(runCtx); err != nil {
-			d.log.Error("node IP source stopped", slog.Any("error", err))
+			d.log.Error("podCIDR source stopped", slog.Any("error", err))
 		}
 	})
-	return &sourceHandle{node: src}, nil
+	return &sourceHandle{podCIDR: src}, nil
 }
 
 // startRoutes keeps the routes to other nodes when routes.nodes is set.
@@ -85,7 +90,7 @@ func (d *Daemon) startRoutes(runCtx context.Context) error {
 	return nil
 }
 
-// sourceChanged is the node source's OnChange: the pool's ranges changed,
+// sourceChanged is the podCIDR source's OnChange: the pool's ranges changed,
 // so readiness (and the conflist) may have too.
 func (d *Daemon) sourceChanged() {
 	select {
@@ -109,10 +114,10 @@ func (d *Daemon) announceOnChange(ctx context.Context) {
 // Routes is the route keeper, nil unless routes.nodes is set.
 func (d *Daemon) Routes() *routes.Keeper { return d.routes }
 
-// NodeSource is the node IP source, nil for other sources.
-func (d *Daemon) NodeSource() *podcidr.Source {
+// PodCIDRSource is the podCIDR IP source, nil for other sources.
+func (d *Daemon) PodCIDRSource() *podcidr.Source {
 	if d.source == nil {
 		return nil
 	}
-	return d.source.node
+	return d.source.podCIDR
 }
