@@ -3,6 +3,7 @@ package clustercheck
 import (
 	"fmt"
 	"net/netip"
+	"slices"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -115,7 +116,8 @@ func (s *Snapshot) AddPool(u *unstructured.Unstructured) {
 	}
 	pool := Pool{Name: p.Name}
 	for _, f := range p.Spec.Families() {
-		for _, c := range f.CIDRs {
+		// A retiring CIDR is still the pool's while its blocks drain.
+		for _, c := range slices.Concat(f.CIDRs, f.RetiringCIDRs) {
 			prefix, err := netip.ParsePrefix(c)
 			if err != nil {
 				s.unreadable("IPPool "+p.Name, fmt.Sprintf("CIDR %q: %v", c, err))

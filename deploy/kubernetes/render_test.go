@@ -146,7 +146,7 @@ func TestPoolComponent(t *testing.T) {
 		}
 		want := []rbacv1.PolicyRule{
 			{APIGroups: []string{""}, Resources: []string{"nodes"}, Verbs: []string{"get", "list", "watch"}},
-			{APIGroups: []string{"sandboxipam.io"}, Resources: []string{"ipblocks"}, Verbs: []string{"create", "delete", "get", "list", "watch"}},
+			{APIGroups: []string{"sandboxipam.io"}, Resources: []string{"ipblocks"}, Verbs: []string{"create", "delete", "get", "list", "update", "watch"}},
 			{APIGroups: []string{"sandboxipam.io"}, Resources: []string{"ippools"}, Verbs: []string{"get", "list", "watch"}},
 		}
 		if !reflect.DeepEqual(r.ClusterRole.Rules, want) {
@@ -420,17 +420,26 @@ func TestDecodeStrictRejects(t *testing.T) {
 	}
 }
 
-// checkPoolPolicies: components/pool brings the three admission policies
-// (a node's token writes only its node's IPBlocks and its own Lease; a
-// claim is a block of its pool), each bound with Deny, cluster-scoped, matching ipamd's
-// ServiceAccount as rendered. Their effect is tested on a real API
-// server (TestNodeTokenActsForItsNodeOnly in ipamd/ipsource/pool).
+// checkPoolPolicies: components/pool brings the six admission policies
+// (a node's token writes only its node's IPBlocks, its own Lease and its
+// own Events; a claim is a block of its pool; an IPPool keeps its
+// blocks), each bound with Deny, cluster-scoped, matching ipamd's
+// ServiceAccount as rendered, except sandboxipam-pool-blocks, which judges
+// every user's IPPool writes. Their effect is tested on a real API server
+// (TestNodeTokenActsForItsNodeOnly, TestPoolEditsKeepTheirBlocks and
+// TestNodeTokenWritesOnlyItsOwnEvents in ipamd/ipsource/pool).
 func checkPoolPolicies(t *testing.T, overlay string, r Rendered) {
 	t.Helper()
 	sa := "system:serviceaccount:" + r.ServiceAccount.Namespace + ":" + r.ServiceAccount.Name
 	var names []string
 	for _, p := range r.Policies {
 		names = append(names, p.Name)
+		if p.Name == "sandboxipam-pool-blocks" {
+			if p.Namespace != "" || len(p.Spec.MatchConditions) != 0 {
+				t.Errorf("%s+pool: policy %s namespace %q match conditions %+v, want cluster-scoped, matching every user", overlay, p.Name, p.Namespace, p.Spec.MatchConditions)
+			}
+			continue
+		}
 		if p.Namespace != "" || len(p.Spec.MatchConditions) != 1 || !strings.Contains(p.Spec.MatchConditions[0].Expression, "'"+sa+"'") {
 			t.Errorf("%s+pool: policy %s namespace %q match conditions %+v, want cluster-scoped, matching %s", overlay, p.Name, p.Namespace, p.Spec.MatchConditions, sa)
 		}
@@ -440,8 +449,9 @@ func checkPoolPolicies(t *testing.T, overlay string, r Rendered) {
 			t.Errorf("%s+pool: binding %s %+v, want Deny of the policy of its name", overlay, b.Name, b.Spec)
 		}
 	}
-	if slices.Sort(names); !slices.Equal(names, []string{"sandboxipam-block-geometry", "sandboxipam-node-blocks", "sandboxipam-node-lease"}) || len(r.PolicyBindings) != 3 {
-		t.Errorf("%s+pool: policies %v and %d bindings, want the three", overlay, names, len(r.PolicyBindings))
+	want := []string{"sandboxipam-block-geometry", "sandboxipam-node-block-events", "sandboxipam-node-blocks", "sandboxipam-node-events", "sandboxipam-node-lease", "sandboxipam-pool-blocks"}
+	if slices.Sort(names); !slices.Equal(names, want) || len(r.PolicyBindings) != len(want) {
+		t.Errorf("%s+pool: policies %v and %d bindings, want the six", overlay, names, len(r.PolicyBindings))
 	}
 }
 

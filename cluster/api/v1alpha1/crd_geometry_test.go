@@ -19,7 +19,7 @@ import (
 // geometry from changing under claimed blocks (issue 37): a pool's block
 // size is fixed once set (the 26 -> 24 patch that made overlapping
 // blocks), and an IPBlock's name must be its CIDR's canonical name, IPv4
-// and IPv6, so no block has two names.
+// and IPv6 (issue 44, path 9), so no block has two names.
 func checkGeometry(t *testing.T, ctx context.Context, dyn dynamic.Interface) {
 	t.Helper()
 	pools := dyn.Resource(v1alpha1.IPPoolResource)
@@ -50,12 +50,14 @@ func checkGeometry(t *testing.T, ctx context.Context, dyn dynamic.Interface) {
 		{"fd00:3::40/122", "fd00-3-0-0-0-0-0-40-122", true},
 		{"fd00:3::80/122", "fd00-3-0-0-0-0-0-0080-122", false},
 		{"fd00:3::c0/122", "fd00-3--c0-122", false},
-		// The CRD cannot compare an IPv6 name's address with spec.cidr's
-		// (its CEL cost estimate refuses cidr() at the root): such a block
-		// is created, and BlockFrom, which every reader decodes with,
-		// refuses it (below).
-		{"fd00:3::100/122", "fd00-3-0-0-0-0-0-140-122", true},
+		// A canonically spelt name of another block (issue 44, path 9:
+		// the CRD compares the name's address with spec.cidr's).
+		{"fd00:3::100/122", "fd00-3-0-0-0-0-0-140-122", false},
+		{"fd00:18::40/122", "fd00-18-0-0-0-0-0-0-122", false},
 		{"fd00:3::140/122", "fd00-3-0-0-0-0-0-140-121", false},
+		{"fd00:3::140/122", "fd00-3-0-0-0-0-0-140-0122", false},
+		{"fd00:3::140/122", "fd00-3-0-0-0-0-0-140-122", true},
+		{"fd00:3::/64", "fd00-3-0-0-0-0-0-0-64", true},
 	} {
 		b := v1alpha1.NewBlock("fixed", netip.MustParsePrefix(tc.cidr), "node-1", "uid-1", metav1.NewTime(time.Now()))
 		b.Name = tc.name

@@ -47,13 +47,19 @@ func TestCRDsOnARealAPIServer(t *testing.T) {
 	if p, _ := v1alpha1.PoolFrom(got); p.Spec.IPv4.BlockSize != 26 || p.Spec.IPv6.BlockSize != 122 {
 		t.Errorf("defaulted block sizes %d and %d, want 26 and 122", p.Spec.IPv4.BlockSize, p.Spec.IPv6.BlockSize)
 	}
+	// A family whose every CIDR retires, its last blocks draining.
+	got = create(t, ctx, pools.Create, pool("retiring", `{"ipv4":{"retiringCIDRs":["198.18.2.0/24"]},"ipv6":{"cidrs":["fd00:2::/112"]}}`))
+	if p, _ := v1alpha1.PoolFrom(got); len(p.Spec.IPv4.CIDRs) != 0 || len(p.Spec.IPv4.RetiringCIDRs) != 1 || p.Spec.HasBlock(netip.MustParsePrefix("198.18.2.64/26")) != true {
+		t.Errorf("a retiring family read back as %+v", p.Spec.IPv4)
+	}
 	for name, tc := range map[string]struct{ spec, want string }{
-		"empty":         {`{}`, "a pool needs spec.ipv4, spec.ipv6 or both"},
-		"v6 in ipv4":    {`{"ipv4":{"cidrs":["fd00::/64"]}}`, "must be a canonical IPv4 CIDR"},
-		"host bits":     {`{"ipv4":{"cidrs":["198.18.0.1/24"]}}`, "must be a canonical IPv4 CIDR"},
-		"v4 in ipv6":    {`{"ipv6":{"cidrs":["198.18.0.0/24"]}}`, "must be a canonical IPv6 CIDR"},
-		"block too big": {`{"ipv4":{"cidrs":["198.18.0.0/16"],"blockSize":31}}`, "spec.ipv4.blockSize"},
-		"no cidrs":      {`{"ipv4":{"cidrs":[]}}`, "spec.ipv4.cidrs"},
+		"empty":                {`{}`, "a pool needs spec.ipv4, spec.ipv6 or both"},
+		"v6 in ipv4":           {`{"ipv4":{"cidrs":["fd00::/64"]}}`, "must be a canonical IPv4 CIDR"},
+		"host bits":            {`{"ipv4":{"cidrs":["198.18.0.1/24"]}}`, "must be a canonical IPv4 CIDR"},
+		"v4 in ipv6":           {`{"ipv6":{"cidrs":["198.18.0.0/24"]}}`, "must be a canonical IPv6 CIDR"},
+		"block too big":        {`{"ipv4":{"cidrs":["198.18.0.0/16"],"blockSize":31}}`, "spec.ipv4.blockSize"},
+		"no cidrs":             {`{"ipv4":{"cidrs":[]}}`, "spec.ipv4.cidrs"},
+		"claimed and retiring": {`{"ipv4":{"cidrs":["198.18.0.0/24"],"retiringCIDRs":["198.18.0.0/24"]}}`, "spec.ipv4.retiringCIDRs: Invalid value"},
 	} {
 		if _, err := pools.Create(ctx, pool("bad-"+strings.ReplaceAll(name, " ", "-"), tc.spec), metav1.CreateOptions{}); !apierrors.IsInvalid(err) || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("IPPool %s: %v, want Invalid naming %q", name, err, tc.want)

@@ -13,11 +13,20 @@ import (
 // the cluster check act on no such block: they report it.
 var ErrNotABlockOfAPool = errors.New("not a block of a known IPPool")
 
-// Prefixes parses a family's CIDRs, masked; one that does not parse is left
-// out (the CRD's rules refuse such a pool).
-func (f PoolFamily) Prefixes() []netip.Prefix {
+// Prefixes parses a family's CIDRs, the ones blocks are claimed from,
+// masked; one that does not parse is left out (the CRD's rules refuse such
+// a pool).
+func (f PoolFamily) Prefixes() []netip.Prefix { return parsePrefixes(f.CIDRs) }
+
+// AllPrefixes is Prefixes and the retiring CIDRs: every range the pool's
+// blocks may lie in, draining ones included.
+func (f PoolFamily) AllPrefixes() []netip.Prefix {
+	return append(f.Prefixes(), parsePrefixes(f.RetiringCIDRs)...)
+}
+
+func parsePrefixes(cidrs []string) []netip.Prefix {
 	var out []netip.Prefix
-	for _, c := range f.CIDRs {
+	for _, c := range cidrs {
 		if p, err := netip.ParsePrefix(c); err == nil {
 			out = append(out, p.Masked())
 		}
@@ -26,13 +35,14 @@ func (f PoolFamily) Prefixes() []netip.Prefix {
 }
 
 // HasBlock reports whether p is one of the pool's blocks: of a family's
-// block size, inside one of its CIDRs.
+// block size, inside one of its CIDRs or retiring CIDRs (a draining block
+// is still the pool's: routed, and judged by the reclaimer).
 func (s IPPoolSpec) HasBlock(p netip.Prefix) bool {
 	for _, f := range s.Families() {
 		if p.Bits() != f.BlockSize {
 			continue
 		}
-		for _, c := range f.Prefixes() {
+		for _, c := range f.AllPrefixes() {
 			if c.Addr().BitLen() == p.Addr().BitLen() && c.Bits() <= p.Bits() && c.Contains(p.Addr()) {
 				return true
 			}
@@ -105,7 +115,7 @@ func Overlapping(name string, pools []IPPool) map[netip.Prefix]Overlap {
 func poolPrefixes(s IPPoolSpec) []netip.Prefix {
 	var out []netip.Prefix
 	for _, f := range s.Families() {
-		out = append(out, f.Prefixes()...)
+		out = append(out, f.AllPrefixes()...)
 	}
 	return out
 }

@@ -14,7 +14,11 @@
 // (Overlaps). ipamd claims, routes and the reclaimer judge only blocks
 // that pass CheckBlock, and no node claims from an overlap. The CRDs keep
 // the geometry from changing under claimed blocks: a block size is fixed
-// once set, and an IPBlock's name must be BlockName of its CIDR.
+// once set, and an IPBlock's name must be BlockName of its CIDR (both
+// families, in CEL). Across objects, components/pool's admission policy
+// sandboxipam-pool-blocks refuses deleting an IPPool with blocks, an edit
+// that leaves one of its blocks outside its CIDRs or at another size, and
+// any pool's CIDR overlapping another pool's block.
 //
 // The types are plain structs read and written through client-go's
 // dynamic client (ToUnstructured, BlockFrom, PoolFrom): no generated
@@ -74,7 +78,17 @@ type IPPoolSpec struct {
 // PoolFamily is one family's CIDRs and the size of its blocks.
 type PoolFamily struct {
 	// CIDRs are the ranges blocks are cut from.
-	CIDRs []string `json:"cidrs"`
+	CIDRs []string `json:"cidrs,omitempty"`
+	// RetiringCIDRs are ranges being taken out of the pool: no block is
+	// claimed in them any more, every node retires its blocks there (they
+	// drain: nothing new is handed out, each IPBlock goes once its last
+	// address is free), and they stay the pool's (routed, judged by the
+	// reclaimer, held against other pools) until their blocks are gone.
+	// The API server refuses to drop a CIDR from a pool while a block of it
+	// exists; moving it here is how an operator retires it, and removing it
+	// from here once `kubectl get ipblocks` shows none of it frees it for
+	// any pool.
+	RetiringCIDRs []string `json:"retiringCIDRs,omitempty"`
 	// BlockSize is each block's prefix length; 0 means
 	// DefaultIPv4BlockSize or DefaultIPv6BlockSize.
 	BlockSize int `json:"blockSize,omitempty"`

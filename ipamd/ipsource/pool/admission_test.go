@@ -231,8 +231,8 @@ func applyPoolComponent(t *testing.T, env *clusterfixture.Env) {
 		_, err = cs.RbacV1().RoleBindings(r.RoleBindings[i].Namespace).Create(ctx, &r.RoleBindings[i], metav1.CreateOptions{})
 		must("RoleBinding "+r.RoleBindings[i].Name, err)
 	}
-	if len(r.Policies) != 3 || len(r.PolicyBindings) != 3 {
-		t.Fatalf("components/pool renders %d policies and %d bindings, want 3 and 3", len(r.Policies), len(r.PolicyBindings))
+	if len(r.Policies) != 6 || len(r.PolicyBindings) != 6 {
+		t.Fatalf("components/pool renders %d policies and %d bindings, want 6 and 6", len(r.Policies), len(r.PolicyBindings))
 	}
 	for i := range r.Policies {
 		_, err = cs.AdmissionregistrationV1().ValidatingAdmissionPolicies().Create(ctx, &r.Policies[i], metav1.CreateOptions{})

@@ -5,7 +5,9 @@ import (
 	"fmt"
 
 	corev1 "k8s.io/api/core/v1"
+	eventsv1 "k8s.io/api/events/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/tools/events"
 )
@@ -23,17 +25,48 @@ const (
 	ReportingController = "sandboxipam.io/ipamd"
 )
 
+// ReportingInstance names ipamd on node in its Events. The API server
+// (components/pool, events-admission.yaml) refuses an Event of ipamd's
+// token that names another instance, so it is the node's name, not the
+// host name client-go's recorder would put there (a host name need not
+// be the Node's name).
+func ReportingInstance(node string) string { return ReportingController + "-" + node }
+
+// instanceSink creates every Event as reported by ipamd on one node; a
+// series' patch changes only the series, so it goes through unchanged.
+type instanceSink struct {
+	events.EventSink
+	instance string
+}
+
+func (s instanceSink) Create(ctx context.Context, e *eventsv1.Event) (*eventsv1.Event, error) {
+	e = e.DeepCopy()
+	e.ReportingInstance = s.instance
+	return s.EventSink.Create(ctx, e)
+}
+
 // startEvents starts the Event recorder; the returned func stops it.
 func (s *Source) startEvents(ctx context.Context) (func(), error) {
-	b := events.NewBroadcaster(&events.EventSinkImpl{Interface: s.kube.EventsV1()})
-	if err := b.StartRecordingToSinkWithContext(ctx); err != nil {
-		return nil, fmt.Errorf("pool source: start the Event recorder: %w", err)
+	rec, stop, err := NewRecorder(ctx, s.kube, s.nodeName)
+	if err != nil {
+		return nil, err
 	}
-	rec := b.NewRecorder(scheme.Scheme, ReportingController)
 	s.mu.Lock()
 	s.events = rec
 	s.mu.Unlock()
-	return b.Shutdown, nil
+	return stop, nil
+}
+
+// NewRecorder starts the recorder of ipamd's Events on node through kube:
+// reported by ReportingController as ReportingInstance(node). The
+// returned func stops it.
+func NewRecorder(ctx context.Context, kube kubernetes.Interface, node string) (events.EventRecorder, func(), error) {
+	sink := instanceSink{EventSink: &events.EventSinkImpl{Interface: kube.EventsV1()}, instance: ReportingInstance(node)}
+	b := events.NewBroadcaster(sink)
+	if err := b.StartRecordingToSinkWithContext(ctx); err != nil {
+		return nil, nil, fmt.Errorf("pool source: start the Event recorder of node %s: %w", node, err)
+	}
+	return b.NewRecorder(scheme.Scheme, ReportingController), b.Shutdown, nil
 }
 
 // event records a Warning Event on this Node; before Run it is only

@@ -101,8 +101,8 @@ func (s *Source) reportOverlaps(o map[netip.Prefix]v1alpha1.Overlap) {
 }
 
 // retireOutside retires this node's blocks that are no block of the pool
-// any more: a CIDR removed from spec.cidrs (the way an operator retires
-// it, README "Retiring a CIDR"), or a family removed. Nothing more is
+// any more: a CIDR moved to retiringCIDRs (the way an operator retires
+// it, docs/cluster.md "Retiring a CIDR"), or a family retired. Nothing more is
 // handed out of them; the datastore keeps them while any address is
 // busy, and collect deletes each IPBlock once its block has left.
 func (s *Source) retireOutside(ctx context.Context, whole []family) {

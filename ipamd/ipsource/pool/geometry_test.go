@@ -24,7 +24,7 @@ import (
 
 // Each pool edit issue 37 reproduced, on a real kube-apiserver with the
 // shipped CRDs and the real pool source (item 2): the block size patch
-// is refused; a CIDR removed from the pool retires its block on the node
+// is refused; a CIDR moved to retiringCIDRs retires its block on the node
 // (nothing new is handed out of it, the node claims elsewhere) and the
 // block's IPBlock goes once its last address is free; a second pool over
 // the same range with another block size is claimed from by nobody and
@@ -50,12 +50,13 @@ func TestPoolGeometryEdits(t *testing.T) {
 		t.Fatalf("blockSize 26 -> 24: %v, want Invalid", err)
 	}
 
-	// Retire x's CIDR: the other is all that is left.
+	// Retire x's CIDR, as an operator does (the API server refuses to drop
+	// it while its block exists): the other is all that is claimed from.
 	y := netip.MustParsePrefix("198.18.0.0/26")
 	if x == y {
 		y = netip.MustParsePrefix("198.18.1.0/26")
 	}
-	patch := fmt.Sprintf(`{"spec":{"ipv4":{"cidrs":[%q],"blockSize":26}}}`, y)
+	patch := fmt.Sprintf(`{"spec":{"ipv4":{"cidrs":[%q],"retiringCIDRs":[%q],"blockSize":26}}}`, y, x)
 	if _, err := pools.Patch(ctx, "default", types.MergePatchType, []byte(patch), metav1.PatchOptions{}); err != nil {
 		t.Fatal(err)
 	}
@@ -80,6 +81,9 @@ func TestPoolGeometryEdits(t *testing.T) {
 		bs := blockNames(t, ctx, admin)
 		return slices.Equal(bs, []string{v1alpha1.BlockName(y)}), strings.Join(bs, ",")
 	})
+	if _, err := pools.Patch(ctx, "default", types.MergePatchType, []byte(`{"spec":{"ipv4":{"retiringCIDRs":null}}}`), metav1.PatchOptions{}); err != nil {
+		t.Fatal(err)
+	}
 
 	// A second pool over both CIDRs, blocks of /25, for node C.
 	if err := clusterfixture.CreatePool(ctx, admin.Dynamic, "second", 25, 0, "198.18.0.0/23"); err != nil {
