@@ -96,15 +96,15 @@ func runOnce(t *testing.T, r *reclaim.Reclaimer) reclaim.Pass {
 }
 
 // expectConsistent requires every decision's conditions to be the ones its
-// verdict read: a reclaim exactly when all four hold. A candidate of the
+// verdict read: a reclaim exactly when all five hold. A candidate of the
 // caches kept on fresh reads once showed the caches' conditions under the
 // fresh verdict (the informer had not yet delivered ipamd's renewal).
 func expectConsistent(t *testing.T, p reclaim.Pass) {
 	t.Helper()
 	for _, d := range p.Decisions {
-		if all := d.NodeGone && d.LeaseExpired && len(d.Pods) == 0 && d.IpamdStopped; all != d.Reclaim {
-			t.Errorf("decision on %s: conditions node gone %v, lease expired %v, pods %v, ipamd stopped %v, but verdict %+v",
-				d.Block, d.NodeGone, d.LeaseExpired, d.Pods, d.IpamdStopped, d.Verdict)
+		if all := d.NodeGone && d.LeaseExpired && len(d.Pods) == 0 && d.IpamdStopped && d.NodeDead; all != d.Reclaim {
+			t.Errorf("decision on %s: conditions node gone %v, lease expired %v, pods %v, ipamd stopped %v, node dead %v, but verdict %+v",
+				d.Block, d.NodeGone, d.LeaseExpired, d.Pods, d.IpamdStopped, d.NodeDead, d.Verdict)
 		}
 	}
 }

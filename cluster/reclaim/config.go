@@ -30,6 +30,9 @@ type Config struct {
 	// (ipamdlease.IpamdLeaseName): the namespace ipamd's DaemonSet runs in.
 	// Default kube-system.
 	IpamdLeaseNamespace string
+	// AliveTimeout bounds one probe of a gone node's ipamd on one of the
+	// addresses its Lease records (condition (e)). Default 3s.
+	AliveTimeout time.Duration
 }
 
 // LeaderElection says which Lease the reclaimers contend for, and its
@@ -55,7 +58,7 @@ func DefaultConfig() Config {
 		Grace: ipamdlease.DefaultReclaimGrace, Interval: 30 * time.Second, CheckInterval: time.Minute,
 		LeaderElection: LeaderElection{Namespace: "kube-system", Name: "sandboxipam-reclaimer",
 			LeaseDuration: 15 * time.Second, RenewDeadline: 10 * time.Second, RetryPeriod: 2 * time.Second},
-		IpamdLeaseNamespace: "kube-system",
+		IpamdLeaseNamespace: "kube-system", AliveTimeout: 3 * time.Second,
 	}
 }
 
@@ -69,7 +72,8 @@ func (c Config) Validate() error {
 		name string
 		v    time.Duration
 	}{{"interval", c.Interval}, {"checkInterval", c.CheckInterval}, {"leaderElection.leaseDuration", c.LeaderElection.LeaseDuration},
-		{"leaderElection.renewDeadline", c.LeaderElection.RenewDeadline}, {"leaderElection.retryPeriod", c.LeaderElection.RetryPeriod}} {
+		{"leaderElection.renewDeadline", c.LeaderElection.RenewDeadline}, {"leaderElection.retryPeriod", c.LeaderElection.RetryPeriod},
+		{"aliveTimeout", c.AliveTimeout}} {
 		if d.v <= 0 {
 			errs = append(errs, fmt.Errorf("%s must be positive, got %s", d.name, d.v))
 		}

@@ -86,11 +86,14 @@ func (r *Reclaimer) confirmAndReclaim(ctx context.Context, candidates []candidat
 			r.log.Info("reclaimer: block kept: fresh reads differ from the cache", "block", c.block.Name, "keep", d.Keep)
 			continue
 		}
-		if err := r.reclaim(ctx, c.block, d.Verdict); err != nil {
+		deleted, err := r.reclaim(ctx, c.block, d.Verdict)
+		if err != nil {
 			p.Errors = append(p.Errors, err.Error())
 			continue
 		}
-		p.Reclaimed = append(p.Reclaimed, c.block.Name)
+		if deleted {
+			p.Reclaimed = append(p.Reclaimed, c.block.Name)
+		}
 	}
 }
 
@@ -144,17 +147,24 @@ func (r *Reclaimer) freshIpamdLease(ctx context.Context, node string) (*coordina
 
 // reclaim deletes the block, on the condition that it is the very object
 // judged (UID and resourceVersion), then records the Event and the log
-// line naming the evidence.
-func (r *Reclaimer) reclaim(ctx context.Context, b v1alpha1.IPBlock, v Verdict) error {
+// line naming the evidence. It reports whether the block was deleted: a
+// block changed or gone since it was judged is not, and is no error.
+func (r *Reclaimer) reclaim(ctx context.Context, b v1alpha1.IPBlock, v Verdict) (bool, error) {
+	if r.opts.BeforeDelete != nil {
+		r.opts.BeforeDelete(ctx, b.Name)
+	}
+	// The resourceVersion is the one judged: an ipamd that lifted its
+	// fence since wrote the block first (ipamdlease.FenceLiftAnnotation),
+	// so the delete fails with a Conflict and the block is kept.
 	pre := metav1.Preconditions{UID: ptr.To(b.UID), ResourceVersion: ptr.To(b.ResourceVersion)}
 	err := r.clients.Dynamic.Resource(v1alpha1.IPBlockResource).Delete(ctx, b.Name, metav1.DeleteOptions{Preconditions: &pre})
 	switch {
 	case apierrors.IsNotFound(err), apierrors.IsConflict(err):
 		r.log.Info("reclaimer: block changed or gone since it was judged; judged again next pass", "block", b.Name, "err", err)
-		return nil
+		return false, nil
 	case err != nil:
 		r.metrics.errors.WithLabelValues("delete").Inc()
-		return fmt.Errorf("delete IPBlock %s: %w", b.Name, err)
+		return false, fmt.Errorf("delete IPBlock %s: %w", b.Name, err)
 	}
 	evidence := strings.Join(v.Evidence, "; ")
 	r.metrics.reclaimed.Inc()
@@ -164,7 +174,7 @@ func (r *Reclaimer) reclaim(ctx context.Context, b v1alpha1.IPBlock, v Verdict) 
 		r.metrics.errors.WithLabelValues("event").Inc()
 		r.log.Error("reclaimer: the Event of a reclaim was not recorded; the log line above is its record", "block", b.Name, "err", err)
 	}
-	return nil
+	return true, nil
 }
 
 // maxMessage is the length an Event's message is cut to.

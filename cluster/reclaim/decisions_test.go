@@ -28,7 +28,7 @@ func TestDecisionsNameThePodsThatKeepADeadNodesBlock(t *testing.T) {
 		t.Fatal(err)
 	}
 	n := env.Node(t, "dec-n1")
-	b := env.Block(t, "default", "198.18.7.0/26", "dec-n1", n.UID)
+	b := confirmGone(t, env, env.Block(t, "default", "198.18.7.0/26", "dec-n1", n.UID))
 	env.Pod(t, "decisions", "web-2", "dec-n1", "198.18.7.9")
 	env.Pod(t, "decisions", "web-1", "dec-n1", "198.18.7.5")
 	env.Pod(t, "decisions", "elsewhere", "dec-n1", "198.18.8.5")
@@ -43,7 +43,7 @@ func TestDecisionsNameThePodsThatKeepADeadNodesBlock(t *testing.T) {
 	if got.Pass == nil || !got.Pass.At.Equal(p.At) {
 		t.Fatalf("decisions %+v, want the last pass at %s", got, p.At)
 	}
-	want := reclaim.Decision{Block: b.Name, CIDR: "198.18.7.0/26", Node: "dec-n1", NodeGone: true, LeaseExpired: true, IpamdStopped: true,
+	want := reclaim.Decision{Block: b.Name, CIDR: "198.18.7.0/26", Node: "dec-n1", NodeGone: true, LeaseExpired: true, IpamdStopped: true, NodeDead: true,
 		Pods:    []string{"decisions/web-1 198.18.7.5", "decisions/web-2 198.18.7.9"},
 		Verdict: reclaim.Verdict{Keep: "pods still hold addresses in 198.18.7.0/26: decisions/web-1 198.18.7.5, decisions/web-2 198.18.7.9"}}
 	if d := decisionOf(got.Pass, b.Name); d == nil || !equalDecision(*d, want) {
@@ -92,6 +92,6 @@ func decisionOf(p *reclaim.Pass, block string) *reclaim.Decision {
 }
 
 func equalDecision(a, b reclaim.Decision) bool {
-	return a.Block == b.Block && a.CIDR == b.CIDR && a.Node == b.Node && a.NodeGone == b.NodeGone && a.LeaseExpired == b.LeaseExpired && a.IpamdStopped == b.IpamdStopped &&
+	return a.Block == b.Block && a.CIDR == b.CIDR && a.Node == b.Node && a.NodeGone == b.NodeGone && a.LeaseExpired == b.LeaseExpired && a.IpamdStopped == b.IpamdStopped && a.NodeDead == b.NodeDead &&
 		slices.Equal(a.Pods, b.Pods) && a.Reclaim == b.Reclaim && a.Keep == b.Keep && slices.Equal(a.Evidence, b.Evidence)
 }

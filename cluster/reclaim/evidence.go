@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"strings"
 	"time"
+
+	"github.com/sandboxipam/sandboxipam/cluster/api/ipamdlease"
 )
 
 // Input is what Decide judges one block on.
@@ -24,6 +26,9 @@ type Input struct {
 	// Pods are the pods (namespace/name address) with an address inside
 	// the block, whatever their phase.
 	Pods []string
+	// Alive is what the node's ipamd said on the data plane, and the
+	// operator's word on the block: condition (e) (nodeDead, alive.go).
+	Alive AliveSeen
 	// Now and Grace are the reclaimer's clock and grace.
 	Now   time.Time
 	Grace time.Duration
@@ -38,10 +43,12 @@ type LeaseSeen struct {
 	// Since is when, by the reclaimer's clock, the Lease was last seen to
 	// change (or to appear, or to go), or when the reclaimer first looked.
 	Since time.Time
-	// Duration is the Lease's spec.leaseDurationSeconds: ipamd writes how
-	// long after a renew it may still hand out addresses (its fence plus
-	// its renew interval), so a reclaimer whose grace is shorter waits
-	// that long instead.
+	// Duration is the longest spec.leaseDurationSeconds seen of the Lease,
+	// kept when it is deleted; 0 when none was seen. ipamd writes how long
+	// after a renew it may still hand out addresses (its fence plus its
+	// renew interval); ipamdlease.ReclaimWait makes it the wait when it
+	// is longer than the grace, and assumes the longest ipamd accepts
+	// when none was seen.
 	Duration time.Duration
 }
 
@@ -56,7 +63,7 @@ type Verdict struct {
 }
 
 // Decide judges one block. It is pure, and it reclaims only when all
-// four conditions hold; the first that fails is the reason to keep.
+// five conditions hold; the first that fails is the reason to keep.
 func Decide(in Input) Verdict {
 	node, ok := nodeGone(in)
 	if !ok {
@@ -73,7 +80,11 @@ func Decide(in Input) Verdict {
 	if !ok {
 		return Verdict{Keep: ipamd}
 	}
-	return Verdict{Reclaim: true, Evidence: []string{node, lease, "no Pod has a status.podIPs address in " + in.BlockCIDR, ipamd}}
+	dead, ok := nodeDead(in)
+	if !ok {
+		return Verdict{Keep: dead}
+	}
+	return Verdict{Reclaim: true, Evidence: []string{node, lease, "no Pod has a status.podIPs address in " + in.BlockCIDR, ipamd, dead}}
 }
 
 // nodeGone is condition (a), in words either way.
@@ -113,16 +124,12 @@ func leaseExpired(in Input) (string, bool) {
 }
 
 // ipamdStopped is condition (d): the node's ipamd Lease unchanged (or
-// absent) in the reclaimer's sight for longer than the grace, or than the
-// Lease's own duration when that is longer. Only the reclaimer's clock
-// counts: spec.renewTime is the node's clock, and a node cut off from the
-// API server cannot be asked.
+// absent) in the reclaimer's sight for longer than ipamdWait. Only the
+// reclaimer's clock counts: spec.renewTime is the node's clock, and a
+// node cut off from the API server cannot be asked.
 func ipamdStopped(in Input) (string, bool) {
 	name := "ipamd Lease " + in.IpamdLease
-	wait, words := in.Grace, fmt.Sprintf("the grace %s", in.Grace)
-	if in.Ipamd.Duration > in.Grace {
-		wait, words = in.Ipamd.Duration, fmt.Sprintf("its leaseDuration %s (longer than the grace %s)", in.Ipamd.Duration, in.Grace)
-	}
+	wait, words := ipamdWait(in)
 	quiet := in.Now.Sub(in.Ipamd.Since)
 	switch {
 	case !in.Ipamd.Present && quiet <= wait:
@@ -133,5 +140,22 @@ func ipamdStopped(in Input) (string, bool) {
 		return fmt.Sprintf("%s last seen to change %s ago, within %s: ipamd may live", name, quiet, words), false
 	default:
 		return fmt.Sprintf("%s unchanged for %s in the reclaimer's sight, longer than %s", name, quiet, words), true
+	}
+}
+
+// ipamdWait is how long condition (d) waits (ipamdlease.ReclaimWait), in
+// words: the grace, or, when longer, the Lease's duration (the longest
+// ipamd accepts when none was seen) with the clocks' rate error.
+func ipamdWait(in Input) (time.Duration, string) {
+	wait := ipamdlease.ReclaimWait(in.Grace, in.Ipamd.Duration)
+	switch {
+	case wait == in.Grace:
+		return wait, fmt.Sprintf("the grace %s", in.Grace)
+	case in.Ipamd.Duration > 0:
+		return wait, fmt.Sprintf("%s: its leaseDuration %s with clock-rate error %g%% (longer than the grace %s)",
+			wait, in.Ipamd.Duration, ipamdlease.ClockRateError*100, in.Grace)
+	default:
+		return wait, fmt.Sprintf("%s: no leaseDuration seen, so the longest ipamd accepts, %s, with clock-rate error %g%% (longer than the grace %s)",
+			wait, ipamdlease.MaxLeaseDuration, ipamdlease.ClockRateError*100, in.Grace)
 	}
 }

@@ -13,6 +13,7 @@ func TestDecide(t *testing.T) {
 		return Input{Block: "198.18.0.0-26", BlockCIDR: "198.18.0.0/26", BlockNodeName: "n1", BlockNodeUID: "uid-1",
 			Lease: LeaseSeen{Present: true, RenewTime: t0, Since: t0}, IpamdLease: "kube-system/sandboxipam-ipamd-n1",
 			Ipamd: LeaseSeen{Present: true, RenewTime: t0.Add(6 * time.Minute), Since: t0, Duration: 130 * time.Second},
+			Alive: AliveSeen{Addresses: []string{"10.0.0.1:61682"}, SilentSince: t0, Silence: "refused"},
 			Now:   t0.Add(6 * time.Minute), Grace: grace}
 	}
 	cases := []struct {
@@ -33,7 +34,7 @@ func TestDecide(t *testing.T) {
 		{"ipamd Lease exactly at the grace", func(in *Input) { in.Ipamd.Since = t0.Add(time.Minute) }, false,
 			"last seen to change 5m0s ago, within the grace 5m0s"},
 		{"ipamd Lease's own duration longer than the grace", func(in *Input) { in.Ipamd.Duration = 7 * time.Minute }, false,
-			"within its leaseDuration 7m0s (longer than the grace 5m0s)"},
+			"last seen to change 6m0s ago, within 7m10s: its leaseDuration 7m0s with clock-rate error 1% (longer than the grace 5m0s): ipamd may live"},
 		{"ipamd Lease absent, but not watched long enough (a reclaimer restart)", func(in *Input) { in.Ipamd = LeaseSeen{Since: t0.Add(2 * time.Minute)} }, false,
 			"ipamd Lease kube-system/sandboxipam-ipamd-n1 absent, but only for 4m0s in the reclaimer's sight, not longer than the grace 5m0s"},
 		{"ipamd Lease absent long enough", func(in *Input) { in.Ipamd = LeaseSeen{Since: t0} }, true,
@@ -62,7 +63,7 @@ func TestDecide(t *testing.T) {
 			words := v.Keep
 			if v.Reclaim {
 				words = strings.Join(v.Evidence, "; ")
-				if len(v.Evidence) != 4 {
+				if len(v.Evidence) != 5 {
 					t.Errorf("evidence %q, want one item per condition", v.Evidence)
 				}
 			}
@@ -92,5 +93,43 @@ func TestConfigValidateNamesTheField(t *testing.T) {
 		if err := c.Validate(); err == nil || !strings.Contains(err.Error(), field) {
 			t.Errorf("error %v, want one naming %q", err, field)
 		}
+	}
+}
+
+// Condition (d) with a short grace (issue 44, paths 5 and 6): a deleted
+// Lease keeps the longest duration seen of it, an ipamd never seen counts
+// as the longest ipamd accepts, and the wait carries the clocks' rate
+// error on top of the duration, whatever the grace.
+func TestIpamdStoppedWaitsOutTheDurationWithClockError(t *testing.T) {
+	t0 := time.Date(2026, 12, 3, 10, 0, 0, 0, time.UTC)
+	const name = "ipamd Lease kube-system/sandboxipam-ipamd-n1"
+	for _, c := range []struct {
+		what    string
+		seen    LeaseSeen
+		quiet   time.Duration
+		stopped bool
+		words   string
+	}{
+		{"deleted, within the wait", LeaseSeen{Duration: 130 * time.Second}, 134 * time.Second, false,
+			name + " absent, but only for 2m14s in the reclaimer's sight, not longer than 2m14s: its leaseDuration 2m10s with clock-rate error 1% (longer than the grace 1m0s)"},
+		{"deleted, waited out", LeaseSeen{Duration: 130 * time.Second}, 135 * time.Second, true,
+			name + " absent for 2m15s in the reclaimer's sight, longer than 2m14s: its leaseDuration 2m10s with clock-rate error 1% (longer than the grace 1m0s)"},
+		{"never seen", LeaseSeen{}, 5 * time.Minute, false,
+			name + " absent, but only for 5m0s in the reclaimer's sight, not longer than 5m0s: no leaseDuration seen, so the longest ipamd accepts, 4m53s, with clock-rate error 1% (longer than the grace 1m0s)"},
+		{"never seen, waited out", LeaseSeen{}, 5*time.Minute + time.Second, true,
+			name + " absent for 5m1s in the reclaimer's sight, longer than 5m0s: no leaseDuration seen, so the longest ipamd accepts, 4m53s, with clock-rate error 1% (longer than the grace 1m0s)"},
+		{"present, past its bare duration", LeaseSeen{Present: true, Duration: 130 * time.Second}, 132 * time.Second, false,
+			name + " last seen to change 2m12s ago, within 2m14s: its leaseDuration 2m10s with clock-rate error 1% (longer than the grace 1m0s): ipamd may live"},
+		{"present, waited out", LeaseSeen{Present: true, Duration: 130 * time.Second}, 135 * time.Second, true,
+			name + " unchanged for 2m15s in the reclaimer's sight, longer than 2m14s: its leaseDuration 2m10s with clock-rate error 1% (longer than the grace 1m0s)"},
+	} {
+		t.Run(c.what, func(t *testing.T) {
+			c.seen.Since = t0
+			in := Input{BlockNodeName: "n1", IpamdLease: "kube-system/sandboxipam-ipamd-n1", Ipamd: c.seen, Now: t0.Add(c.quiet), Grace: time.Minute}
+			words, stopped := ipamdStopped(in)
+			if stopped != c.stopped || words != c.words {
+				t.Fatalf("ipamdStopped = %v %q, want %v %q", stopped, words, c.stopped, c.words)
+			}
+		})
 	}
 }

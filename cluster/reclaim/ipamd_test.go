@@ -38,7 +38,7 @@ func TestReclaimKeepsABlockWhileIpamdRenews(t *testing.T) {
 	if err := ipamd.Renew(t.Context()); err != nil {
 		t.Fatal(err)
 	}
-	b := env.Block(t, "default", "198.18.5.0/26", "live-n1", n.UID)
+	b := confirmGone(t, env, env.Block(t, "default", "198.18.5.0/26", "live-n1", n.UID))
 	env.Pod(t, "live", "web-1", "live-n1", "198.18.5.5")
 	// kubelet stopped: its Lease never renewed (absent here); the Node and
 	// the pod are deleted, as kubectl delete node and PodGC do.
@@ -77,7 +77,7 @@ func TestReclaimKeepsABlockWhileIpamdRenews(t *testing.T) {
 	}
 	evs := events(t, env, b)
 	if len(evs) != 1 || !strings.Contains(evs[0].Message, "; "+name+" unchanged for ") ||
-		!strings.HasSuffix(evs[0].Message, "in the reclaimer's sight, longer than the grace 5m0s") {
+		!strings.HasSuffix(evs[0].Message, "in the reclaimer's sight, longer than the grace 5m0s; an operator confirmed node live-n1 (UID "+string(n.UID)+") gone (annotation sandboxipam.io/confirm-node-gone on the block)") {
 		t.Fatalf("Events on %s: %+v", b.Name, evs)
 	}
 }

@@ -81,7 +81,7 @@ func TestOnlyTheLeaderReclaims(t *testing.T) {
 	// Long enough that no candidate takes over by expiry during the test:
 	// only a release hands the Lease on.
 	cfg.LeaderElection.LeaseDuration, cfg.LeaderElection.RenewDeadline, cfg.LeaderElection.RetryPeriod = 10*time.Minute, 5*time.Minute, 200*time.Millisecond
-	first := env.Block(t, "default", "198.18.2.0/26", "ghost-1", "ghost-1-uid")
+	first := confirmGone(t, env, env.Block(t, "default", "198.18.2.0/26", "ghost-1", "ghost-1-uid"))
 
 	one := startCandidate(t, cfg, "reclaimer-1")
 	if p := one.next(t); !keepReason(p, first.Name, "Lease kube-node-lease/ghost-1 absent, but only for 0s in the reclaimer's sight, not longer than the grace 2m0s") {
@@ -89,10 +89,13 @@ func TestOnlyTheLeaderReclaims(t *testing.T) {
 	}
 	two := startCandidate(t, cfg, "reclaimer-2")
 	waitLeader(t, two, "reclaimer-1")
-	one.step(t)
-	one.step(t)
+	// No ipamd Lease seen: the wait is the longest ipamd accepts (5m),
+	// not the grace (ipamdlease.ReclaimWait).
+	for range 5 {
+		one.step(t)
+	}
 	if p := one.step(t); !slices.Equal(p.Reclaimed, []string{first.Name}) {
-		t.Fatalf("reclaimer-1 at t0+3m: %+v", p)
+		t.Fatalf("reclaimer-1 at t0+6m: %+v", p)
 	}
 	if evs := events(t, env, first); len(evs) != 1 || evs[0].ReportingInstance != "reclaimer-1" {
 		t.Fatalf("Events on %s: %+v, want one from reclaimer-1", first.Name, evs)
@@ -105,7 +108,7 @@ func TestOnlyTheLeaderReclaims(t *testing.T) {
 	}
 
 	// The leader stops and releases; the other leads from then on.
-	second := env.Block(t, "default", "198.18.2.64/26", "ghost-2", "ghost-2-uid")
+	second := confirmGone(t, env, env.Block(t, "default", "198.18.2.64/26", "ghost-2", "ghost-2-uid"))
 	one.cancel()
 	if err := <-one.done; err != nil {
 		t.Fatalf("reclaimer-1 Run: %v", err)
@@ -115,10 +118,13 @@ func TestOnlyTheLeaderReclaims(t *testing.T) {
 	if p := two.next(t); !keepReason(p, second.Name, "Lease kube-node-lease/ghost-2 absent, but only for 0s in the reclaimer's sight, not longer than the grace 2m0s") {
 		t.Fatalf("reclaimer-2's first pass: %+v", p)
 	}
-	two.step(t)
-	two.step(t)
+	// No ipamd Lease seen: the wait is the longest ipamd accepts (5m),
+	// not the grace (ipamdlease.ReclaimWait).
+	for range 5 {
+		two.step(t)
+	}
 	if p := two.step(t); !slices.Equal(p.Reclaimed, []string{second.Name}) {
-		t.Fatalf("reclaimer-2 at t0+3m: %+v", p)
+		t.Fatalf("reclaimer-2 at t0+6m: %+v", p)
 	}
 	if evs := events(t, env, second); len(evs) != 1 || evs[0].ReportingInstance != "reclaimer-2" {
 		t.Fatalf("Events on %s: %+v, want one from reclaimer-2", second.Name, evs)

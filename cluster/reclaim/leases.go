@@ -29,7 +29,8 @@ func newLeaseWatch(c clock.PassiveClock) *leaseWatch {
 
 // observe records node's Lease as now seen (nil: absent) and returns what
 // is known of it. A new resourceVersion, an appearance or a disappearance
-// restarts the quiet time.
+// restarts the quiet time; Duration is the longest seen of it since the
+// reclaimer started watching (0: none yet).
 func (w *leaseWatch) observe(node string, l *coordinationv1.Lease) LeaseSeen {
 	version, seen := "absent", LeaseSeen{}
 	if l != nil {
@@ -46,6 +47,10 @@ func (w *leaseWatch) observe(node string, l *coordinationv1.Lease) LeaseSeen {
 	st, ok := w.seen[node]
 	if !ok || st.version != version {
 		seen.Since = w.clock.Now()
+		// The longest duration ever seen of the Lease outlives its
+		// versions: a Lease deleted (or written without one) says nothing
+		// of how long its ipamd may still hand out addresses (issue 44).
+		seen.Duration = max(seen.Duration, st.Duration)
 		st = leaseState{version: version, LeaseSeen: seen}
 		w.seen[node] = st
 	}

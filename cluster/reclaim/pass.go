@@ -39,6 +39,10 @@ type Decision struct {
 	// IpamdStopped: condition (d) holds, whatever the verdict: the
 	// node's ipamd Lease has not changed for longer than the grace.
 	IpamdStopped bool `json:"ipamdStopped"`
+	// NodeDead: condition (e) holds, whatever the verdict: the node's
+	// ipamd has been silent on the data plane for longer than the grace,
+	// or an operator confirmed the node gone.
+	NodeDead bool `json:"nodeDead"`
 	// Pods are the pods ("namespace/name address") with an address in
 	// the block: while there is one, condition (c) fails.
 	Pods []string `json:"pods,omitempty"`
@@ -83,6 +87,7 @@ func (r *Reclaimer) RunOnce(ctx context.Context) Pass {
 	}
 	var candidates []candidate
 	pools := r.poolsByName()
+	r.probeAlive(ctx, objs)
 	for _, obj := range objs {
 		b, err := v1alpha1.BlockFrom(obj.(*unstructured.Unstructured))
 		if err != nil {
@@ -131,8 +136,9 @@ func decide(b v1alpha1.IPBlock, in Input) Decision {
 	_, gone := nodeGone(in)
 	_, expired := leaseExpired(in)
 	_, stopped := ipamdStopped(in)
+	_, dead := nodeDead(in)
 	return Decision{Block: b.Name, CIDR: b.Spec.CIDR, Node: b.Spec.NodeName,
-		NodeGone: gone, LeaseExpired: expired, IpamdStopped: stopped, Pods: in.Pods, Verdict: Decide(in)}
+		NodeGone: gone, LeaseExpired: expired, IpamdStopped: stopped, NodeDead: dead, Pods: in.Pods, Verdict: Decide(in)}
 }
 
 // cachedInput is Decide's input for b from the caches.
@@ -157,7 +163,7 @@ func (r *Reclaimer) cachedInput(b v1alpha1.IPBlock, cidr netip.Prefix, addrs []p
 
 func (r *Reclaimer) input(b v1alpha1.IPBlock, now time.Time) Input {
 	return Input{Block: b.Name, BlockCIDR: b.Spec.CIDR, BlockNodeName: b.Spec.NodeName, BlockNodeUID: b.Spec.NodeUID, Now: now, Grace: r.cfg.Grace,
-		IpamdLease: r.cfg.IpamdLeaseNamespace + "/" + ipamdlease.IpamdLeaseName(b.Spec.NodeName)}
+		IpamdLease: r.cfg.IpamdLeaseNamespace + "/" + ipamdlease.IpamdLeaseName(b.Spec.NodeName), Alive: r.alive.seenFor(b)}
 }
 
 func (r *Reclaimer) cachedPodAddrs() ([]podAddr, error) {

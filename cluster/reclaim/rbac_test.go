@@ -31,7 +31,7 @@ func TestShippedRBACIsEnough(t *testing.T) {
 	t.Cleanup(env.API.Stop)
 	env.InstallPoolCRDs(t)
 	env.Pool(t, "default", 26, "198.18.0.0/24")
-	ghost := env.Block(t, "default", "198.18.0.0/26", "ghost", "ghost-uid")
+	ghost := confirmGone(t, env, env.Block(t, "default", "198.18.0.0/26", "ghost", "ghost-uid"))
 	victim := env.Node(t, "victim")
 
 	cfg := applyReclaimerRBAC(t, env)
@@ -60,8 +60,11 @@ func TestShippedRBACIsEnough(t *testing.T) {
 	if p := c.next(t); len(p.Errors) != 0 || len(p.Decisions) != 1 {
 		t.Fatalf("first pass as the ServiceAccount: %+v", p)
 	}
-	c.step(t)
-	c.step(t)
+	// No ipamd Lease seen: the wait is the longest ipamd accepts (5m),
+	// not the grace (ipamdlease.ReclaimWait).
+	for range 5 {
+		c.step(t)
+	}
 	if p := c.step(t); !slices.Equal(p.Reclaimed, []string{ghost.Name}) || len(p.Errors) != 0 {
 		t.Fatalf("reclaim as the ServiceAccount: %+v", p)
 	}

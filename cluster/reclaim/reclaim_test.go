@@ -36,6 +36,9 @@ func TestReclaimOnlyOnEvidence(t *testing.T) {
 	live := env.Block(t, "default", "198.18.1.128/26", "ev-n2", n2.UID)
 	// A claim of ev-n3's former self: its Node was registered again.
 	stale := env.Block(t, "default", "198.18.1.192/26", "ev-n3", "ev-n3-former-uid")
+	// An operator confirms ev-n1's and ev-n3's former self's machines
+	// gone: condition (e), tested in alive_test.go.
+	withPod, empty, stale = confirmGone(t, env, withPod), confirmGone(t, env, empty), confirmGone(t, env, stale)
 	env.Pod(t, "evidence", "web-1", "ev-n1", "198.18.1.5")
 	env.Pod(t, "evidence", "web-2", "ev-n2", "198.18.1.130")
 
@@ -87,11 +90,13 @@ func TestReclaimOnlyOnEvidence(t *testing.T) {
 		{empty, "Reclaimed 198.18.1.64/26 of node ev-n1 (UID " + string(n1.UID) + "): Node ev-n1 (UID " + string(n1.UID) + ") does not exist; " +
 			"Lease kube-node-lease/ev-n1 renewed at 2026-12-03T10:04:00Z, unchanged for 5m1s in the reclaimer's sight, longer than the grace 5m0s; " +
 			"no Pod has a status.podIPs address in 198.18.1.64/26; " +
-			"ipamd Lease kube-system/sandboxipam-ipamd-ev-n1 absent for 9m1s in the reclaimer's sight, longer than the grace 5m0s"},
+			"ipamd Lease kube-system/sandboxipam-ipamd-ev-n1 absent for 9m1s in the reclaimer's sight, longer than the grace 5m0s; " +
+			"an operator confirmed node ev-n1 (UID " + string(n1.UID) + ") gone (annotation sandboxipam.io/confirm-node-gone on the block)"},
 		{stale, "Reclaimed 198.18.1.192/26 of node ev-n3 (UID ev-n3-former-uid): Node ev-n3 has UID " + string(n3.UID) +
 			", not the claim's ev-n3-former-uid (registered again); Lease kube-node-lease/ev-n3 absent for 8m0s in the reclaimer's sight, longer than the grace 5m0s; " +
 			"no Pod has a status.podIPs address in 198.18.1.192/26; " +
-			"ipamd Lease kube-system/sandboxipam-ipamd-ev-n3 absent for 8m0s in the reclaimer's sight, longer than the grace 5m0s"},
+			"ipamd Lease kube-system/sandboxipam-ipamd-ev-n3 absent for 8m0s in the reclaimer's sight, longer than the grace 5m0s; " +
+			"an operator confirmed node ev-n3 (UID ev-n3-former-uid) gone (annotation sandboxipam.io/confirm-node-gone on the block)"},
 	} {
 		if !blockGone(t, env, c.block.Name) {
 			t.Errorf("%s still in the API after its reclaim", c.block.Name)

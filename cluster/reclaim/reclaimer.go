@@ -45,6 +45,11 @@ type Options struct {
 	Logger *slog.Logger
 	// OnPass, when set, is called after each pass (tests wait on it).
 	OnPass func(Pass)
+	// BeforeDelete, when set, is called with a block's name after its
+	// reclaim was confirmed and right before the delete is sent: a test
+	// holds a delete in flight with it (issue 44: the delete must fail
+	// once the node's ipamd lifted its fence meanwhile).
+	BeforeDelete func(ctx context.Context, block string)
 }
 
 // Reclaimer returns dead nodes' blocks on evidence and runs the cluster
@@ -58,7 +63,9 @@ type Reclaimer struct {
 	leases  *leaseWatch
 	// ipamdSeen is what has been seen of ipamd's own Leases, by name.
 	ipamdSeen *leaseWatch
-	metrics   *Metrics
+	// alive is what gone nodes' ipamds said on the data plane (alive.go).
+	alive   *aliveWatch
+	metrics *Metrics
 	// last is the last pass, for Decisions.
 	last atomic.Pointer[Pass]
 
@@ -90,7 +97,8 @@ func New(c Clients, opts Options) (*Reclaimer, error) {
 		opts.Logger = slog.Default()
 	}
 	r := &Reclaimer{opts: opts, cfg: opts.Config, clients: c, clock: opts.Clock, log: opts.Logger,
-		leases: newLeaseWatch(opts.Clock), ipamdSeen: newLeaseWatch(opts.Clock), metrics: NewMetrics()}
+		leases: newLeaseWatch(opts.Clock), ipamdSeen: newLeaseWatch(opts.Clock), metrics: NewMetrics(),
+		alive: newAliveWatch(opts.Clock, opts.Config.AliveTimeout)}
 	r.factory = informers.NewSharedInformerFactory(c.Kube, 0)
 	r.leaseFactory = informers.NewSharedInformerFactoryWithOptions(c.Kube, 0, informers.WithNamespace(corev1.NamespaceNodeLease))
 	r.dynFactory = dynamicinformer.NewDynamicSharedInformerFactory(c.Dynamic, 0)

@@ -123,7 +123,8 @@ func (a *app) rootCommand(getenv func(string) string) *cobra.Command {
 	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return fmt.Errorf("%w: %w", errUsage, err) })
 	a.globalFlags(root, getenv)
 	root.AddCommand(a.podsCommand(), a.poolCommand(), a.adapterCommand(), a.enisCommand(), a.routesCommand(),
-		a.whoCommand(), a.readyCommand(), a.checkCommand(), a.reconcileCommand(), a.releaseCommand())
+		a.whoCommand(), a.readyCommand(), a.checkCommand(), a.reconcileCommand(), a.releaseCommand(),
+		a.confirmNodeGoneCommand())
 	return root
 }
 

@@ -25,6 +25,7 @@ import (
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 
+	"github.com/sandboxipam/sandboxipam/cluster/api/ipamdlease"
 	"github.com/sandboxipam/sandboxipam/cluster/reclaim"
 	"github.com/sandboxipam/sandboxipam/internal/version"
 )
@@ -62,9 +63,12 @@ func parse(args []string, stderr io.Writer) (flags, error) {
 	fs := flag.NewFlagSet("sandboxipam-reclaimer", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	le := &f.cfg.LeaderElection
-	fs.DurationVar(&f.cfg.Grace, "grace", f.cfg.Grace, "how long a gone node's Lease and its ipamd's Lease must stay unrenewed before its blocks may be reclaimed (at least 1m)")
+	fs.DurationVar(&f.cfg.Grace, "grace", f.cfg.Grace, fmt.Sprintf("how long a gone node's Lease and its ipamd's Lease must stay unrenewed before its blocks may be reclaimed (at least 1m); "+
+		"for ipamd's Lease the wait is never shorter than its leaseDuration (the longest seen, kept when the Lease is deleted; %s when none was seen) "+
+		"× (1+ε)/(1−ε) + %s, ε = %g%% the clocks' rate error", ipamdlease.MaxLeaseDuration, ipamdlease.ReclaimWaitMargin, ipamdlease.ClockRateError*100))
 	fs.StringVar(&f.cfg.IpamdLeaseNamespace, "ipamd-lease-namespace", f.cfg.IpamdLeaseNamespace, "namespace of each node's ipamd Lease (where ipamd's DaemonSet runs)")
 	fs.DurationVar(&f.cfg.Interval, "interval", f.cfg.Interval, "time between reclaim passes")
+	fs.DurationVar(&f.cfg.AliveTimeout, "alive-timeout", f.cfg.AliveTimeout, "bound of one probe of a gone node's ipamd on an address its Lease records (a block is reclaimed only once none has answered for the grace, or an operator confirmed the node gone)")
 	fs.DurationVar(&f.cfg.CheckInterval, "check-interval", f.cfg.CheckInterval, "time between cluster checks (the sandboxipam_cluster_* metrics)")
 	fs.StringVar(&le.Namespace, "leader-election-namespace", le.Namespace, "namespace of the leader Lease")
 	fs.StringVar(&le.Name, "leader-election-name", le.Name, "name of the leader Lease")

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/clientcmd"
 	clocktesting "k8s.io/utils/clock/testing"
 
@@ -109,6 +110,21 @@ func TestPoolSourceFencesWhenCutOff(t *testing.T) {
 	}
 	mustDel(t, cni, n, "sandbox-1")
 
+	// ipamd here records no alive address (alive.hosts is empty), so the
+	// reclaimer cannot ask it: an operator confirms the node gone
+	// (condition (e), package reclaim), as the test's premise has it.
+	confirm := fmt.Sprintf(`{"metadata":{"annotations":{%q:%q}}}`, ipamdlease.ConfirmNodeGoneAnnotation, e.uid)
+	if _, err := e.kube.Dynamic.Resource(v1alpha1.IPBlockResource).Patch(t.Context(), blockName, types.MergePatchType, []byte(confirm), metav1.PatchOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	testsupport.Wait(t, "the reclaimer to see the confirmation", func() (bool, string) {
+		for _, d := range r.RunOnce(t.Context()).Decisions {
+			if d.Block == blockName {
+				return d.NodeDead, fmt.Sprintf("%+v", d)
+			}
+		}
+		return false, "no decision on " + blockName
+	})
 	// Past the grace since the last change it can have seen (5m or 6m
 	// after t0, by its clock).
 	rclk.Step(3 * time.Minute)

@@ -6,6 +6,8 @@ import (
 	"log/slog"
 	"sync"
 
+	"github.com/sandboxipam/sandboxipam/cluster/api/ipamdlease"
+	"github.com/sandboxipam/sandboxipam/ipamd/aliveness"
 	"github.com/sandboxipam/sandboxipam/ipamd/datastore"
 	"github.com/sandboxipam/sandboxipam/ipamd/ipsource/pool"
 )
@@ -19,12 +21,19 @@ func startPool(ctx, runCtx context.Context, d *Daemon, store *datastore.Store, w
 	if err != nil {
 		return nil, fmt.Errorf("ipSource.pool: %w", err)
 	}
-	src, err := pool.New(d.cfg.IPSource.Pool, d.cfg.IPSource.NodeName, client, client.Dynamic, store,
-		pool.Options{Logger: d.log.With("component", "ipsource"), OnChange: d.sourceChanged, Now: d.opts.PoolNow,
-			LeaseClock: d.opts.PoolLeaseClock})
+	var src *pool.Source
+	alive, err := listenAlive(d, func() ipamdlease.Alive { return aliveAnswer(src.Status()) })
 	if err != nil {
+		return nil, err
+	}
+	src, err = pool.New(d.cfg.IPSource.Pool, d.cfg.IPSource.NodeName, client, client.Dynamic, store,
+		pool.Options{Logger: d.log.With("component", "ipsource"), OnChange: d.sourceChanged, Now: d.opts.PoolNow,
+			LeaseClock: d.opts.PoolLeaseClock, AliveAddresses: alive.Addresses()})
+	if err != nil {
+		alive.Close()
 		return nil, fmt.Errorf("ipSource.pool: %w", err)
 	}
+	wg.Go(func() { alive.Serve(runCtx) })
 	ok, err := src.Restore(ctx)
 	if err != nil {
 		return nil, err
@@ -47,4 +56,20 @@ func (d *Daemon) PoolSource() *pool.Source {
 		return nil
 	}
 	return d.source.pool
+}
+
+// listenAlive binds the alive answer on alive.hosts (package aliveness),
+// before the pool source is made, so that the Lease records only
+// addresses that answer. With no hosts it binds nothing.
+func listenAlive(d *Daemon, answer aliveness.Answer) (*aliveness.Server, error) {
+	s, err := aliveness.Listen(d.cfg.Alive.Addresses(), answer, d.log.With("component", "alive"))
+	if err != nil {
+		return nil, fmt.Errorf("alive.hosts and alive.port: %w", err)
+	}
+	return s, nil
+}
+
+// aliveAnswer is the alive answer from the pool source's view.
+func aliveAnswer(st pool.Status) ipamdlease.Alive {
+	return ipamdlease.Alive{Node: st.Node, NodeUID: st.UID, Blocks: st.Blocks}
 }

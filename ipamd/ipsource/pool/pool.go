@@ -45,10 +45,13 @@
 // fixed once set (CRD rule), so one pool's blocks never overlap; a claim
 // by ipamd overlapping another pool's CIDRs is refused by admission
 // (components/pool), and overlapping pools are claimed from by no node.
-// What remains: a CIDR removed from one pool and added to another while
-// blocks of it still drain; `ipamctl check --cluster` reports blocks
-// outside every pool and overlapping blocks, and README "Retiring a
-// CIDR" says to wait until its blocks are gone.
+// A pool's CIDRs cannot move under its blocks either: admission
+// (components/pool/pool-admission.yaml) refuses to delete a pool, drop a
+// CIDR or a family, or re-create it at another size while a block of it
+// exists, and any pool a CIDR overlapping another pool's block. A CIDR
+// retires through spec.*.retiringCIDRs: nothing is claimed there, this
+// source retires its blocks in it (retireOutside), and it leaves once
+// they are gone (docs/cluster.md "Retiring a CIDR").
 //
 // See docs/architecture.md for where this package sits and the life of an
 // ADD, a DEL, a reconcile pass and a restart through the daemon.
@@ -117,6 +120,9 @@ type Options struct {
 	// LeaseKube writes the Lease; nil is the source's own client (tests
 	// that count the source's requests pass another).
 	LeaseKube kubernetes.Interface
+	// AliveAddresses are where this ipamd answers the reclaimer's alive
+	// probe, recorded in its Lease (package lease); nil for none.
+	AliveAddresses []netip.AddrPort
 }
 
 // Claim is one pass's claims: the blocks won, the time from the first
@@ -225,7 +231,7 @@ func New(cfg poolconf.Config, nodeName string, kube kubernetes.Interface, dyn dy
 		leaseKube = kube
 	}
 	r, err := lease.New(leaseKube, lease.Options{Namespace: cfg.Lease.Namespace, Node: nodeName, RenewInterval: cfg.Lease.RenewInterval,
-		FenceAfter: cfg.Lease.FenceAfter, Clock: opts.LeaseClock, Logger: opts.Logger, OnFence: s.fenced})
+		FenceAfter: cfg.Lease.FenceAfter, Clock: opts.LeaseClock, Logger: opts.Logger, OnFence: s.fenced, AliveAddresses: opts.AliveAddresses})
 	if err != nil {
 		return nil, fmt.Errorf("pool source: %w", err)
 	}

@@ -19,7 +19,7 @@
 // moment the last successful renew was sent, once fenceAfter has passed
 // it calls OnFence, and the pool source hands out no new address of its
 // blocks until the Lease is renewed and the blocks are read again from
-// the API server (see package pool and README "Reclaiming a dead node's
+// the API server (see package pool and docs/safety.md "Reclaiming a dead node's
 // blocks" for the arithmetic against the reclaimer's grace). The renew
 // time sent is the one that counts, not the answer's: the reclaimer can
 // only have seen the change after the request left.
@@ -30,6 +30,7 @@ import (
 	"fmt"
 	"log/slog"
 	"math"
+	"net/netip"
 	"sync"
 	"time"
 
@@ -59,6 +60,10 @@ type Options struct {
 	// passed without a successful renew (again after each renew that
 	// lapsed); nil for none.
 	OnFence func(why string)
+	// AliveAddresses are where this ipamd answers the reclaimer's alive
+	// probe (package aliveness), recorded in the Lease's annotation
+	// ipamdlease.LeaseAddressesAnnotation; none removes it.
+	AliveAddresses []netip.AddrPort
 }
 
 // Renewer renews this node's ipamd Lease and says when it has lapsed.

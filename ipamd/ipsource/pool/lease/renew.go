@@ -90,6 +90,7 @@ func (r *Renewer) fill(cur *coordinationv1.Lease, sent time.Time) *coordinationv
 		l.Annotations = map[string]string{}
 	}
 	l.Annotations[ipamdlease.LeaseNodeUIDAnnotation] = uid
+	r.fillAddresses(l)
 	now := metav1.NewMicroTime(sent)
 	if l.Spec.HolderIdentity == nil || *l.Spec.HolderIdentity != r.opts.Node || l.Spec.AcquireTime == nil {
 		l.Spec.AcquireTime = &now

@@ -27,7 +27,8 @@ type Config struct {
 	// lowWatermark without it. Default 96.
 	HighWatermark int `yaml:"highWatermark" desc:"return an empty block only while a family's free addresses are above this"`
 	// ReturnGrace is how long a block stays empty before it may be
-	// returned. Default 5m.
+	// returned. Default 5m. 0s is used as written: an empty block may be
+	// returned at once (the high watermark still keeps spare addresses).
 	ReturnGrace time.Duration `yaml:"returnGrace" desc:"how long a block must stay empty before it is returned"`
 	// Interval is how often the free addresses are compared with the
 	// watermarks. Default 1s.
@@ -41,7 +42,7 @@ type Config struct {
 }
 
 // LeaseConfig is ipSource.pool.lease: the Lease this ipamd renews and
-// when it fences itself (README "Reclaiming a dead node's blocks").
+// when it fences itself (docs/safety.md "Reclaiming a dead node's blocks").
 type LeaseConfig struct {
 	// Namespace holds the Lease: the namespace ipamd runs in (the
 	// DaemonSet sets POD_NAMESPACE from the downward API). Default
@@ -52,9 +53,10 @@ type LeaseConfig struct {
 	// FenceAfter: with no successful renew for this long (ipamd's own
 	// monotonic clock, from when the last one was sent), no new address
 	// of a claimed block is handed out until a renew succeeds and the
-	// blocks are read again. Default 2m; with renewInterval, it must stay
-	// under the reclaimer's shipped grace (5m) with room for clock-rate
-	// error: fenceAfter + renewInterval <= 98% of it.
+	// blocks are read again. Default 2m; fenceAfter + renewInterval must
+	// be at most ipamdlease.MaxLeaseDuration (4m53s), the longest the
+	// reclaimer's shipped grace (5m) covers with room for clock-rate error
+	// (ipamdlease.ReclaimWait).
 	FenceAfter time.Duration `yaml:"fenceAfter" desc:"stop handing out addresses of claimed blocks after this long without renewing the Lease"`
 }
 
@@ -64,10 +66,12 @@ func DefaultConfig() Config {
 		Lease: LeaseConfig{Namespace: "kube-system", RenewInterval: 10 * time.Second, FenceAfter: 2 * time.Minute}}
 }
 
-// maxFence is the longest fenceAfter + renewInterval: the reclaimer's
-// shipped grace less 2% for the rates of two clocks (NTP keeps them
-// within 0.05%; a VM's unsynchronised clock within about 1%).
-const maxFence = ipamdlease.DefaultReclaimGrace * 98 / 100
+// maxFence is the longest fenceAfter + renewInterval: bounded so that a
+// reclaimer that has never seen this ipamd's Lease duration (the Lease
+// deleted) can assume the longest one and still be safe, and so that the
+// shipped grace covers it with room for the rates of two clocks (NTP
+// keeps them within 0.05%; a VM's unsynchronised clock within about 1%).
+const maxFence = ipamdlease.MaxLeaseDuration
 
 // Validate checks c; every error names its field under prefix (the
 // daemon passes "ipSource.pool").
@@ -78,7 +82,7 @@ func (c Config) Validate(prefix string) error {
 		add("pool must name an IPPool (a lowercase DNS subdomain such as \"default\"), got %q", c.Pool)
 	}
 	if c.LowWatermark < 1 {
-		add("lowWatermark must be at least 1, got %d", c.LowWatermark)
+		add("lowWatermark must be at least 1, got %d: free addresses never fall below 0, so no block would ever be claimed", c.LowWatermark)
 	}
 	if c.HighWatermark <= c.LowWatermark {
 		add("highWatermark must be above lowWatermark (%d), got %d", c.LowWatermark, c.HighWatermark)
@@ -87,21 +91,21 @@ func (c Config) Validate(prefix string) error {
 		add("returnGrace must not be negative, got %s", c.ReturnGrace)
 	}
 	if c.Interval <= 0 {
-		add("interval must be positive, got %s", c.Interval)
+		add("interval must be positive, got %s: the watermarks would be checked in a busy loop", c.Interval)
 	}
 	l := c.Lease
 	if validname.DNSLabel(l.Namespace) != nil {
 		add("lease.namespace must name a namespace (POD_NAMESPACE), got %q", l.Namespace)
 	}
 	if l.RenewInterval <= 0 {
-		add("lease.renewInterval must be positive, got %s", l.RenewInterval)
+		add("lease.renewInterval must be positive, got %s: renews would run back to back against the API server", l.RenewInterval)
 	}
 	if l.FenceAfter < 3*l.RenewInterval {
 		add("lease.fenceAfter must be at least 3 × lease.renewInterval (%s), so one slow renew does not fence, got %s", 3*l.RenewInterval, l.FenceAfter)
 	}
 	if l.FenceAfter+l.RenewInterval > maxFence {
-		add("lease.fenceAfter + lease.renewInterval must be at most %s (98%% of the reclaimer's grace %s), got %s",
-			maxFence, ipamdlease.DefaultReclaimGrace, l.FenceAfter+l.RenewInterval)
+		add("lease.fenceAfter + lease.renewInterval must be at most %s (what the reclaimer's grace %s covers with clock-rate error %g%%), got %s",
+			maxFence, ipamdlease.DefaultReclaimGrace, ipamdlease.ClockRateError*100, l.FenceAfter+l.RenewInterval)
 	}
 	return errors.Join(errs...)
 }
