@@ -106,7 +106,7 @@ func readJUnit(path string) ([]junitCase, error) {
 	return out, nil
 }
 
-// resultTable is the README's table of a run: every test, its result and
+// resultTable is docs/testing.md's table of a run: every test, its result and
 // its time, and the totals.
 func resultTable(cases []junitCase) string {
 	var b strings.Builder

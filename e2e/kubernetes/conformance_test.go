@@ -119,7 +119,7 @@ type e2eSuite struct {
 	skips       []e2eSkip
 }
 
-// e2eSkip is a --ginkgo.skip pattern and the reason the README gives.
+// e2eSkip is a --ginkgo.skip pattern and the reason docs/testing.md gives.
 type e2eSkip struct{ pattern, reason string }
 
 func (s e2eSuite) skip() string {

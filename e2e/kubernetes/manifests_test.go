@@ -10,10 +10,10 @@ import (
 )
 
 // oneNodeOverlay is what the one-node tests apply: a static pool, as the
-// README says for a cluster of one node. Two of them (the standalone
+// docs/cluster.md says for a cluster of one node. Two of them (the standalone
 // kubelet, the image under ctr) have no API server at all to read a
 // Node's podCIDRs from; the one-node cluster applies the overlay the
-// README names for it. The base (the node source) runs on three nodes.
+// docs/cluster.md names for it. The base (the node source) runs on three nodes.
 const oneNodeOverlay = "static-one-node"
 
 // apiObject is one object to create, and the collection it goes to.

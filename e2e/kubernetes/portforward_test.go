@@ -19,7 +19,7 @@ import (
 )
 
 // decisionsThroughPortForward reads the leading reclaimer's /v1/decisions
-// the way README tells an operator elsewhere to: kubectl -n kube-system
+// the way docs/safety.md tells an operator elsewhere to: kubectl -n kube-system
 // port-forward pod/<leader> 61681. The request goes through the API
 // server's pods/portforward, the leader's kubelet and its runtime, which
 // forwards the hostNetwork pod's port on its node's loopback, where the

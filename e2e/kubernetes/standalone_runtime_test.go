@@ -114,7 +114,7 @@ func renderOverlay(t *testing.T, overlay string) deploy.Rendered {
 }
 
 // renderOneNode renders a runtime's overlay on a node of its own, as the
-// README has an operator combine the runtime's overlay with the
+// docs/cluster.md has an operator combine the runtime's overlay with the
 // static-one-node patch: the runtime overlay's DaemonSet, with the
 // IPAMD_IPSOURCE_* variables static-one-node sets on ipamd.
 func renderOneNode(t *testing.T, runtimeOverlay string) deploy.Rendered {

@@ -22,10 +22,11 @@ func (p Problem) String() string { return fmt.Sprintf("line %d: %s", p.Line, p.M
 // every package a row; a page without (internal/README.md) is checked for
 // the names it gives only.
 func Check(m *Module, page *Page) []Problem {
-	c := &checker{m: m}
+	c := &checker{m: m, parents: page.Parents}
 	for _, u := range page.Units {
 		c.unit(u)
 	}
+	c.order()
 	for _, b := range page.Bad {
 		c.addf(b.Line, "%q is not a package path: a table's first cell names one package in backticks; a diagram's segments are packages (comments go in parentheses)", b.Text)
 	}
@@ -63,6 +64,8 @@ func cmpLine(n int) int {
 type checker struct {
 	m        *Module
 	problems []Problem
+	mentions []mention // the Go names the numbered lists give, in page order
+	parents  map[int]Step
 }
 
 func (c *checker) addf(line int, format string, args ...any) {

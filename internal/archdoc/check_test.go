@@ -90,3 +90,65 @@ func TestCheckFindsWhatThePageGetsWrong(t *testing.T) {
 		})
 	}
 }
+
+// orderPage gives Steps's calls in the order it makes them, once as
+// steps and once as steps nested in the step that names Steps.
+const orderPage = "# Steps\n\n" +
+	"1. `a/steps.go` `Steps` starts with `first`.\n" +
+	"2. `a/steps.go` `second` answers.\n" +
+	"3. `b.Do` ends it.\n\n" +
+	"## Nested\n\n" +
+	"1. `a/steps.go` `Steps`, in this order:\n" +
+	"   1. `a/steps.go` `first`;\n" +
+	"   2. `a/steps.go` `second`, then `b.Do`.\n\n" +
+	"   Steps in order.\n" +
+	"2. Nothing after.\n"
+
+// TestCheckFindsStepsOutOfOrder: a numbered list, or one nested in a
+// step, that gives two functions in the other order than the function
+// its steps name calls them is reported at the later step, with the
+// lines of the code; a page in the code's order passes, and so does a
+// branch the code may take in either order.
+func TestCheckFindsStepsOutOfOrder(t *testing.T) {
+	m, err := archdoc.LoadModule("testdata/mod")
+	if err != nil {
+		t.Fatal(err)
+	}
+	cases := []struct {
+		name, old, new string
+		want           []string
+	}{
+		{"in order", "", "", nil},
+		{"steps swapped",
+			"2. `a/steps.go` `second` answers.\n3. `b.Do` ends it.\n", "2. `b.Do` ends it.\n3. `a/steps.go` `second` answers.\n",
+			[]string{"line 5: step 3 gives `second` after step 2's `b.Do` (line 4), but `Steps` (a/steps.go) reaches it first (line 8, against line 9)"}},
+		{"first step last",
+			"1. `a/steps.go` `Steps` starts with `first`.\n2. `a/steps.go` `second` answers.\n", "1. `a/steps.go` `Steps` starts with `second`.\n2. `a/steps.go` `first` answers.\n",
+			[]string{"line 4: step 2 gives `first` after step 1's `second` (line 3), but `Steps` (a/steps.go) reaches it first (line 7, against line 8)"}},
+		{"nested steps swapped",
+			"   1. `a/steps.go` `first`;\n   2. `a/steps.go` `second`, then `b.Do`.\n", "   1. `a/steps.go` `second`, then `b.Do`.\n   2. `a/steps.go` `first`;\n",
+			[]string{"line 11: step 2 gives `first` after step 1's `second` (line 10), but `Steps` (a/steps.go) reaches it first (line 7, against line 8)"}},
+		{"one step may name calls in any order",
+			"2. `a/steps.go` `second` answers.\n3. `b.Do` ends it.\n", "2. `b.Do` comes of `a/steps.go` `second`.\n", nil},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			page := orderPage
+			if tc.old != "" {
+				if !strings.Contains(page, tc.old) {
+					t.Fatalf("the order page lacks %q", tc.old)
+				}
+				page = strings.Replace(page, tc.old, tc.new, 1)
+			}
+			got := archdoc.Check(m, archdoc.ParsePage(page))
+			if len(got) != len(tc.want) {
+				t.Fatalf("problems = %q, want %d: %q", got, len(tc.want), tc.want)
+			}
+			for i, p := range got {
+				if !strings.Contains(p.String(), tc.want[i]) {
+					t.Errorf("problem %d = %q, want it to contain %q", i, p, tc.want[i])
+				}
+			}
+		})
+	}
+}

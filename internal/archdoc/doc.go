@@ -22,6 +22,16 @@
 //     "package"), every package of the module has a row, and the row's last cell lists exactly the module
 //     packages it imports (non-test files; braces expand:
 //     `ipamd/api/{wire, apierr}`), or "none".
+//   - The steps of a numbered list (and of a list nested in one of its
+//     steps, whose parent step names the function that runs them) come
+//     in the order the code takes them: where a function the list names
+//     reaches functions given in two of its steps, not every place it
+//     reaches the later step's may come before every place it reaches the
+//     earlier step's (source order stands for the order taken, so two
+//     branches of a switch pass in either order). A function is reached
+//     by a call or a function value handed to one, qualified with its
+//     package's import name; a method by its name alone (no type
+//     checking: the receiver's type is not known).
 //   - Every arrow of a diagram (a fenced block with "─>") is a real
 //     import; a line starting with "├─>" or "└─>" continues the package
 //     before the last "─┬─>"; text in parentheses is a comment.

@@ -23,15 +23,16 @@ var (
 // bare name or Type.Method is looked up in, and every package named,
 // which settles which package a "pkg.Name" means when two share a name.
 type scope struct {
-	pkg  *Package
-	file *File
-	seen []*Package
+	pkg   *Package
+	file  *File
+	seen  []*Package
+	steps []Step // the ordered-list items the unit is in (Unit.Steps)
 }
 
 // unit walks a unit's spans in order: a file or package sets the scope,
 // a Go name is resolved in it.
 func (c *checker) unit(u Unit) {
-	sc := &scope{}
+	sc := &scope{steps: u.Steps}
 	if u.Pkg != "" {
 		p := c.m.Packages[u.Pkg]
 		if p == nil {

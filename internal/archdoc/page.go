@@ -2,6 +2,7 @@ package archdoc
 
 import (
 	"regexp"
+	"slices"
 	"strings"
 )
 
@@ -11,6 +12,9 @@ type Page struct {
 	Rows  []Row  // the rows of the package tables
 	Edges []Edge // the arrows of the diagrams
 	Bad   []Span // diagram segments that are not package paths
+	// Parents gives, for an ordered list nested in an item of another,
+	// that item: the function it names runs the nested steps.
+	Parents map[int]Step
 }
 
 // Span is one backticked span, or one diagram segment, and its line.
@@ -25,6 +29,7 @@ type Unit struct {
 	Line  int
 	Spans []Span
 	Pkg   string // the package a table row's cells start in
+	Steps []Step // the ordered-list items the unit is in, outermost first
 }
 
 // Row is one row of a table whose first header cell is "package": the
@@ -44,6 +49,7 @@ type Edge struct {
 var (
 	spanRE     = regexp.MustCompile("`([^`]+)`")
 	itemRE     = regexp.MustCompile(`^\s*(\d+\.|[-*])\s`)
+	stepRE     = regexp.MustCompile(`^(\d+)\.\s`)
 	separator  = regexp.MustCompile(`^\|[\s\-:|]+\|?\s*$`)
 	arrowRE    = regexp.MustCompile(`[─┬├└│]*─>`)
 	commentRE  = regexp.MustCompile(`\([^)]*\)`)
@@ -53,12 +59,13 @@ var (
 
 // ParsePage cuts a page into units, table rows and diagram edges.
 func ParsePage(src string) *Page {
-	p := &Page{}
+	p := &Page{Parents: map[int]Step{}}
 	var (
 		cur      *Unit
 		inFence  bool
 		pkgTable bool
 		diagram  diagramState
+		steps    = stepState{parents: p.Parents}
 	)
 	flush := func() {
 		if cur != nil && len(cur.Spans) > 0 {
@@ -85,10 +92,13 @@ func ParsePage(src string) *Page {
 			p.tableRow(n, line, pkgTable)
 		case strings.TrimSpace(line) == "" || strings.HasPrefix(line, "#"):
 			flush()
+			if strings.HasPrefix(line, "#") {
+				steps.reset()
+			}
 		default:
 			if cur == nil || itemRE.MatchString(line) {
 				flush()
-				cur = &Unit{Line: n}
+				cur = &Unit{Line: n, Steps: steps.item(line)}
 			}
 			cur.Spans = append(cur.Spans, spans(n, line)...)
 		}
@@ -176,6 +186,56 @@ func splitTop(text string) []string {
 	}
 	return append(out, text[start:])
 }
+
+// stepState numbers the page's ordered lists: a "1. " begins one at its
+// indentation, and it runs through the numbered items at that
+// indentation (their indented continuations, blank lines and nested
+// lists between) until a heading, an unindented line that is not one
+// of its items, or a numbered item less indented.
+type stepState struct {
+	parents map[int]Step
+	lists   int
+	open    []Step // the lists open, outermost first, each at its current item
+	inds    []int  // the indentation of each open list's items
+}
+
+// Step is one item of an ordered list: the list (numbered from 1 in page
+// order) and the item's place in it (from 1).
+type Step struct {
+	List, Item int
+}
+
+// item returns the steps a unit starting with line belongs to, outermost
+// first; none when it is in no ordered list.
+func (s *stepState) item(line string) []Step {
+	ind := len(line) - len(strings.TrimLeft(line, " "))
+	m := stepRE.FindStringSubmatch(strings.TrimLeft(line, " "))
+	switch {
+	case m == nil && ind == 0:
+		s.reset()
+	case m != nil:
+		for len(s.inds) > 0 && s.inds[len(s.inds)-1] > ind {
+			s.open, s.inds = s.open[:len(s.open)-1], s.inds[:len(s.inds)-1]
+		}
+		top := len(s.inds) - 1
+		switch {
+		case m[1] == "1" || top < 0 || s.inds[top] != ind:
+			if top >= 0 && s.inds[top] == ind {
+				s.open, s.inds = s.open[:top], s.inds[:top]
+			}
+			s.lists++
+			if len(s.open) > 0 {
+				s.parents[s.lists] = s.open[len(s.open)-1]
+			}
+			s.open, s.inds = append(s.open, Step{List: s.lists, Item: 1}), append(s.inds, ind)
+		default:
+			s.open[top].Item++
+		}
+	}
+	return slices.Clone(s.open)
+}
+
+func (s *stepState) reset() { s.open, s.inds = nil, nil }
 
 // diagramState remembers the source of a branch (the segment before a
 // "─┬─>") for the "├─>" and "└─>" lines under it.

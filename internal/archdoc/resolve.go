@@ -29,12 +29,26 @@ func (c *checker) name(line int, text string, sc *scope) {
 	case sc.file != nil:
 		if !has(sc.file, key) {
 			c.addf(line, "`%s` is not declared in %s, the file named before it%s", text, sc.file.Path, c.where(key, sc.pkg))
+			return
 		}
 	default:
 		if !pkgHas(sc.pkg, key) {
 			c.addf(line, "`%s` is not declared in package %s, the package named before it%s", text, sc.pkg.Dir, c.where(key, nil))
+			return
 		}
 	}
+	c.mention(line, text, sc, mention{pkg: sc.pkg, file: sc.file, key: key})
+}
+
+// mention records a name an ordered step gives, resolved, for the order
+// check.
+func (c *checker) mention(line int, text string, sc *scope, mn mention) {
+	if len(sc.steps) == 0 {
+		return
+	}
+	parts := strings.Split(text, ".")
+	mn.line, mn.text, mn.steps, mn.final = line, text, sc.steps, parts[len(parts)-1]
+	c.mentions = append(c.mentions, mn)
 }
 
 // has reports whether f declares key: a top-level name, a Type.Member, or
@@ -76,6 +90,12 @@ func (c *checker) qualified(line int, text string, parts []string, sc *scope) {
 		c.addf(line, "`%s`: %d packages are named %s (%s): name the one meant before it", text, len(cands), parts[0], dirs(cands))
 	case !pkgHas(cands[0], key):
 		c.addf(line, "`%s` is not declared in package %s%s", text, cands[0].Dir, c.where(key, nil))
+	default:
+		qual := parts[0]
+		if len(parts) == 3 {
+			qual = "" // pkg.Type.Member: reached through a value, not the package
+		}
+		c.mention(line, text, sc, mention{pkg: cands[0], key: key, qual: qual})
 	}
 }
 

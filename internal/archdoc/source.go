@@ -10,6 +10,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strconv"
 	"strings"
@@ -42,7 +43,15 @@ type Package struct {
 type File struct {
 	Path  string
 	Decls map[string]bool
+	Funcs map[string][]Ref // what each function's body calls or names, by "Name" or "Type.Name"
+	// Imports maps the name each import is known by in the file to the
+	// module package's path ("ipamd/datastore"), or to "" for a package
+	// outside the module, so a ref's qualifier can be told from a variable.
+	Imports map[string]string
+	imports []importSpec // as written, resolved into Imports once every package is known
 }
+
+type importSpec struct{ alias, path string }
 
 // LoadModule parses every Go file under root, skipping testdata, vendor,
 // hidden directories and nested modules (tools/ has its own go.mod).
@@ -68,7 +77,44 @@ func LoadModule(root string) (*Module, error) {
 	if err != nil {
 		return nil, fmt.Errorf("load module %s: %w", root, err)
 	}
+	m.resolveImports()
 	return m, nil
+}
+
+// resolveImports names each file's imports as its code calls them: the
+// alias, else the module package's own name, else the path's last element
+// (its major version skipped).
+func (m *Module) resolveImports() {
+	for _, p := range m.Packages {
+		for _, f := range p.Files {
+			f.Imports = map[string]string{}
+			for _, imp := range f.imports {
+				rel, inModule := strings.CutPrefix(imp.path, m.Path+"/")
+				name := imp.alias
+				if name == "" && inModule && m.Packages[rel] != nil {
+					name = m.Packages[rel].Name
+				}
+				if name == "" {
+					name = lastElem(imp.path)
+				}
+				if !inModule {
+					rel = ""
+				}
+				f.Imports[name] = rel
+			}
+		}
+	}
+}
+
+var majorVersion = regexp.MustCompile(`^v[0-9]+$`)
+
+func lastElem(path string) string {
+	parts := strings.Split(path, "/")
+	last := parts[len(parts)-1]
+	if majorVersion.MatchString(last) && len(parts) > 1 {
+		last = parts[len(parts)-2]
+	}
+	return strings.TrimPrefix(last, "go-")
 }
 
 // skipDir skips what is not part of the module's packages.
@@ -122,7 +168,7 @@ func (m *Module) addFile(fset *token.FileSet, path string) error {
 	if !test {
 		m.addImports(p, f)
 	}
-	p.Files[filepath.Base(path)] = &File{Path: dir + "/" + filepath.Base(path), Decls: decls(f)}
+	p.Files[filepath.Base(path)] = &File{Path: dir + "/" + filepath.Base(path), Decls: decls(f), Funcs: funcRefs(fset, f), imports: importSpecs(f)}
 	return nil
 }
 
@@ -136,6 +182,22 @@ func (m *Module) addImports(p *Package, f *ast.File) {
 			p.Imports[rel] = true
 		}
 	}
+}
+
+func importSpecs(f *ast.File) []importSpec {
+	var out []importSpec
+	for _, imp := range f.Imports {
+		path, err := strconv.Unquote(imp.Path.Value)
+		if err != nil {
+			continue
+		}
+		spec := importSpec{path: path}
+		if imp.Name != nil {
+			spec.alias = imp.Name.Name
+		}
+		out = append(out, spec)
+	}
+	return out
 }
 
 // PackageList returns the packages' paths, sorted.
