@@ -101,13 +101,15 @@ func startBinary(t testing.TB, bin, cfgPath, logPath string, cni cniClient, intr
 			return fmt.Errorf("adapter %+v\n%s", a.Health, p.logTail())
 		}
 		// Without a trusted checkpoint ipamd refuses ADD until the first
-		// pass proves the pool: ready says when.
-		ready, why, err := intro.Ready(ctx)
+		// pass proves the pool: wait for exactly that, not for readiness,
+		// which a full pool (as a test may leave it) also withholds.
+		pool, err := intro.Pool(ctx)
 		switch {
 		case err != nil:
-			return fmt.Errorf("readyz: %w", err)
-		case !ready:
-			return fmt.Errorf("readyz: %s\n%s", why, p.logTail())
+			return fmt.Errorf("introspection: %w", err)
+		case pool.Proof.Unproven:
+			_, why, _ := intro.Ready(ctx)
+			return fmt.Errorf("the store is unproven: %s\n%s", why, p.logTail())
 		}
 		return nil
 	})

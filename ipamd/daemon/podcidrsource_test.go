@@ -117,7 +117,8 @@ func TestDaemonWiresThePodCIDRSource(t *testing.T) {
 	if ready, why, _ := intro.Ready(ctx); ready || !strings.Contains(why, "waiting for Node node-1's spec.podCIDRs") {
 		t.Fatalf("readyz before podCIDRs = %v %q", ready, why)
 	}
-	if st, err := cni.status(ctx); err != nil || st.Ready || st.Message != "the pool has no range yet: waiting for Node node-1's spec.podCIDRs" {
+	wantStatus := "the pool has no range yet: waiting for Node node-1's spec.podCIDRs; the CNI conflist " + n.cfg.CNI.ConfListPath + " is not written yet"
+	if st, err := cni.status(ctx); err != nil || st.Ready || st.Message != wantStatus {
 		t.Fatalf("CNI STATUS before podCIDRs = %v, %v", st, err)
 	}
 	if _, err := os.Stat(n.cfg.CNI.ConfListPath); !errors.Is(err, os.ErrNotExist) {

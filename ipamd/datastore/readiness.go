@@ -2,8 +2,8 @@ package datastore
 
 import (
 	"fmt"
-
-	"github.com/sandboxipam/sandboxipam/ipamd/datastore/proof"
+	"slices"
+	"strings"
 )
 
 // Readiness answers "can ipamd hand out an address to a new pod now, and
@@ -66,13 +66,25 @@ func (s *Store) Readiness() Readiness {
 	return r
 }
 
+// readinessNames is how many unaccounted sandboxes a readiness reason
+// names (an ADD's refusal names proof.RefusalNames): enough for an
+// operator to see which pods to look at, bounded because STATUS carries
+// the reason too. ipamctl check lists them all.
+const readinessNames = 5
+
 // waitingPhrase names what an unproven store waits for: the unaccounted
-// sandboxes, or, before any, a runtime listing.
+// sandboxes in sorted order (so which show does not depend on the order
+// the runtime listed them in), or, before any, a runtime listing.
 func waitingPhrase(waiting []string) string {
-	if len(waiting) == 0 {
+	w := slices.Sorted(slices.Values(waiting))
+	switch {
+	case len(w) == 0:
 		return "a runtime listing"
+	case len(w) <= readinessNames:
+		return strings.Join(w, "; ")
+	default:
+		return fmt.Sprintf("%s (and %d more; ipamctl check lists them all)", strings.Join(w[:readinessNames], "; "), len(w)-readinessNames)
 	}
-	return proof.Refusal(waiting)
 }
 
 // exhaustedReason says which family has no free address and, when the IP
