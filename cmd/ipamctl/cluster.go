@@ -27,17 +27,9 @@ const userAgent = "sandboxipam-ipamctl"
 // is a cluster on the node source, which has nothing of them to compare: a
 // note says so. Any list that fails is an error (exit 1), never a pass.
 func (a *app) checkCluster(ctx context.Context, kubeconfig string) error {
-	cfg, err := restConfig(kubeconfig)
+	cs, dyn, err := kubeClients(kubeconfig)
 	if err != nil {
 		return err
-	}
-	cs, err := kubernetes.NewForConfig(cfg)
-	if err != nil {
-		return fmt.Errorf("kubernetes client: %w", err)
-	}
-	dyn, err := dynamic.NewForConfig(cfg)
-	if err != nil {
-		return fmt.Errorf("kubernetes dynamic client: %w", err)
 	}
 	v, err := kubesnap.Check(ctx, cs, dyn)
 	if err != nil {
@@ -77,6 +69,24 @@ func renderClusterCheck(w io.Writer, r kubesnap.Result) error {
 	return nil
 }
 
+// kubeClients are the typed and dynamic clients of kubeconfig (see
+// restConfig).
+func kubeClients(kubeconfig string) (kubernetes.Interface, dynamic.Interface, error) {
+	cfg, err := restConfig(kubeconfig)
+	if err != nil {
+		return nil, nil, err
+	}
+	cs, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		return nil, nil, fmt.Errorf("kubernetes client: %w", err)
+	}
+	dyn, err := dynamic.NewForConfig(cfg)
+	if err != nil {
+		return nil, nil, fmt.Errorf("kubernetes dynamic client: %w", err)
+	}
+	return cs, dyn, nil
+}
+
 // restConfig is the flag's kubeconfig, else $KUBECONFIG's, else the pod's
 // service account.
 func restConfig(kubeconfig string) (*rest.Config, error) {
@@ -87,7 +97,7 @@ func restConfig(kubeconfig string) (*rest.Config, error) {
 	var err error
 	if kubeconfig == "" {
 		if cfg, err = rest.InClusterConfig(); err != nil {
-			return nil, fmt.Errorf("check --cluster: no --kubeconfig, no $KUBECONFIG, and not in a pod: %w", err)
+			return nil, fmt.Errorf("no --kubeconfig, no $KUBECONFIG, and not in a pod: %w", err)
 		}
 	} else if cfg, err = clientcmd.BuildConfigFromFlags("", kubeconfig); err != nil {
 		return nil, fmt.Errorf("--kubeconfig %s: %w", kubeconfig, err)

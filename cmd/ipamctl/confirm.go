@@ -8,8 +8,6 @@ import (
 	"net/http"
 
 	"github.com/spf13/cobra"
-	"k8s.io/client-go/dynamic"
-	"k8s.io/client-go/kubernetes"
 
 	"github.com/sandboxipam/sandboxipam/cluster/reclaim"
 )
@@ -54,17 +52,9 @@ func (a *app) confirmNodeGoneCommand() *cobra.Command {
 }
 
 func (a *app) confirmNodeGone(ctx context.Context, req reclaim.GoneRequest, kubeconfig, decisions string) error {
-	cfg, err := restConfig(kubeconfig)
+	cs, dyn, err := kubeClients(kubeconfig)
 	if err != nil {
 		return err
-	}
-	cs, err := kubernetes.NewForConfig(cfg)
-	if err != nil {
-		return fmt.Errorf("kubernetes client: %w", err)
-	}
-	dyn, err := dynamic.NewForConfig(cfg)
-	if err != nil {
-		return fmt.Errorf("kubernetes dynamic client: %w", err)
 	}
 	if decisions != "" {
 		seen, err := readDecisions(ctx, decisions)
