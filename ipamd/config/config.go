@@ -144,10 +144,11 @@ type PodLinks struct {
 
 // Runtime selects the runtime adapter plugin.
 type Runtime struct {
-	// Adapter is docker, dockershim, containerd, crio, auto (probe the
-	// known sockets in crictl's order) or a path to a third-party
+	// Adapter is the name of a shipped adapter (a row of Adapters: docker,
+	// dockershim, containerd and crio today), auto (probe the sockets of
+	// the table's rows in crictl's order) or a path to a third-party
 	// adapter binary. Default "auto".
-	Adapter string `yaml:"adapter" desc:"docker, dockershim, containerd, crio, auto, or an adapter binary's absolute path"`
+	Adapter string `yaml:"adapter" desc:"a shipped adapter's name (another is refused, naming them all), auto, or an adapter binary's absolute path"`
 	// Endpoint is the runtime socket URI passed to the adapter as
 	// --endpoint. Default empty: the adapter's own default, or the
 	// socket auto found.
