@@ -33,7 +33,10 @@ instead: blocks that overlap or lie outside their pool, blocks of nodes that
 are gone, pod addresses outside their node's blocks and podCIDRs, one address
 on two pods. The kubeconfig comes from --kubeconfig, $KUBECONFIG, or the pod's
 service account (it needs list on IPPools, IPBlocks, Nodes and Pods). Any list
-that fails fails the check (exit 1); it never passes on empty lists.
+that fails fails the check (exit 1); it never passes on empty lists. It sees
+only what the API shows: a node cut off from the API server alone, whose Node
+and Pods were deleted, may still run pods on its blocks; a note names each
+such node (ask its ipamd: ipamctl check on the node).
 
 Exit codes: 0 all compared and agreeing; 1 a disagreement or finding, or an
 error; 2 usage; 3 (node check) no disagreement, but something not compared.`

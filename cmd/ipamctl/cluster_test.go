@@ -87,6 +87,10 @@ func TestCheckClusterAgainstARealAPIServer(t *testing.T) {
 		r.Findings[2].Words != "block 198.18.0.0-26 (198.18.0.0/26) is claimed by node n1 (UID "+string(n1.UID)+"), which does not exist" || r.Nodes != 2 {
 		t.Fatalf("check --cluster -o json after deleting n1: %+v", r)
 	}
+	// What the API cannot show is said plainly: n1's pods, if it still runs.
+	if len(r.Notes) != 1 || !strings.HasPrefix(r.Notes[0], "not seen: pods node n1 may still run on its blocks' addresses: its Node is gone from the API") {
+		t.Fatalf("notes after deleting n1 = %q, want one naming what n1 may still run", r.Notes)
+	}
 }
 
 func TestCheckClusterUsage(t *testing.T) {

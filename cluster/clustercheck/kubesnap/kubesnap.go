@@ -12,6 +12,8 @@ package kubesnap
 import (
 	"context"
 	"fmt"
+	"slices"
+	"strings"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -45,7 +47,29 @@ func Check(ctx context.Context, cs kubernetes.Interface, dyn dynamic.Interface) 
 	if err != nil {
 		return Result{}, err
 	}
-	return Result{Report: clustercheck.Compare(s), Notes: notes}, nil
+	r := clustercheck.Compare(s)
+	return Result{Report: r, Notes: append(notes, unseen(r)...)}, nil
+}
+
+// unseen says plainly what the API cannot show: the pods of a node whose
+// Node is gone. A node cut off from the API server alone keeps running its
+// pods after its Node and Pods are deleted, on its blocks' addresses; the
+// comparison sees none of them, so a duplicate there would pass it. Only
+// that node's ipamd knows (`ipamctl check` on the node), and the reclaimer
+// keeps such blocks while the node answers on the data plane.
+func unseen(r clustercheck.Report) []string {
+	var nodes []string
+	for _, f := range r.Findings {
+		if f.Kind == clustercheck.BlockNodeGone && !slices.Contains(nodes, f.Node) {
+			nodes = append(nodes, f.Node)
+		}
+	}
+	if len(nodes) == 0 {
+		return nil
+	}
+	return []string{fmt.Sprintf("not seen: pods node %s may still run on its blocks' addresses: its Node is gone from the API, "+
+		"and a node cut off from the API server alone keeps its pods after their Pod objects are deleted; "+
+		"ask that node's ipamd (ipamctl check on the node) before taking its blocks for gone", strings.Join(nodes, ", "))}
 }
 
 // Read lists IPPools, IPBlocks, Nodes and Pods. When the pool's resources
