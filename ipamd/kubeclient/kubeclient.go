@@ -10,6 +10,7 @@ package kubeclient
 import (
 	"fmt"
 	"net/http"
+	"strings"
 	"sync/atomic"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -28,9 +29,10 @@ type Client struct {
 	kubernetes.Interface
 	// Dynamic reaches the pool source's custom resources (IPPool,
 	// IPBlock); its requests count with the clientset's.
-	Dynamic  dynamic.Interface
-	requests *atomic.Uint64
-	writes   *atomic.Uint64
+	Dynamic     dynamic.Interface
+	requests    *atomic.Uint64
+	writes      *atomic.Uint64
+	blockWrites *atomic.Uint64
 }
 
 // New builds a client from kubeconfig, or from the in-cluster config when
@@ -54,9 +56,9 @@ func New(kubeconfig string) (*Client, error) {
 func FromConfig(cfg *rest.Config) (*Client, error) {
 	cfg = rest.CopyConfig(cfg)
 	cfg.UserAgent = UserAgent
-	requests, writes := new(atomic.Uint64), new(atomic.Uint64)
+	requests, writes, blockWrites := new(atomic.Uint64), new(atomic.Uint64), new(atomic.Uint64)
 	cfg.Wrap(func(rt http.RoundTripper) http.RoundTripper {
-		return counting{rt: rt, n: requests, writes: writes}
+		return counting{rt: rt, n: requests, writes: writes, blockWrites: blockWrites}
 	})
 	cs, err := kubernetes.NewForConfig(cfg)
 	if err != nil {
@@ -66,7 +68,7 @@ func FromConfig(cfg *rest.Config) (*Client, error) {
 	if err != nil {
 		return nil, fmt.Errorf("kubernetes dynamic client: %w", err)
 	}
-	return &Client{Interface: cs, Dynamic: dyn, requests: requests, writes: writes}, nil
+	return &Client{Interface: cs, Dynamic: dyn, requests: requests, writes: writes, blockWrites: blockWrites}, nil
 }
 
 // Collector is ipamd_kubernetes_requests_total, Requests as a metric: it
@@ -82,18 +84,25 @@ func (c *Client) Collector() prometheus.Collector {
 func (c *Client) Requests() uint64 { return c.requests.Load() }
 
 // Writes counts the requests that are not reads (GET): the pool source's
-// creates and deletes of IPBlocks.
+// creates, updates and deletes of IPBlocks, and ipamd's Events.
 func (c *Client) Writes() uint64 { return c.writes.Load() }
 
+// BlockWrites counts the writes of IPBlocks alone (Writes without the
+// Events, whose recorder batches and retries on its own schedule).
+func (c *Client) BlockWrites() uint64 { return c.blockWrites.Load() }
+
 type counting struct {
-	rt        http.RoundTripper
-	n, writes *atomic.Uint64
+	rt                     http.RoundTripper
+	n, writes, blockWrites *atomic.Uint64
 }
 
 func (c counting) RoundTrip(r *http.Request) (*http.Response, error) {
 	c.n.Add(1)
 	if r.Method != http.MethodGet {
 		c.writes.Add(1)
+		if strings.Contains(r.URL.Path, "/ipblocks") {
+			c.blockWrites.Add(1)
+		}
 	}
 	return c.rt.RoundTrip(r)
 }

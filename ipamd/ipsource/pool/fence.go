@@ -122,6 +122,7 @@ func (s *Source) writeBlock(ctx context.Context, p netip.Prefix) error {
 	n, _ := strconv.ParseUint(ann[ipamdlease.FenceLiftAnnotation], 10, 64) // absent or not a count: start again at 1
 	ann[ipamdlease.FenceLiftAnnotation] = strconv.FormatUint(n+1, 10)
 	u.SetAnnotations(ann)
+	s.setStatus(func(st *Status) { st.FenceLiftWrites++ })
 	wrote, err := blocks.Update(ctx, u, metav1.UpdateOptions{})
 	if err != nil {
 		return fmt.Errorf("update IPBlock %s at resourceVersion %s: %w", name, u.GetResourceVersion(), err)

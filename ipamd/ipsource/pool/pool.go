@@ -193,6 +193,10 @@ type Status struct {
 	// Restored counts IPBlocks claimed again since start: gone from the
 	// API server while addresses of their blocks were busy here.
 	Restored int `json:"restored"`
+	// FenceLiftWrites counts the IPBlock updates sent before a fence lift
+	// (writeBlocks), since start: one per held block for every lift, the
+	// only writes besides claims and returns.
+	FenceLiftWrites int `json:"fenceLiftWrites"`
 	// Foreign maps each block with busy addresses here that the API
 	// server records as another node's to that node, or to "" when it
 	// records none while this Node is gone (see guard).

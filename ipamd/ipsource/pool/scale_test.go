@@ -80,20 +80,28 @@ func simNodeAddress(i int) string {
 type podRun struct {
 	took                     time.Duration
 	requests, writes, waited uint64
-	creates                  int
-	dups                     int
+	// blockWrites are writes of IPBlocks; the rest of writes are Events
+	// (Fenced, when a Lease lapses under this load).
+	blockWrites uint64
+	creates     int
+	// liftWrites are the IPBlock updates a fence lift sends (one per held
+	// block): under this benchmark's overload, Leases lapse and fence.
+	liftWrites int
+	dups       int
 }
 
 // runPods ADDs podsN pods on every node at once and checks that no
 // address is held twice.
 func runPods(ctx context.Context, b *testing.B, nodes []*simNode, podsN int) podRun {
-	var before, writesBefore uint64
-	createsBefore := 0
+	var before, writesBefore, blockWritesBefore uint64
+	createsBefore, liftWritesBefore := 0, 0
 	for _, n := range nodes {
 		before += n.kc.Requests()
 		writesBefore += n.kc.Writes()
+		blockWritesBefore += n.kc.BlockWrites()
 		st := n.src.Status()
 		createsBefore += st.Claims + st.Conflicts
+		liftWritesBefore += st.FenceLiftWrites
 	}
 	var waited atomic.Uint64
 	start := time.Now()
@@ -119,8 +127,10 @@ func runPods(ctx context.Context, b *testing.B, nodes []*simNode, podsN int) pod
 	for _, n := range nodes {
 		run.requests += n.kc.Requests()
 		run.writes += n.kc.Writes()
+		run.blockWrites += n.kc.BlockWrites()
 		st := n.src.Status()
 		run.creates += st.Claims + st.Conflicts
+		run.liftWrites += st.FenceLiftWrites
 		for _, as := range n.store.Assignments() {
 			for _, ip := range as.IPs() {
 				if seen[ip.String()] {
@@ -132,7 +142,9 @@ func runPods(ctx context.Context, b *testing.B, nodes []*simNode, podsN int) pod
 	}
 	run.requests -= before
 	run.writes -= writesBefore
+	run.blockWrites -= blockWritesBefore
 	run.creates -= createsBefore
+	run.liftWrites -= liftWritesBefore
 	return run
 }
 
@@ -162,15 +174,16 @@ func (r *claimRecorder) report(b *testing.B, nodesN, podsN int, booted time.Dura
 	b.Logf("%d pods (%d a node) addressed in %s; %d ADDs answered try-again-later first", total, podsN, run.took.Round(time.Millisecond), run.waited)
 	b.Logf("claims %d (blocks %d), conflicts %d; claim latency p50 %s p90 %s p99 %s max %s",
 		len(r.took), r.blocks, r.conflicts, pct(0.5), pct(0.9), pct(0.99), r.took[len(r.took)-1])
-	b.Logf("during the ADDs: %d API requests: %d writes = %d creates (claims + conflicts), %d reads (informers listing and watching again after a lost connection); %.2f writes per 100 pods, 0 per ADD",
-		run.requests, run.writes, run.creates, run.requests-run.writes, float64(run.writes)*100/float64(total))
+	b.Logf("during the ADDs: %d API requests: %d writes = %d IPBlock writes (%d creates: claims + conflicts; %d updates before fence lifts) + %d Events (Fenced: Leases lapsed under this load), %d reads (informers listing and watching again after a lost connection, and each fence lift's reads); %.2f writes per 100 pods, 0 per ADD",
+		run.requests, run.writes, run.blockWrites, run.creates, run.liftWrites, run.writes-run.blockWrites, run.requests-run.writes, float64(run.writes)*100/float64(total))
 	b.ReportMetric(float64(pct(0.5).Milliseconds()), "claim-p50-ms")
 	b.ReportMetric(float64(pct(0.99).Milliseconds()), "claim-p99-ms")
 	b.ReportMetric(float64(r.conflicts), "conflicts")
 	b.ReportMetric(float64(run.requests)*100/float64(total), "requests/100pods")
 	b.ReportMetric(float64(run.writes)*100/float64(total), "writes/100pods")
-	if run.writes != uint64(run.creates) {
-		b.Errorf("%d API writes during the ADDs but %d creates: something else wrote to the API server", run.writes, run.creates)
+	b.ReportMetric(float64(run.liftWrites), "fence-lift-writes")
+	if run.blockWrites != uint64(run.creates+run.liftWrites) {
+		b.Errorf("%d IPBlock writes during the ADDs but %d creates and %d fence-lift updates: something else wrote IPBlocks", run.blockWrites, run.creates, run.liftWrites)
 	}
 }
 
