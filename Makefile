@@ -4,8 +4,12 @@
 GO        ?= go
 BIN       := bin
 PKGS      := ./...
-# VERSION is what every binary prints for --version, linked in with -X.
-VERSION   ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
+# VERSION, when set, is what every binary prints for --version, linked in
+# with -X: a release is built with make build VERSION=v0.2.0. Left empty, a
+# binary says internal/version's Release and the commit go build stamps,
+# v0.2.0+5353417e5405 (.dirty after it for a modified tree), as go test's
+# own builds do.
+VERSION   ?=
 # Binaries built by the tests use the same compile flags
 # (internal/testsupport.BuildFlags), so one build cache serves make build,
 # go test and the tests' own builds; -ldflags changes only the link step.

@@ -12,13 +12,16 @@ import (
 
 	v1 "github.com/google/go-containerregistry/pkg/v1"
 
+	"github.com/sandboxipam/sandboxipam/internal/version"
 	"github.com/sandboxipam/sandboxipam/ipamd/config"
 )
 
-// DefaultRef is the sandboxipam image's reference. The "localhost/" domain
-// keeps runtimes from normalising it to docker.io and so from ever trying
-// to pull it; deploy/kubernetes names the same reference.
-const DefaultRef = "localhost/sandboxipam/sandboxipam:dev"
+// DefaultRef is the sandboxipam image's reference, tagged with the release
+// this tree becomes (version.Release: an image tag cannot hold a commit's
+// "+"). The "localhost/" domain keeps runtimes from normalising it to
+// docker.io and so from ever trying to pull it; deploy/kubernetes names the
+// same reference (internal/release's tests keep the three equal).
+const DefaultRef = "localhost/sandboxipam/sandboxipam:" + version.Release
 
 // DefaultCABundle is where Debian's ca-certificates package puts the bundle
 // that Go's crypto/x509 reads; the aws IP source needs it to reach EC2.

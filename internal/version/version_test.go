@@ -101,3 +101,37 @@ func TestEveryBinaryReportsItsVersion(t *testing.T) {
 		}
 	}
 }
+
+// TestGitBuildSaysReleaseAndCommit: a binary built from this checkout
+// without the Makefile's override (go build, go test's own builds) says
+// version.Release and the checkout's commit, so an operator can tell two
+// builds of one release apart.
+func TestGitBuildSaysReleaseAndCommit(t *testing.T) {
+	if testing.Short() {
+		t.Skip("links a command")
+	}
+	root := testsupport.Root(t)
+	head, err := exec.Command("git", "-C", root, "rev-parse", "HEAD").Output()
+	if err != nil {
+		testsupport.SkipOrFail(t, "no git checkout to stamp a commit from: %v", err)
+	}
+	dir, err := testsupport.LinkDir("version-vcs-test")
+	if err != nil {
+		t.Fatal(err)
+	}
+	build := exec.Command("go", "build", "-buildvcs=true", "-o", dir+"/", "./cmd/ipamctl")
+	build.Dir = root
+	if out, err := build.CombinedOutput(); err != nil {
+		t.Fatalf("go build -buildvcs=true ./cmd/ipamctl: %v\n%s", err, out)
+	}
+	out, err := exec.Command(filepath.Join(dir, "ipamctl"), "--version").Output()
+	if err != nil {
+		t.Fatal(err)
+	}
+	fields := strings.Fields(string(out))
+	rel, meta := version.Split(fields[len(fields)-1])
+	commit, _, _ := strings.Cut(meta, ".")
+	if rel != version.Release || commit != strings.TrimSpace(string(head))[:12] || (meta != commit && meta != commit+".dirty") {
+		t.Errorf("ipamctl --version = %q, want %s+%s (with .dirty for a modified tree)", out, version.Release, strings.TrimSpace(string(head))[:12])
+	}
+}

@@ -1,0 +1,4 @@
+package release
+
+// Once is once, for the tests.
+var Once = once
