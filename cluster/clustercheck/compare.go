@@ -31,9 +31,19 @@ const (
 	BlockNodeGone Kind = "block-node-gone"
 	// UnreadableObject: an object the check could not read.
 	UnreadableObject Kind = "unreadable"
+	// HeldOnTwoNodes: one address held by the ipamds of two or more
+	// nodes (what the nodes hold, read from each).
+	HeldOnTwoNodes Kind = "held-on-two-nodes"
+	// HeldByAnotherNode: an ipamd holds an address that a pod on another
+	// node has in the API.
+	HeldByAnotherNode Kind = "held-by-another-node"
+	// HeldOutsideNode: an ipamd holds an address outside its node's
+	// blocks and podCIDRs.
+	HeldOutsideNode Kind = "held-outside-node"
 )
 
-var kindOrder = []Kind{DuplicateAddress, PodOutsideNode, BlockOverlap, PoolOverlap, BlockOutsidePool, BlockNodeGone, UnreadableObject}
+var kindOrder = []Kind{DuplicateAddress, HeldOnTwoNodes, HeldByAnotherNode, PodOutsideNode, HeldOutsideNode,
+	BlockOverlap, PoolOverlap, BlockOutsidePool, BlockNodeGone, UnreadableObject}
 
 // Finding is one thing found wrong, in words and in fields.
 type Finding struct {
@@ -52,8 +62,21 @@ type Report struct {
 	Nodes  int `json:"nodes"`
 	Pods   int `json:"pods"`
 	// Addresses counts the distinct addresses pods hold.
-	Addresses int       `json:"addresses"`
-	Findings  []Finding `json:"findings"`
+	Addresses int `json:"addresses"`
+	// FromNodes: the nodes' ipamds were asked (Snapshot.FromNodes);
+	// NodesRead of them answered, holding HeldAddresses distinct
+	// addresses, and NotCompared are the nodes that were not compared.
+	FromNodes     bool          `json:"fromNodes"`
+	NodesRead     int           `json:"nodesRead"`
+	HeldAddresses int           `json:"heldAddresses"`
+	NotCompared   []NotCompared `json:"notCompared,omitempty"`
+	Findings      []Finding     `json:"findings"`
+}
+
+// Duplicates counts the findings of one address on two holders: two
+// pods in the API, two nodes' ipamds, or an ipamd and another node's pod.
+func (r Report) Duplicates() int {
+	return r.Count(DuplicateAddress) + r.Count(HeldOnTwoNodes) + r.Count(HeldByAnotherNode)
 }
 
 // Count is the number of findings of kind.
@@ -70,7 +93,8 @@ func (r Report) Count(kind Kind) int {
 // Kinds are every kind of finding, in report order.
 func Kinds() []Kind { return slices.Clone(kindOrder) }
 
-// Compare judges s. It is pure: the same snapshot gives the same report,
+// Compare judges s. With s.FromNodes it joins what each node's ipamd
+// holds with the API's view too (compareHeld). It is pure: the same snapshot gives the same report,
 // findings in a fixed order (by kind, then by what they name).
 func Compare(s Snapshot) Report {
 	r := Report{Pools: len(s.Pools), Blocks: len(s.Blocks), Nodes: len(s.Nodes), Pods: len(s.Pods)}
@@ -82,6 +106,9 @@ func Compare(s Snapshot) Report {
 	r.Findings = append(r.Findings, poolOverlaps(s.Pools)...)
 	r.Findings = append(r.Findings, blocksOutsidePools(s)...)
 	r.Findings = append(r.Findings, blocksOfGoneNodes(s)...)
+	byNodes, notCompared, heldAddrs := compareHeld(s)
+	r.Findings = append(r.Findings, byNodes...)
+	r.FromNodes, r.NodesRead, r.HeldAddresses, r.NotCompared = s.FromNodes, len(s.Held), heldAddrs, notCompared
 	for _, u := range s.Unreadable {
 		r.Findings = append(r.Findings, Finding{Kind: UnreadableObject, Words: u.Object + " cannot be read: " + u.Reason})
 	}
@@ -151,6 +178,12 @@ func podsOutsideNodes(s Snapshot) []Finding {
 		}
 		for _, a := range p.IPs {
 			if slices.ContainsFunc(ranges[p.Node], func(r netip.Prefix) bool { return r.Contains(a) }) {
+				continue
+			}
+			if _, registered := nodes[p.Node]; registered && len(ranges[p.Node]) == 0 && ownerOf(s.Blocks, a) == "" {
+				// A node with neither blocks nor podCIDRs takes its
+				// addresses from elsewhere (the aws or static source):
+				// only another node's block says one is out of place.
 				continue
 			}
 			out = append(out, Finding{Kind: PodOutsideNode, Address: a.String(), Node: p.Node, Pods: []string{p.Ref()},

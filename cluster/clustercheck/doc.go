@@ -19,6 +19,18 @@
 // pod's address is in range when it lies in one of its node's blocks
 // (the pool source) or its node's spec.podCIDRs (the node source).
 //
+// The API shows only the pods it has objects of: a node cut off from the
+// API server alone runs its pods on after their Pods are deleted. So a
+// snapshot may also carry what each node's ipamd holds (Snapshot.FromNodes,
+// Held; `ipamctl pods` read on the node), and Compare then joins it with
+// the API's view: an address two nodes' ipamds hold, an address an ipamd
+// holds outside its node's blocks and podCIDRs, an address an ipamd holds
+// while a pod on another node has it in the API. What it could not see is
+// listed, never passed over: each node whose ipamd was not read, with the
+// reason, and each node that holds blocks but has no Node (nothing reaches
+// its ipamd through the API server). The reclaimer's periodic check reads
+// no node.
+//
 // Snapshot's Add methods convert the API's objects and record each object
 // they cannot read as an Unreadable finding, never skipping it silently.
 //

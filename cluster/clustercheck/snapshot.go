@@ -19,6 +19,12 @@ type Snapshot struct {
 	Nodes      []Node
 	Pods       []Pod
 	Unreadable []Unreadable
+	// FromNodes says the nodes' ipamds were asked what they hold: Held is
+	// what each answered, Unread the nodes that could not be asked. Without
+	// it Compare judges the API's objects alone.
+	FromNodes bool
+	Held      []Held
+	Unread    []NotCompared
 }
 
 // Pool is an IPPool's ranges, both families.

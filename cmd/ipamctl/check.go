@@ -31,44 +31,58 @@ of ipamd's to compare: a note says so, and that alone does not fail the check.
 With --cluster it compares the whole cluster through the Kubernetes API
 instead: blocks that overlap or lie outside their pool, blocks of nodes that
 are gone, pod addresses outside their node's blocks and podCIDRs, one address
-on two pods. The kubeconfig comes from --kubeconfig, $KUBECONFIG, or the pod's
-service account (it needs list on IPPools, IPBlocks, Nodes and Pods). Any list
-that fails fails the check (exit 1); it never passes on empty lists. It sees
-only what the API shows: a node cut off from the API server alone, whose Node
-and Pods were deleted, may still run pods on its blocks; a note names each
-such node (ask its ipamd: ipamctl check on the node).
+on two pods. It also asks every node's ipamd what it holds (ipamctl pods -o
+json, run in the node's ipamd pod through pods/exec, as kubectl exec does),
+and joins that with the API: one address held by the ipamds of two nodes, an
+address an ipamd holds outside its node's blocks and podCIDRs, an address an
+ipamd holds while a pod on another node has it in the API; each names both
+sides. A node whose ipamd could not be read, and a node whose Node is gone
+from the API (nothing reaches its ipamd through the API server: a node cut
+off from the API server alone may still run pods on its blocks), are listed
+first as NOT COMPARED with the reason, and the check exits 3 unless it found
+something (1 wins). --from-nodes=false asks no node (for a user without
+pods/exec): then only the API's objects are compared, and a note says so.
+The kubeconfig comes from --kubeconfig, $KUBECONFIG, or the pod's service
+account (it needs list on IPPools, IPBlocks, Nodes and Pods, and create on
+pods/exec unless --from-nodes=false). Any list that fails fails the check
+(exit 1); it never passes on empty lists.
 
 Exit codes: 0 all compared and agreeing; 1 a disagreement or finding, or an
-error; 2 usage; 3 (node check) no disagreement, but something not compared.`
+error; 2 usage; 3 no disagreement or finding, but something not compared.`
 
 const checkExample = `  ipamctl check || page-someone         # 1: a disagreement; 3: the runtime or kernel was not compared
   ipamctl check -o json | jq '.notCompared, .disagreements'
   ipamctl check --cluster -o json       # 1 when one address is on two pods, anywhere
-  ipamctl check --cluster --kubeconfig ./admin.kubeconfig`
+  ipamctl check --cluster --kubeconfig ./admin.kubeconfig
+  ipamctl check --cluster --from-nodes=false   # the API's objects only, without pods/exec`
 
 func (a *app) checkCommand() *cobra.Command {
-	var cluster bool
+	var cluster, fromNodes bool
 	var kubeconfig string
 	cmd := &cobra.Command{
-		Use:     "check [--cluster [--kubeconfig PATH]]",
+		Use:     "check [--cluster [--kubeconfig PATH] [--from-nodes=false]]",
 		Short:   "compare ipamd, the runtime and the kernel (or, --cluster, the whole cluster)",
 		Long:    checkLong,
 		Example: checkExample,
 		Args:    cobra.NoArgs,
-		PreRunE: func(*cobra.Command, []string) error {
+		PreRunE: func(cmd *cobra.Command, _ []string) error {
 			if kubeconfig != "" && !cluster {
 				return fmt.Errorf("%w: --kubeconfig needs --cluster", errUsage)
+			}
+			if cmd.Flags().Changed("from-nodes") && !cluster {
+				return fmt.Errorf("%w: --from-nodes needs --cluster", errUsage)
 			}
 			return nil
 		},
 		RunE: a.runE(func(ctx context.Context, _ []string) error {
 			if cluster {
-				return a.checkCluster(ctx, kubeconfig)
+				return a.checkCluster(ctx, kubeconfig, fromNodes)
 			}
 			return a.checkNode(ctx)
 		}),
 	}
 	cmd.Flags().BoolVar(&cluster, "cluster", false, "compare the cluster's IPPools, IPBlocks, Nodes and Pods through the Kubernetes API instead of this node's ipamd")
+	cmd.Flags().BoolVar(&fromNodes, "from-nodes", true, "with --cluster, also ask every node's ipamd what it holds (ipamctl pods, through pods/exec in its ipamd pod)")
 	cmd.Flags().StringVar(&kubeconfig, "kubeconfig", "", "kubeconfig path for --cluster (default $KUBECONFIG, else the in-cluster service account)")
 	return cmd
 }

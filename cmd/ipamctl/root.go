@@ -49,7 +49,8 @@ Exit codes:
      ready found ipamd not ready
   2  usage: an unknown command or flag, a bad value, a missing argument
   3  check found no disagreement but could not compare something (the
-     runtime down, no adapter, the kernel unreadable); its first line says what`
+     runtime down, no adapter, the kernel unreadable; with --cluster, a
+     node's ipamd it could not read); its first line says what`
 
 const rootExample = `  ipamctl pods                          # is pod X's IP held under its sandbox ID?
   ipamctl pool -o json | jq .free

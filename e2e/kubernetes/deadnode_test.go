@@ -36,8 +36,19 @@ type deadNode struct {
 // server knows (the pod garbage collector is off in this cluster).
 func (c *cluster) nodeDies(t *testing.T, state clusterState) deadNode {
 	t.Helper()
-	ctx := context.Background()
 	n := c.nodes[2]
+	d := c.deadNodeOf(t, state, n)
+	c.down[n.name] = true
+	c.stopAndDeleteNode(t, n)
+	c.logf(t, "%s died: kubelet stopped, Node (UID %s) deleted; its %d pods stay in the API; its blocks %v", n.name, d.uid, len(d.names), keys(d.blocks))
+	return d
+}
+
+// deadNodeOf is node n as it is about to die: its Node's UID, its blocks
+// as the API server has them, and its pods of state in each.
+func (c *cluster) deadNodeOf(t *testing.T, state clusterState, n *clusterNode) deadNode {
+	t.Helper()
+	ctx := context.Background()
 	d := deadNode{n: n, uid: state.nodes[n.name].UID, blocks: map[string]netip.Prefix{}, pods: map[string][]string{}, names: state.onNode(n.name)}
 	bs, err := c.ipBlocks(ctx)
 	if err != nil {
@@ -60,9 +71,6 @@ func (c *cluster) nodeDies(t *testing.T, state clusterState) deadNode {
 	for b := range d.pods {
 		slices.Sort(d.pods[b])
 	}
-	c.down[n.name] = true
-	c.stopAndDeleteNode(t, n)
-	c.logf(t, "%s died: kubelet stopped, Node (UID %s) deleted; its %d pods stay in the API; its blocks %v", n.name, d.uid, len(d.names), keys(d.blocks))
 	return d
 }
 

@@ -158,7 +158,10 @@ func renderPool(t *testing.T) deploy.Rendered {
 // applyPool creates the rendered DaemonSet and reclaimer, with the image
 // the nodes imported and the test's watermarks and timings; it does not
 // wait for them.
-func (c *cluster) applyPool(t *testing.T) {
+func (c *cluster) applyPool(t *testing.T) { c.applyPoolFencing(t, ipamdFenceAfter) }
+
+// applyPoolFencing is applyPool with ipamd's fenceAfter given.
+func (c *cluster) applyPoolFencing(t *testing.T, fenceAfter time.Duration) {
 	t.Helper()
 	ctx := context.Background()
 	r := renderPool(t)
@@ -176,7 +179,7 @@ func (c *cluster) applyPool(t *testing.T) {
 				// apiServerDown starts and stops pods for longer than the
 				// default 2m fence on a busy machine; ipamd's leaseDuration
 				// (3m10s) is then what the dead node's reclaim waits.
-				corev1.EnvVar{Name: "IPAMD_IPSOURCE_POOL_LEASE_FENCEAFTER", Value: ipamdFenceAfter.String()})
+				corev1.EnvVar{Name: "IPAMD_IPSOURCE_POOL_LEASE_FENCEAFTER", Value: fenceAfter.String()})
 		}
 	}
 	configureReclaimer(r)

@@ -3,7 +3,11 @@
 // client, Nodes and Pods with the typed one), for `ipamctl check
 // --cluster`, which runs once and should leave no watch behind. The
 // reclaimer, which runs the same comparison periodically, builds its
-// snapshot from its informers' caches instead.
+// snapshot from its informers' caches instead. CheckNodes also asks every
+// node's ipamd what it holds, running `ipamctl pods -o json` in the node's
+// ipamd pod through the API server's pods/exec (RemoteExec), as an
+// operator does with kubectl exec: a thin adapter, the join is
+// clustercheck's.
 //
 // See docs/architecture.md for where this package sits and the life of an
 // ADD, a DEL, a reconcile pass and a restart through the daemon.
