@@ -19,7 +19,7 @@ const (
 	ruleInvalid     = "contract: ErrInvalidArgument for a malformed request (an empty ID)"
 	ruleWrong       = "contract: ErrWrongRuntime when the endpoint serves another runtime"
 	ruleFullID      = "rule 1 and contract: GetSandbox takes only the full sandbox ID; a prefix, other case or a name is ErrNotFound"
-	ruleIPs         = "contract: Sandbox.IPs are the addresses the runtime recorded for exactly that sandbox, never another pod's"
+	ruleIPs         = "contract: Sandbox.IPs are the addresses the runtime recorded for exactly that sandbox, every family of a dual-stack pod, never another pod's"
 	ruleFresh       = "contract: a listing is never older than the call; ipamd's \"the adapter sees what CNI sees\" depends on it"
 	ruleRestart     = "rule 2: while the runtime is down calls fail with ErrUnavailable; once it is back they recover in the same process"
 )
@@ -57,7 +57,7 @@ func Checks() []Check {
 		{"get-sandbox-full-id-only", ruleFullID,
 			"GetSandbox of a 12-character prefix, a longer prefix, the ID in upper case, the pod's name or the sandbox's name fails with ErrNotFound", checkGetFullIDOnly},
 		{"pod-ips-match", ruleIPs,
-			"a running sandbox lists exactly the IPs the runtime recorded for it; a stopped or host-network one none of another pod's", checkPodIPs},
+			"a running sandbox lists exactly the IPs the runtime recorded for it, family by family (dual-stack, IPv6-only and IPv4-only pods in both namespaces); a stopped or host-network one none of another pod's", checkPodIPs},
 		{"get-empty-id-invalid", ruleInvalid,
 			"GetSandbox of an empty ID fails with ErrInvalidArgument", checkGetEmptyID},
 		{"stopped-listed-notready", rule3,
@@ -67,9 +67,9 @@ func Checks() []Check {
 		{"restarted-pod-ids", rule1,
 			"a pod's three sandbox attempts (0 and 1 stopped, 2 running, each with several app containers) are each listed under their own ID", checkRestarted},
 		{"recreated-pod-own-identity", ruleRecreated,
-			"a pod made again under an earlier pod's namespace and name (new UID, attempt 0, where the runtime gives one a new address), as a StatefulSet does, is listed and got under its own sandbox ID with its own UID, attempt, state and addresses, while the earlier sandbox is listed NotReady and once it is removed", checkRecreated},
+			"a pod made again under an earlier pod's namespace and name (new UID, attempt 0, where the runtime gives one a new address), as a StatefulSet does, is listed and got under its own sandbox ID with its own UID, attempt, state and addresses of each family (a dual-stack pod), while the earlier sandbox is listed NotReady and once it is removed", checkRecreated},
 		{"list-get-agree", ruleListGet,
-			"GetSandbox of every listed ID, Ready and NotReady, returns that sandbox with the same ID, state and identity", checkListGetAgree},
+			"GetSandbox of every listed ID, Ready and NotReady, returns that sandbox with the same ID, state, identity and addresses of each family", checkListGetAgree},
 		{"listing-fresh", ruleFresh,
 			"a pod in the run's namespace and one in kube-system are listed by the first ListSandboxes after the runtime created them, and gone from the first after they were removed", checkFreshness},
 		{"no-plain-containers", rule4,

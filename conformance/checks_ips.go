@@ -70,18 +70,13 @@ func checkPodIPs(ctx context.Context, s *session) error {
 }
 
 // judgeIPs requires a running pod-network sandbox to report exactly its
-// pod's addresses, and any other sandbox to report none of another pod's.
-// Pods are told apart by sandbox ID, not by name: a pod made again under
-// its predecessor's name is another pod.
+// pod's addresses, family by family, and any other sandbox to report none
+// of another pod's. Pods are told apart by sandbox ID, not by name: a pod
+// made again under its predecessor's name is another pod.
 func judgeIPs(pod fixture.Pod, sb runtime.Sandbox, stopped bool, owner map[netip.Addr]fixture.Pod) error {
 	got := sortedIPs(sb.IPs)
 	if !stopped && !pod.Spec.HostNetwork {
-		if !slices.Equal(got, pod.IPs) {
-			return mismatch(fmt.Sprintf("sandbox %s of running pod %s reports other IPs than the runtime recorded for it: "+
-				"ipamd would adopt them after losing its state and give a live pod's address away", pod.SandboxID, podName(pod.Spec)),
-				formatIPs(pod.IPs), formatIPs(got)+describeOwners(got, owner, pod))
-		}
-		return nil
+		return judgeFamilies(pod, sb.ID, got, owner)
 	}
 	for _, ip := range got {
 		if other, ok := owner[ip]; ok && other.SandboxID != pod.SandboxID {
@@ -92,6 +87,33 @@ func judgeIPs(pod fixture.Pod, sb runtime.Sandbox, stopped bool, owner map[netip
 			return mismatch(fmt.Sprintf("%s sandbox %s of pod %s reports %s, the address of %s", what, pod.SandboxID, podName(pod.Spec), ip, describePod(other)),
 				"none of another pod's addresses", formatIPs(got))
 		}
+	}
+	return nil
+}
+
+// ipFamilies are the address families, in the order a check compares them.
+var ipFamilies = []fixture.IPFamily{fixture.IPv4, fixture.IPv6}
+
+// judgeFamilies compares a running sandbox's reported addresses with what
+// the runtime recorded for its pod, one family at a time, and names the
+// first family that differs. A missing family is the dual-stack break:
+// ipamd, rebuilding from the runtime, would take the pod's address of that
+// family for unheld and give it to the next pod.
+func judgeFamilies(pod fixture.Pod, id string, got []netip.Addr, owner map[netip.Addr]fixture.Pod) error {
+	for _, family := range ipFamilies {
+		want, have := fixture.FamilyAddrs(pod.IPs, family), fixture.FamilyAddrs(got, family)
+		if slices.Equal(want, have) {
+			continue
+		}
+		subject := fmt.Sprintf("sandbox %s of running %s pod %s", id, fixture.DescribeFamilies(pod.IPs), podName(pod.Spec))
+		if len(have) == 0 {
+			return mismatch(fmt.Sprintf("%s reports none of the %s addresses the runtime recorded for it: "+
+				"ipamd would take them for free after losing its state and give a live pod's address to another", subject, family),
+				string(family)+" "+formatIPs(want), string(family)+" "+formatIPs(have)+" (all reported: "+formatIPs(got)+")")
+		}
+		return mismatch(fmt.Sprintf("%s reports other %s addresses than the runtime recorded for it: "+
+			"ipamd would adopt them after losing its state and give a live pod's address away", subject, family),
+			string(family)+" "+formatIPs(want), string(family)+" "+formatIPs(have)+describeOwners(have, owner, pod))
 	}
 	return nil
 }

@@ -46,10 +46,13 @@ func TestLookalikesOfAnID(t *testing.T) {
 
 func TestJudgeIPs(t *testing.T) {
 	a, b := netip.MustParseAddr("198.18.0.1"), netip.MustParseAddr("198.18.0.2")
-	web := fixture.Pod{Spec: fixture.PodSpec{Name: "web"}, SandboxID: "w", IPs: []netip.Addr{a}}
-	db := fixture.Pod{Spec: fixture.PodSpec{Name: "db"}, SandboxID: "d", IPs: []netip.Addr{b}}
+	a6, b6, c6 := netip.MustParseAddr("fd00:c0f::a"), netip.MustParseAddr("fd00:c0f::b"), netip.MustParseAddr("fd00:c0f::c")
+	web := fixture.Pod{Spec: fixture.PodSpec{Name: "web"}, SandboxID: "w", IPs: []netip.Addr{a, a6}}
+	db := fixture.Pod{Spec: fixture.PodSpec{Name: "db"}, SandboxID: "d", IPs: []netip.Addr{b, b6}}
+	v4 := fixture.Pod{Spec: fixture.PodSpec{Name: "v4"}, SandboxID: "4", IPs: []netip.Addr{netip.MustParseAddr("198.18.0.4")}}
+	v6 := fixture.Pod{Spec: fixture.PodSpec{Name: "v6"}, SandboxID: "6", IPs: []netip.Addr{c6}}
 	host := fixture.Pod{Spec: fixture.PodSpec{Name: "agent", HostNetwork: true}, SandboxID: "h"}
-	owner := ownersOf([]fixture.Pod{web, db, host})
+	owner := ownersOf([]fixture.Pod{web, db, v4, v6, host})
 	cases := []struct {
 		name    string
 		pod     fixture.Pod
@@ -57,12 +60,21 @@ func TestJudgeIPs(t *testing.T) {
 		stopped bool
 		fail    string
 	}{
-		{"own IP", web, []netip.Addr{a}, false, ""},
-		{"own IP twice", web, []netip.Addr{a, a}, false, ""},
-		{"another pod's", web, []netip.Addr{b}, false, "b belongs to pod db (sandbox d)"},
-		{"none while running", web, nil, false, "other IPs than the runtime recorded"},
-		{"stopped keeps its own", web, []netip.Addr{a}, true, ""},
+		{"own IPs", web, []netip.Addr{a6, a}, false, ""},
+		{"own IPs twice", web, []netip.Addr{a, a6, a}, false, ""},
+		{"another pod's", web, []netip.Addr{b, b6}, false, "reports other IPv4 addresses than the runtime recorded for it"},
+		{"another pod's named", web, []netip.Addr{b, b6}, false, "b belongs to pod db (sandbox d)"},
+		{"none while running", web, nil, false, "dual-stack pod web reports none of the IPv4 addresses the runtime recorded for it"},
+		{"IPv6 dropped", web, []netip.Addr{a}, false, "sandbox w of running dual-stack pod web reports none of the IPv6 addresses"},
+		{"IPv4 dropped", web, []netip.Addr{a6}, false, "reports none of the IPv4 addresses"},
+		{"another pod's IPv6", web, []netip.Addr{a, b6}, false, "reports other IPv6 addresses"},
+		{"another pod's IPv6 named", web, []netip.Addr{a, b6}, false, "fd00:c0f::b belongs to pod db (sandbox d)"},
+		{"IPv6-only pod's swapped", v6, []netip.Addr{a6}, false, "running IPv6-only pod v6 reports other IPv6 addresses"},
+		{"IPv6-only pod's own", v6, []netip.Addr{c6}, false, ""},
+		{"IPv4-only pod with an IPv6", v4, []netip.Addr{v4.IPs[0], c6}, false, "IPv4-only pod v4 reports other IPv6 addresses"},
+		{"stopped keeps its own", web, []netip.Addr{a, a6}, true, ""},
 		{"stopped reports another's", web, []netip.Addr{b}, true, "the address of pod db"},
+		{"stopped reports another's IPv6", web, []netip.Addr{b6}, true, "reports fd00:c0f::b, the address of pod db"},
 		{"host network none", host, nil, false, ""},
 		{"host network another's", host, []netip.Addr{a}, false, "host-network sandbox h of pod agent reports 198.18.0.1"},
 	}
@@ -74,6 +86,18 @@ func TestJudgeIPs(t *testing.T) {
 		case tc.fail != "" && (err == nil || !strings.Contains(strings.ReplaceAll(err.Error(), "198.18.0.2", "b"), tc.fail)):
 			t.Errorf("%s: %v, want a failure saying %q", tc.name, err, tc.fail)
 		}
+	}
+}
+
+// TestJudgeIPsNamesTheFamilyOnBothSides: a failure's expected and actual
+// values are the addresses of the family that differs, named.
+func TestJudgeIPsNamesTheFamilyOnBothSides(t *testing.T) {
+	a, a6 := netip.MustParseAddr("198.18.0.1"), netip.MustParseAddr("fd00:c0f::a")
+	web := fixture.Pod{Spec: fixture.PodSpec{Name: "web", Namespace: "shop"}, SandboxID: "w", IPs: []netip.Addr{a, a6}}
+	err := judgeIPs(web, runtime.Sandbox{ID: "w", IPs: []netip.Addr{a}}, false, ownersOf([]fixture.Pod{web}))
+	var f *Failure
+	if !errors.As(err, &f) || f.Expected != "IPv6 [fd00:c0f::a]" || f.Actual != "IPv6 no IPs (all reported: [198.18.0.1])" {
+		t.Fatalf("judgeIPs = %#v, want expected IPv6 [fd00:c0f::a], actual IPv6 no IPs (all reported: [198.18.0.1])", err)
 	}
 }
 
@@ -194,5 +218,27 @@ func TestOwnIdentityTellsPodsOfOneNameApart(t *testing.T) {
 	fresh.IPs = []netip.Addr{a}
 	if err := ownIdentity(podInState{old, runtime.StateNotReady}, listed(old, runtime.StateNotReady, a), all, distinctOwners([]fixture.Pod{old, fresh})); err != nil {
 		t.Errorf("stopped pod reporting an address the runtime reused: %v, want a pass", err)
+	}
+}
+
+// TestListGetDiffComparesEachFamily: GetSandbox must report the listed
+// addresses of both families; their order does not matter.
+func TestListGetDiffComparesEachFamily(t *testing.T) {
+	a, a6, b6 := netip.MustParseAddr("198.18.0.1"), netip.MustParseAddr("fd00:c0f::a"), netip.MustParseAddr("fd00:c0f::b")
+	listed := runtime.Sandbox{ID: "w", Name: "web", Namespace: "shop", UID: "u", IPs: []netip.Addr{a, a6}}
+	with := func(ips ...netip.Addr) runtime.Sandbox { sb := listed; sb.IPs = ips; return sb }
+	cases := []struct {
+		got  runtime.Sandbox
+		want string
+	}{
+		{with(a6, a), ""},
+		{with(a), "returned other IPv6 addresses"},
+		{with(a, b6), "returned other IPv6 addresses"},
+		{with(), "returned other IPv4 and IPv6 addresses"},
+	}
+	for _, tc := range cases {
+		if got := listGetDiff(listed, tc.got, nil); got != tc.want {
+			t.Errorf("GetSandbox reporting %v: diff %q, want %q", tc.got.IPs, got, tc.want)
+		}
 	}
 }

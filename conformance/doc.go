@@ -35,7 +35,13 @@
 // The run's pods live in two namespaces, Config.Namespace and
 // SystemNamespace (kube-system, where CoreDNS runs on the pod network), and
 // every identity, listing, get and freshness check covers both: an adapter
-// blind to the kube-* namespaces fails. One check makes a pod again under
+// blind to the kube-* namespaces fails. In each namespace one pod is
+// dual-stack and one IPv6-only beside IPv4-only ones, as far as the
+// fixture gives them (fixture.PodSpec.IPFamilies), and the checks that
+// compare addresses (pod-ips-match, list-get-agree,
+// recreated-pod-own-identity) compare each family the runtime recorded on
+// its own: an adapter that reports a dual-stack pod's IPv4 address alone,
+// or another pod's IPv6 one, fails. One check makes a pod again under
 // an earlier pod's namespace and name with a new UID, as a StatefulSet
 // does: an adapter that remembers pods by name fails it.
 //

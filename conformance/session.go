@@ -136,6 +136,9 @@ func (s *session) podSpecIn(namespace string, containers ...string) fixture.PodS
 		Namespace:  namespace,
 		UID:        newUID(),
 		Containers: containers,
+		// IPv4 unless the pod is one of the few the batch makes
+		// dual-stack or IPv6-only (sharedPods.plan).
+		IPFamilies: fixture.IPv4Only,
 	}
 }
 

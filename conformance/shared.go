@@ -22,27 +22,43 @@ var appContainers = []string{"app", "sidecar", "logger"}
 // pods dominates a run's time, and one batch in parallel costs little more
 // than one pod.
 //
-// Every read-only check looks at the same six: in the run's namespace a
+// Every read-only check looks at the same seven: in the run's namespace a
 // pod with several app containers, a pod with exactly one (the seed bug's
 // shape: each coredns pod of the report had one app container, whose ID
 // was recorded instead of the sandbox's), a pod without any, and (where the
 // fixture supports it) a host-network pod; in SystemNamespace a
-// pod-network pod with one app container (CoreDNS's shape) and a
-// host-network one (kube-proxy's). An adapter that leaves out the kube-*
-// namespaces, taking all their pods for host-network ones, would have
-// ipamd release CoreDNS's address while it runs; pods of one namespace
-// alone cannot show it. The checks that stop or remove pods get pods of their
-// own from the same batch (reserved, by check ID); the checks whose point
-// is the creation itself (listing-fresh) or that disturb the runtime
-// (runtime-restart, scale-listing) create theirs when they run.
+// pod-network pod with one app container (CoreDNS's shape), a pod-network
+// pod without any, and a host-network one (kube-proxy's). An adapter that
+// leaves out the kube-* namespaces, taking all their pods for host-network
+// ones, would have ipamd release CoreDNS's address while it runs; pods of
+// one namespace alone cannot show it.
+//
+// The pods ask for their address families as a dual-stack cluster's do
+// (fixture.PodSpec.IPFamilies): in each namespace one pod is dual-stack
+// (multi, system) and one IPv6-only (plain, system-ipv6), beside the
+// IPv4-only rest; the pods reserved for the checks that compare addresses
+// (pod-ips-match, list-get-agree, recreated-pod-own-identity) are
+// dual-stack. No pod is added for a family but system-ipv6.
+// An adapter that reports one family of a dual-stack pod, or another pod's
+// address of one family, passes with IPv4-only pods; ipamd, which takes
+// Sandbox.IPs as proof of an address in use after a state loss, would see
+// the other family's address as unheld. The fixture gives what it can;
+// the checks compare what the runtime recorded, family by family.
+//
+// The checks that stop or remove pods get pods of their own from the same
+// batch (reserved, by check ID); the checks whose point is the creation
+// itself (listing-fresh) or that disturb the runtime (runtime-restart,
+// scale-listing) create theirs when they run.
 type sharedPods struct {
 	once sync.Once
 	res  resources
 	err  error
 
 	multi, single, plain fixture.Pod
-	// system is the pod-network pod in SystemNamespace.
-	system fixture.Pod
+	// system and systemIPv6 are the pod-network pods in SystemNamespace:
+	// CoreDNS's shape, dual-stack, and an IPv6-only pod without app
+	// containers.
+	system, systemIPv6 fixture.Pod
 	// host and systemHost, the host-network pods of the run's namespace
 	// and of SystemNamespace, are nil where the fixture has none.
 	host, systemHost *fixture.Pod
@@ -143,7 +159,7 @@ func (p *sharedPods) create(ctx context.Context, s *session) error {
 		p.reserved[pod.key] = created[i]
 	}
 	p.multi, p.single, p.plain = p.reserved["multi"].pod, p.reserved["single"].pod, p.reserved["plain"].pod
-	p.system = p.reserved["system"].pod
+	p.system, p.systemIPv6 = p.reserved["system"].pod, p.reserved["system-ipv6"].pod
 	p.host, p.systemHost = p.optional("host"), p.optional("system-host")
 	return nil
 }
@@ -171,23 +187,29 @@ func (p *sharedPods) plan(s *session) []pendingPod {
 	systemHost := shared.podSpecIn(SystemNamespace)
 	systemHost.HostNetwork = true
 	pending := []pendingPod{
-		{key: "multi", spec: shared.podSpec(appContainers...)},
+		{key: "multi", spec: withFamilies(shared.podSpec(appContainers...), fixture.DualStack)},
 		{key: "single", spec: shared.podSpec(appContainer)},
-		{key: "plain", spec: shared.podSpec()},
+		{key: "plain", spec: withFamilies(shared.podSpec(), fixture.IPv6Only)},
 		{key: "host", spec: host, optional: true},
-		{key: "system", spec: shared.podSpecIn(SystemNamespace, appContainer)},
+		{key: "system", spec: withFamilies(shared.podSpecIn(SystemNamespace, appContainer), fixture.DualStack)},
+		{key: "system-ipv6", spec: withFamilies(shared.podSpecIn(SystemNamespace), fixture.IPv6Only)},
 		{key: "system-host", spec: systemHost, optional: true},
 	}
 	if s.cfg.selected(reservedRecreated) {
 		// An attempt of 1, so that the pod made again under its name (a
 		// new pod, attempt 0) differs from it in its attempt too.
-		spec := named(reservedRecreated).podSpec(appContainer)
+		spec := withFamilies(named(reservedRecreated).podSpec(appContainer), fixture.DualStack)
 		spec.Attempt = 1
 		pending = append(pending, pendingPod{key: reservedRecreated, spec: spec})
 	}
+	dualStack := []string{reservedPodIPs, reservedListGet}
 	for _, id := range []string{reservedPodIPs, reservedStopped, reservedRemoved, reservedListGet} {
 		if s.cfg.selected(id) {
-			pending = append(pending, pendingPod{key: id, spec: named(id).podSpec(appContainer)})
+			spec := named(id).podSpec(appContainer)
+			if slices.Contains(dualStack, id) {
+				spec.IPFamilies = fixture.DualStack
+			}
+			pending = append(pending, pendingPod{key: id, spec: spec})
 		}
 	}
 	if s.cfg.selected(reservedRestarted) {
@@ -202,6 +224,12 @@ func (p *sharedPods) plan(s *session) []pendingPod {
 	return pending
 }
 
+// withFamilies returns spec asking for families.
+func withFamilies(spec fixture.PodSpec, families []fixture.IPFamily) fixture.PodSpec {
+	spec.IPFamilies = families
+	return spec
+}
+
 // restartedKey is the key of one attempt of the restarted-pod check's pod.
 func restartedKey(attempt uint32) string {
 	return fmt.Sprintf("%s/%d", reservedRestarted, attempt)
@@ -210,7 +238,7 @@ func restartedKey(attempt uint32) string {
 // networked returns the shared pods on the pod network, of both
 // namespaces.
 func (p *sharedPods) networked() []fixture.Pod {
-	return []fixture.Pod{p.multi, p.single, p.plain, p.system}
+	return []fixture.Pod{p.multi, p.single, p.plain, p.system, p.systemIPv6}
 }
 
 // batch returns every pod of the batch, shared and reserved, in a stable

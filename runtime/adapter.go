@@ -66,7 +66,10 @@ type Sandbox struct {
 	HostNetwork bool
 	// IPs are the pod addresses the runtime recorded for exactly this
 	// sandbox, or none. For a Ready sandbox on the pod network they are the
-	// addresses it holds now. A NotReady sandbox may report the address it
+	// addresses it holds now, every family of a dual-stack pod (CRI's
+	// network.ip and additional_ips alike), in any order: ipamd takes the
+	// IPv6 address of a dual-stack pod reported with its IPv4 one alone
+	// for unheld after a state loss. A NotReady sandbox may report the address it
 	// last had (CRI-O keeps it in PodSandboxStatus after the CNI DEL
 	// released it): ipamd treats such an address as still held by that
 	// sandbox until the sandbox is gone, never as proof about any other

@@ -122,7 +122,8 @@ func newFlagSet(stderr io.Writer) (*flag.FlagSet, *cli.Options) {
 	flags.StringVar(&opts.PauseImage, "pause-image", "", "image of the pods' sandboxes, already present in the runtime (default: the fixture's)")
 	flags.StringVar(&opts.AppImage, "app-image", "", "image of the pods' app containers with --fixture cri, run with its own entrypoint (default: the pause image)")
 	flags.StringVar(&opts.PodCIDR, "pod-cidr", "", "with --fixture docker, give each pod an address from this CIDR in its sandbox's network namespace "+
-		"(needs root), so pod-ips-match can run; a CRI runtime's own CNI config gives pods theirs")
+		"(needs root), so pod-ips-match can run; an IPv4 and an IPv6 CIDR, comma-separated, make some pods dual-stack and some IPv6-only; "+
+		"a CRI runtime's own CNI config gives pods theirs")
 	flags.StringVar(&opts.RuntimeStopCommand, "runtime-stop-cmd", "", "shell command that stops the runtime, keeping its pods (e.g. 'systemctl stop containerd'); "+
 		"with --runtime-start-cmd enables runtime-restart")
 	flags.StringVar(&opts.RuntimeStartCommand, "runtime-start-cmd", "", "shell command that starts the runtime again")

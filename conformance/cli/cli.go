@@ -98,7 +98,10 @@ type Options struct {
 	PlainDockerHost string
 	// PodCIDR gives every docker-fixture pod an address from this range
 	// in its sandbox's network namespace, for the pod-ips-match check (see
-	// fixture.DockerConfig.PodAddresses). Default: none.
+	// fixture.DockerConfig.PodAddresses). Two ranges, an IPv4 and an IPv6
+	// one separated by a comma, make the run's pods dual-stack, IPv6-only
+	// and IPv4-only side by side (fixture.DockerConfig.PodAddresses6).
+	// Default: none.
 	PodCIDR string
 	// RuntimeStopCommand and RuntimeStartCommand, both set, are shell
 	// commands (sh -c) that stop and start the runtime behind Endpoint
@@ -139,8 +142,9 @@ func (o Options) Validate() error {
 		return fmt.Errorf("%w: --runtime-stop-cmd and --runtime-start-cmd go together, got only one", ErrUsage)
 	}
 	if o.PodCIDR != "" {
-		if _, err := netip.ParsePrefix(o.PodCIDR); err != nil {
-			return fmt.Errorf("%w: --pod-cidr must be a CIDR such as 198.18.0.0/16, got %q: %w", ErrUsage, o.PodCIDR, err)
+		if _, _, err := podCIDRs(o.PodCIDR); err != nil {
+			return fmt.Errorf("%w: --pod-cidr must be a CIDR such as 198.18.0.0/16, or an IPv4 and an IPv6 one such as 198.18.0.0/16,fd00:18::/64, got %q: %w",
+				ErrUsage, o.PodCIDR, err)
 		}
 		if o.Fixture != FixtureDocker {
 			return fmt.Errorf("%w: --pod-cidr needs --fixture docker (a CRI runtime's CNI gives pods their addresses), got --fixture %q", ErrUsage, o.Fixture)
@@ -292,12 +296,9 @@ func newFixture(ctx context.Context, o Options) (fixture.Fixture, func(*slog.Log
 	var err error
 	switch o.Fixture {
 	case FixtureDocker:
-		var addrs netip.Prefix
-		if o.PodCIDR != "" {
-			addrs = netip.MustParsePrefix(o.PodCIDR) // checked by Validate
-		}
+		addrs, addrs6, _ := podCIDRs(o.PodCIDR) // checked by Validate
 		fix, err = fixture.NewDocker(ctx, fixture.DockerConfig{Host: o.Endpoint, PauseImage: o.PauseImage,
-			CgroupParent: o.CgroupParent, PodAddresses: addrs})
+			CgroupParent: o.CgroupParent, PodAddresses: addrs, PodAddresses6: addrs6})
 	case FixtureCRI:
 		fix, err = fixture.NewCRI(ctx, fixture.CRIConfig{Endpoint: o.Endpoint, PauseImage: o.PauseImage,
 			AppImage: o.AppImage, CgroupParent: o.CgroupParent, WithoutPodLabels: o.WithoutPodLabels, PlainDockerHost: o.PlainDockerHost})
@@ -396,4 +397,33 @@ func PrintChecks(w io.Writer) {
 	for _, check := range conformance.Checks() {
 		fmt.Fprintf(w, "%-30s %s\n%-30s [%s]\n", check.ID, check.Statement, "", check.Rule)
 	}
+}
+
+// podCIDRs parses --pod-cidr: one range, or an IPv4 and an IPv6 range
+// separated by a comma, returned as the docker fixture's PodAddresses and
+// PodAddresses6. Empty gives none.
+func podCIDRs(value string) (netip.Prefix, netip.Prefix, error) {
+	if value == "" {
+		return netip.Prefix{}, netip.Prefix{}, nil
+	}
+	parts := strings.Split(value, ",")
+	if len(parts) > 2 {
+		return netip.Prefix{}, netip.Prefix{}, fmt.Errorf("%d ranges, want one or two", len(parts))
+	}
+	prefixes := make([]netip.Prefix, len(parts))
+	for i, part := range parts {
+		prefix, err := netip.ParsePrefix(strings.TrimSpace(part))
+		if err != nil {
+			return netip.Prefix{}, netip.Prefix{}, err
+		}
+		prefixes[i] = prefix
+	}
+	if len(prefixes) == 1 {
+		return prefixes[0], netip.Prefix{}, nil
+	}
+	slices.SortFunc(prefixes, func(a, b netip.Prefix) int { return a.Addr().Compare(b.Addr()) }) // IPv4 first
+	if !prefixes[0].Addr().Is4() || !prefixes[1].Addr().Is6() {
+		return netip.Prefix{}, netip.Prefix{}, fmt.Errorf("two ranges of one family, want an IPv4 and an IPv6 one")
+	}
+	return prefixes[0], prefixes[1], nil
 }

@@ -21,7 +21,11 @@ func TestValidateNamesTheFlag(t *testing.T) {
 		{Options{Adapter: "a", Focus: "("}, "usage: --focus: invalid regular expression \"(\": error parsing regexp: missing closing ): `(`"},
 		{Options{Adapter: "a", RuntimeStopCommand: "systemctl stop containerd"}, "usage: --runtime-stop-cmd and --runtime-start-cmd go together, got only one"},
 		{Options{Adapter: "a", Fixture: FixtureDocker, PodCIDR: "198.18.0.0"},
-			`usage: --pod-cidr must be a CIDR such as 198.18.0.0/16, got "198.18.0.0": netip.ParsePrefix("198.18.0.0"): no '/'`},
+			`usage: --pod-cidr must be a CIDR such as 198.18.0.0/16, or an IPv4 and an IPv6 one such as 198.18.0.0/16,fd00:18::/64, got "198.18.0.0": netip.ParsePrefix("198.18.0.0"): no '/'`},
+		{Options{Adapter: "a", Fixture: FixtureDocker, PodCIDR: "198.18.0.0/16,198.19.0.0/16"},
+			`usage: --pod-cidr must be a CIDR such as 198.18.0.0/16, or an IPv4 and an IPv6 one such as 198.18.0.0/16,fd00:18::/64, got "198.18.0.0/16,198.19.0.0/16": two ranges of one family, want an IPv4 and an IPv6 one`},
+		{Options{Adapter: "a", Fixture: FixtureDocker, PodCIDR: "198.18.0.0/16,fd00:18::/64,fd00:19::/64"},
+			`usage: --pod-cidr must be a CIDR such as 198.18.0.0/16, or an IPv4 and an IPv6 one such as 198.18.0.0/16,fd00:18::/64, got "198.18.0.0/16,fd00:18::/64,fd00:19::/64": 3 ranges, want one or two`},
 		{Options{Adapter: "a", Fixture: FixtureCRI, PodCIDR: "198.18.0.0/16"},
 			`usage: --pod-cidr needs --fixture docker (a CRI runtime's CNI gives pods their addresses), got --fixture "cri"`},
 	}
@@ -119,5 +123,22 @@ func TestRuntimeCommandsBecomeTheFixturesControl(t *testing.T) {
 	err := failing(t.Context())
 	if err == nil || !strings.Contains(err.Error(), "exit status 3: down") {
 		t.Errorf("failing command: %v, want its status and output", err)
+	}
+}
+
+// TestPodCIDRsOnePerFamily: --pod-cidr takes one range, or an IPv4 and an
+// IPv6 one in either order, the IPv4 one becoming PodAddresses.
+func TestPodCIDRsOnePerFamily(t *testing.T) {
+	cases := []struct{ value, want4, want6 string }{
+		{"198.18.0.0/16", "198.18.0.0/16", "invalid Prefix"},
+		{"fd00:18::/64", "fd00:18::/64", "invalid Prefix"},
+		{"fd00:18::/64, 198.18.0.0/16", "198.18.0.0/16", "fd00:18::/64"},
+		{"198.18.0.0/16,fd00:18::/64", "198.18.0.0/16", "fd00:18::/64"},
+	}
+	for _, tc := range cases {
+		first, second, err := podCIDRs(tc.value)
+		if err != nil || first.String() != tc.want4 || second.String() != tc.want6 {
+			t.Errorf("podCIDRs(%q) = %s, %s, %v; want %s, %s", tc.value, first, second, err, tc.want4, tc.want6)
+		}
 	}
 }

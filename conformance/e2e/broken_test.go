@@ -158,7 +158,7 @@ func TestBrokenAdaptersFailTheirRule(t *testing.T) {
 			adapter:   "swappedips",
 			args:      []string{dockerAdapterTimeout},
 			failing:   []string{"pod-ips-match"},
-			mainCheck: "pod-ips-match", message: "other IPs than the runtime recorded",
+			mainCheck: "pod-ips-match", message: "the runtime recorded for it",
 		},
 		// The two shapes a third-party author might write on either base
 		// (conformance/testdata/brokenbase): the shipped docker adapter on
@@ -166,6 +166,11 @@ func TestBrokenAdaptersFailTheirRule(t *testing.T) {
 		// shipped containerd adapter's CRI client on containerd's CRI.
 		nameKeyed(false), nameKeyed(true),
 		kubeBlind(false), kubeBlind(true),
+		// The three ways to get a dual-stack pod wrong, on either base:
+		// only the dual-stack and IPv6-only pods of the run show them.
+		ipv4Only(false), ipv4Only(true),
+		firstIPOnly(false), firstIPOnly(true),
+		swappedIPv6(false), swappedIPv6(true),
 		{
 			// Its cache is the run's first listing, taken once the run's
 			// pods exist: every check that stops, removes or creates one
@@ -188,7 +193,7 @@ func TestBrokenAdaptersFailTheirRule(t *testing.T) {
 		args := append([]string{"--adapter", binary(t, tc.adapter), "--scale", scale}, tc.args...)
 		args = append(args, "--focus=^("+strings.Join(tc.focus(), "|")+")$")
 		if tc.cri {
-			runs[tc.key()] = append(args, criFixtureArgs(containerd.Get(t))...)
+			runs[tc.key()] = append(args, criFixtureArgs(criContainerd(t))...)
 			continue
 		}
 		runs[tc.key()] = append(args, dockerFixtureArgs(d)...)
@@ -270,5 +275,49 @@ func kubeBlind(cri bool) brokenAdapter {
 			"concurrent-lists-agree", "ids-stable-across-relaunch", "scale-listing"},
 		passing:   []string{"get-sandbox-matches", "list-get-agree", "recreated-pod-own-identity", "no-app-container-ids"},
 		mainCheck: "listing-fresh", message: "pod kube-system/listing-fresh-",
+	}
+}
+
+// ipv4Only is the case of the adapter that reports only IPv4 addresses,
+// in the listing and GetSandbox alike: pod-ips-match finds the first
+// dual-stack pod's IPv6 address missing, recreated-pod-own-identity its
+// dual-stack pods'. Both calls agree, and every IPv4-only pod is right.
+func ipv4Only(cri bool) brokenAdapter {
+	return brokenAdapter{
+		name: "ipv4only-" + baseName(cri), adapter: "ipv4only", cri: cri, args: brokenBaseArgs(cri),
+		failing:   []string{"pod-ips-match", "recreated-pod-own-identity"},
+		passing:   []string{"list-get-agree", "pod-identity"},
+		mainCheck: "pod-ips-match", message: "reports none of the IPv6 addresses the runtime recorded for it", actual: "IPv6 no IPs",
+	}
+}
+
+// firstIPOnly is the case of the adapter whose GetSandbox reports only a
+// sandbox's first address: list-get-agree finds it disagreeing with the
+// listing on a dual-stack pod's IPv6 address, and so does pod-ips-match,
+// which gets a running dual-stack pod. The listing is right.
+// recreated-pod-own-identity, which gets its dual-stack pods too, is left
+// out: it would add two pods to the run and show nothing new.
+func firstIPOnly(cri bool) brokenAdapter {
+	return brokenAdapter{
+		name: "firstiponly-" + baseName(cri), adapter: "firstiponly", cri: cri, args: brokenBaseArgs(cri),
+		failing:   []string{"pod-ips-match", "list-get-agree"},
+		passing:   []string{"pod-identity"},
+		mainCheck: "list-get-agree", message: "returned other IPv6 addresses, twice",
+	}
+}
+
+// swappedIPv6 is the case of the adapter that lists each pod with another
+// pod's IPv6 address: pod-ips-match names the family and, where the
+// address is another pod's of the run, that pod; recreated-pod-own-identity
+// sees its dual-stack pods listed with others' IPv6 addresses.
+// list-get-agree is left out: it sees the listing disagree with GetSandbox
+// only when two listings rotate alike, which other runs' pods coming and
+// going on the shared runtime decide.
+func swappedIPv6(cri bool) brokenAdapter {
+	return brokenAdapter{
+		name: "swappedipv6-" + baseName(cri), adapter: "swappedipv6", cri: cri, args: brokenBaseArgs(cri),
+		failing:   []string{"pod-ips-match", "recreated-pod-own-identity"},
+		passing:   []string{"pod-identity"},
+		mainCheck: "pod-ips-match", message: "reports other IPv6 addresses than the runtime recorded for it", actual: "IPv6 [fd00:c0f:",
 	}
 }

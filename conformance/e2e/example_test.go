@@ -18,7 +18,7 @@ func TestExampleAdapterConforms(t *testing.T) {
 	t.Parallel()
 	d := docker.Get(t)
 	fix, err := fixture.NewDocker(t.Context(), fixture.DockerConfig{Host: d.Host, PauseImage: d.PauseImage, CgroupParent: d.CgroupParent,
-		PodAddresses: netip.MustParsePrefix(podCIDR)})
+		PodAddresses: netip.MustParsePrefix(podCIDR), PodAddresses6: netip.MustParsePrefix(podCIDR6)})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -18,8 +18,12 @@ import (
 // and one more of each that only the runtime-restart test uses: it stops
 // and starts them, which would disturb every other test's pods.
 var (
-	docker     = testenv.SharedDocker(testenv.DockerOptions{})
-	containerd = testenv.SharedContainerd(testenv.ContainerdOptions{})
+	docker = testenv.SharedDocker(testenv.DockerOptions{})
+	// containerd runs dual-stack, IPv6-only and IPv4-only pods side by
+	// side (dualStackCNI, set up by TestMain); get it through
+	// criContainerd.
+	containerd *testenv.Shared[*testenv.Containerd]
+	cni        *dualStackCNI
 	// The real CRI-O and cri-dockerd (on the shared dockerd) that the
 	// crio and dockershim adapters are held to (real_test.go).
 	crio       = testenv.SharedCRIO(testenv.CRIOOptions{})
@@ -62,6 +66,10 @@ var packagesToBuild = []string{
 	"./conformance/testdata/listgetdisagree",
 	"./conformance/testdata/namekeyed",
 	"./conformance/testdata/kubeblind",
+	"./conformance/testdata/ipv4only",
+	"./conformance/testdata/firstiponly",
+	"./conformance/testdata/swappedipv6",
+	"./conformance/testdata/familyipam",
 }
 
 // brokenFocus selects the broken-adapter cases to run by name, for a
@@ -71,8 +79,19 @@ var brokenFocus = flag.String("broken", "", "run only the broken-adapter cases w
 func TestMain(m *testing.M) {
 	flag.Parse()
 	allowParallel(4)
-	os.Exit(testenv.Run(m, docker, containerd, crio, criDockerd,
-		restartDocker, restartContainerd, restartCRIO, restartCRIDockerdEngine, restartCRIDockerd))
+	var err error
+	if cni, err = newDualStackCNI(); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	containerd = testenv.SharedContainerd(cni.options())
+	code := testenv.Run(m, docker, containerd, crio, criDockerd,
+		restartDocker, restartContainerd, restartCRIO, restartCRIDockerdEngine, restartCRIDockerd)
+	if err := cni.remove(); err != nil {
+		fmt.Fprintf(os.Stderr, "remove the dual-stack CNI directory: %v\n", err)
+		code = max(code, 1)
+	}
+	os.Exit(code)
 }
 
 // allowParallel lets n of this package's tests run at once unless

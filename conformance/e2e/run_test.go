@@ -232,11 +232,11 @@ const (
 // and the adapter at the private dockerd.
 func dockerFixtureArgs(d *testenv.Docker) []string {
 	return []string{"--fixture", "docker", "--endpoint", d.Host, "--pause-image", d.PauseImage, "--cgroup-parent", d.CgroupParent,
-		"--pod-cidr", podCIDR, sharedDockerCallTimeout}
+		"--pod-cidr", podCIDR + "," + podCIDR6, sharedDockerCallTimeout}
 }
 
-// criFixtureArgs point the runner's CRI fixture and the adapter at the
-// private containerd.
+// criFixtureArgs point the runner's CRI fixture and the adapter at a
+// private containerd (the package's shared one: criContainerd).
 func criFixtureArgs(c *testenv.Containerd) []string {
 	return []string{"--fixture", "cri", "--endpoint", c.Endpoint, "--pause-image", c.PauseImage, "--cgroup-parent", c.CgroupParent}
 }

@@ -60,7 +60,7 @@ func TestDockerAdapterConforms(t *testing.T) {
 // namespace. Every check must pass; none may skip.
 func TestCRIAdaptersConform(t *testing.T) {
 	t.Parallel()
-	c := containerd.Get(t)
+	c := criContainerd(t)
 	d := docker.Get(t)
 	cases := []struct {
 		name    string
