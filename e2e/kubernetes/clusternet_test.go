@@ -7,6 +7,8 @@ import (
 	"os"
 	"path/filepath"
 	"testing"
+
+	"github.com/sandboxipam/sandboxipam/internal/kubeenv"
 )
 
 // The three-node cluster's network: a "hub" network namespace holding a
@@ -23,11 +25,20 @@ const (
 	nodeSubnetV4, nodeSubnetV6 = 24, 64
 	// clusterCIDRs are what kube-controller-manager carves node ranges
 	// from: inside 198.18.0.0/15 and fd00::/8, away from the nodes'
-	// subnet and from the service CIDR (198.19.200.0/24).
+	// subnet and from the service CIDRs.
 	clusterCIDRv4, clusterCIDRv6 = "198.18.128.0/17", "fd00:18:1::/112"
 	nodeMaskV4, nodeMaskV6       = 24, 120
+	// serviceCIDRv4 and serviceCIDRv6 are the Service ranges of the
+	// API server and the controller manager (--service-cluster-ip-range):
+	// a dual-stack cluster, IPv4 first, the primary family, so the
+	// kubernetes Service and every Service that names no family stay
+	// IPv4. The IPv6 range is a /112 (the API server takes none larger
+	// than a /108), away from the nodes' subnet, the cluster CIDR and
+	// the pool's.
+	serviceCIDRv4, serviceCIDRv6 = kubeenv.DefaultServiceCIDR, "fd00:19:200::/112"
+	serviceCIDRs                 = serviceCIDRv4 + "," + serviceCIDRv6
 	// kubernetesServiceIP is the kubernetes Service's address (the first
-	// of the service CIDR). There is no kube-proxy: the hub holds this
+	// of the IPv4 service CIDR). There is no kube-proxy: the hub holds this
 	// address itself, and the API server listens on port 443 there too,
 	// so a pod's in-cluster config reaches it as on a real cluster.
 	kubernetesServiceIP = "198.19.200.1"

@@ -14,14 +14,17 @@ import (
 	"github.com/sandboxipam/sandboxipam/internal/testsupport"
 )
 
-// clusterDNSIP is the kube-dns Service's address in the service CIDR
-// (kubeenv.DefaultServiceCIDR), the tenth as kubeadm picks it; every
-// cluster node's kubelet names it as clusterDNS.
-const clusterDNSIP = "198.19.200.10"
+// clusterDNSIP and clusterDNSIPv6 are the kube-dns Service's addresses in
+// the service CIDRs, the tenth of each as kubeadm picks it; every cluster
+// node's kubelet names the IPv4 one (the primary family) as clusterDNS.
+const clusterDNSIP, clusterDNSIPv6 = "198.19.200.10", "fd00:19:200::a"
 
 // corednsManifests are CoreDNS's objects as kubeadm installs them (v1.37:
 // cmd/kubeadm/app/phases/addons/dns/manifests.go), with our image and
-// Service address. The Corefile drops kubeadm's "forward . /etc/resolv.conf"
+// Service addresses: the Service is dual-stack, so CoreDNS is reached on
+// either family, as on a dual-stack cluster whose operator asked for it
+// (its kubernetes plugin answers AAAA for every Service with an IPv6
+// ClusterIP on its own). The Corefile drops kubeadm's "forward . /etc/resolv.conf"
 // and "loop": nothing upstream is reachable (no traffic leaves the
 // machine), CoreDNS runs with dnsPolicy Default and kubelet's empty
 // resolvConf, and forward refuses to start without a nameserver; loop only
@@ -136,7 +139,9 @@ metadata:
   annotations: {prometheus.io/port: "9153", prometheus.io/scrape: "true"}
 spec:
   selector: {k8s-app: kube-dns}
+  ipFamilyPolicy: RequireDualStack
   clusterIP: ` + clusterDNSIP + `
+  clusterIPs: [` + clusterDNSIP + `, "` + clusterDNSIPv6 + `"]
   ports:
   - {name: dns, port: 53, protocol: UDP, targetPort: 53}
   - {name: dns-tcp, port: 53, protocol: TCP, targetPort: 53}
@@ -144,8 +149,9 @@ spec:
 }
 
 // installCoreDNS creates CoreDNS's objects and waits until both replicas
-// are available and a pod resolves the kubernetes Service's name through
-// the kube-dns Service.
+// are available and CoreDNS answers through the kube-dns Service on both
+// families: the kubernetes Service's name (IPv4 alone) on its IPv4
+// address, and kube-dns's own AAAA record on its IPv6 one.
 func (c *cluster) installCoreDNS(t *testing.T) {
 	t.Helper()
 	ctx := context.Background()
@@ -182,5 +188,17 @@ func (c *cluster) installCoreDNS(t *testing.T) {
 		}
 		return nil
 	})
-	c.logf(t, "CoreDNS available behind %s: %s is %s", clusterDNSIP, name, kubernetesServiceIP)
+	// Through kube-proxy's ip6tables rules to a pod's IPv6 address.
+	dnsName := "kube-dns.kube-system.svc.cluster.local"
+	testsupport.WaitFor(t, 2*time.Minute, "CoreDNS answers AAAA for "+dnsName+" on "+clusterDNSIPv6, func(ctx context.Context) error {
+		out, err := runCtx(ctx, "nsenter", "--net="+n.netns, "--", busybox, "nslookup", "-type=AAAA", dnsName, clusterDNSIPv6)
+		if err != nil {
+			return err
+		}
+		if !strings.Contains(out, "Address: "+clusterDNSIPv6) {
+			return fmt.Errorf("nslookup -type=AAAA %s %s: %s", dnsName, clusterDNSIPv6, out)
+		}
+		return nil
+	})
+	c.logf(t, "CoreDNS available behind %s and %s: %s is %s, %s is %s", clusterDNSIP, clusterDNSIPv6, name, kubernetesServiceIP, dnsName, clusterDNSIPv6)
 }

@@ -2,7 +2,6 @@ package kubernetes
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"net/http"
 	"os"
@@ -12,13 +11,14 @@ import (
 	"testing"
 	"time"
 
-	"github.com/sandboxipam/sandboxipam/internal/kubeenv"
 	"github.com/sandboxipam/sandboxipam/internal/testsupport"
 )
 
 // kubeProxyConfig is node n's KubeProxyConfiguration: iptables mode, the
-// cluster's pod ranges (traffic from elsewhere to a Service is
-// masqueraded), and no write to what is not the node's own: conntrack's
+// cluster's pod ranges of both families (traffic from elsewhere to a
+// Service is masqueraded; kube-proxy runs dual-stack, iptables and
+// ip6tables, when both work and the node has addresses of both), and no
+// write to what is not the node's own: conntrack's
 // table size and timeouts are global or the host's (0 leaves them as
 // they are), and a negative OOM score needs CAP_SYS_RESOURCE, which root
 // lacks on these machines (as for kubelet).
@@ -47,12 +47,13 @@ conntrack:
 // startKubeProxy runs kube-proxy on node n as kubelet runs there: a
 // process in the node's network and mount namespaces, so its iptables
 // rules (and its xtables lock, on the node's /run) are the node's alone.
-// The node first routes the whole service CIDR to the hub, as a node's
-// default route would: a host-network client's connect to a ClusterIP
+// The node first routes both service CIDRs to the hub, as a node's
+// default routes would: a host-network client's connect to a ClusterIP
 // needs a route before kube-proxy's DNAT rewrites it.
 func (n *clusterNode) startKubeProxy(t *testing.T, kubeconfig, clusterCIDRs string) {
 	t.Helper()
-	inNetNS(t, n.netns, "ip", "route", "replace", kubeenv.DefaultServiceCIDR, "via", hubIPv4)
+	inNetNS(t, n.netns, "ip", "route", "replace", serviceCIDRv4, "via", hubIPv4)
+	inNetNS(t, n.netns, "ip", "-6", "route", "replace", serviceCIDRv6, "via", hubIPv6)
 	dir := filepath.Join(n.dir, "kube-proxy")
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		t.Fatal(err)
@@ -104,14 +105,17 @@ func (n *clusterNode) startKubeProxy(t *testing.T, kubeconfig, clusterCIDRs stri
 }
 
 // kubeProxyChains fails unless node n's network namespace holds
-// kube-proxy's KUBE-SERVICES chain in its nat table, and the host's does
-// not: the rules are the node's alone.
+// kube-proxy's KUBE-SERVICES chain in its nat table of both families (it
+// proxies IPv4 and IPv6), and the host's does not: the rules are the
+// node's alone.
 func (n *clusterNode) kubeProxyChains(ctx context.Context) error {
-	if _, err := runCtx(ctx, "nsenter", "--net="+n.netns, "--", "iptables", "-t", "nat", "-S", "KUBE-SERVICES"); err != nil {
-		return fmt.Errorf("%s has no KUBE-SERVICES chain: %w", n.name, err)
-	}
-	if _, err := runCtx(ctx, "iptables", "-t", "nat", "-S", "KUBE-SERVICES"); err == nil {
-		return errors.New("the host's namespace has a KUBE-SERVICES chain")
+	for _, tool := range []string{"iptables", "ip6tables"} {
+		if _, err := runCtx(ctx, "nsenter", "--net="+n.netns, "--", tool, "-t", "nat", "-S", "KUBE-SERVICES"); err != nil {
+			return fmt.Errorf("%s has no %s KUBE-SERVICES chain: %w", n.name, tool, err)
+		}
+		if _, err := runCtx(ctx, tool, "-t", "nat", "-S", "KUBE-SERVICES"); err == nil {
+			return fmt.Errorf("the host's namespace has a %s KUBE-SERVICES chain", tool)
+		}
 	}
 	return nil
 }

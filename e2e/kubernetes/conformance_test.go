@@ -30,6 +30,28 @@ var (
 			reason:  "disruptive tests restart kubelet or kube-proxy through SSH, which these nodes do not serve",
 		}},
 	}
+	// The [Feature:IPv6DualStack] tests (issue 46), in two suites.
+	// dualStackSuite: pods and nodes with addresses of both families, pod
+	// to pod on either across the nodes, Services of either family or of
+	// both (about 4 minutes, 3 of them the 10 s of curls from each of 3
+	// clients to each of 6 server addresses).
+	dualStackSuite = e2eSuite{
+		name:  "dualstack",
+		focus: `\[sig-network\] \[Feature:IPv6DualStack\] should`,
+	}
+	// dualStackGranularSuite: the Granular Checks of Services on the
+	// secondary family (IPv6), from pods and from the host network (about
+	// 13 minutes).
+	dualStackGranularSuite = e2eSuite{
+		name:  "dualstack-granular",
+		focus: `\[sig-network\] \[Feature:IPv6DualStack\] Granular Checks: Services Secondary IP Family`,
+		skips: []e2eSkip{{
+			// "Granular Checks: Services Secondary IP Family ... should
+			// function for pod-Service: sctp [Feature:SCTPConnectivity]".
+			pattern: `SCTP`,
+			reason:  "SCTP: the nodes' kernel module is the host's, and loading it would change the host",
+		}},
+	}
 )
 
 // requireConformance skips unless the conformance suite was asked for
@@ -44,29 +66,45 @@ func requireConformance(t *testing.T) {
 // TestConformancePool runs the [sig-network] Conformance tests of
 // Kubernetes v1.37.2's e2e.test, unmodified, against the three-node
 // cluster in pool mode (the pool, reclaimer and routes components), with
-// kube-proxy on every node and CoreDNS. Every test's result and time is
-// logged as a table; the test fails if any of them fails. .ci/run runs it.
+// kube-proxy on every node and CoreDNS, and then, on the same cluster, the
+// [Feature:IPv6DualStack] tests but their Granular Checks. Every test's
+// result and time is logged as a table; the test fails if any of them
+// fails. .ci/run runs it.
 func TestConformancePool(t *testing.T) {
 	requireConformance(t)
 	c := startConformanceCluster(t, true)
-	c.runE2E(t, conformanceSuite)
+	c.runSuites(t, conformanceSuite, dualStackSuite)
 }
 
 // TestGranularChecksPool and TestGranularChecksNode run the Networking
 // Granular Checks for Pods and Services against the three-node cluster in
 // pool mode and in node mode (each node's podCIDRs, the routes
-// component): about 20 minutes each, so make e2e-conformance runs them and
-// .ci/run does not.
+// component), and then on the same cluster the Granular Checks of the
+// secondary family ([Feature:IPv6DualStack]); the node-mode cluster runs
+// the other [Feature:IPv6DualStack] tests too (pool mode runs them in
+// TestConformancePool). About 35 minutes each, so make e2e-conformance
+// runs them and .ci/run does not.
 func TestGranularChecksPool(t *testing.T) {
 	requireConformance(t)
 	c := startConformanceCluster(t, true)
-	c.runE2E(t, granularSuite)
+	c.runSuites(t, granularSuite, dualStackGranularSuite)
 }
 
 func TestGranularChecksNode(t *testing.T) {
 	requireConformance(t)
 	c := startConformanceCluster(t, false)
-	c.runE2E(t, granularSuite)
+	c.runSuites(t, granularSuite, dualStackSuite, dualStackGranularSuite)
+}
+
+// runSuites runs each suite on the cluster, one after the other, each a
+// subtest named after it: a failure of one does not keep the next from
+// running, and -run 'TestGranularChecksNode/^dualstack$' runs that one
+// alone on a fresh cluster.
+func (c *cluster) runSuites(t *testing.T, suites ...e2eSuite) {
+	t.Helper()
+	for _, s := range suites {
+		t.Run(s.name, func(t *testing.T) { c.runE2E(t, s) })
+	}
 }
 
 // startConformanceCluster brings up the three-node cluster in pool or

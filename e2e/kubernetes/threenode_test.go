@@ -70,7 +70,7 @@ func controllerManagerArgs() []string {
 		"--cluster-cidr=" + clusterCIDRv4 + "," + clusterCIDRv6,
 		fmt.Sprintf("--node-cidr-mask-size-ipv4=%d", nodeMaskV4),
 		fmt.Sprintf("--node-cidr-mask-size-ipv6=%d", nodeMaskV6),
-		"--service-cluster-ip-range=" + kubeenv.DefaultServiceCIDR,
+		"--service-cluster-ip-range=" + serviceCIDRs,
 		"--controllers=*,-pod-garbage-collector-controller",
 	}
 }
@@ -97,7 +97,7 @@ func startCluster(t *testing.T) *cluster {
 	c.hub = startHub(t, dir)
 	c.cp = startControlPlaneAt(t, kubeenv.Options{
 		Binaries: bins, Dir: filepath.Join(dir, "cp"), NetNS: c.hub,
-		Address: hubIPv4, BindAddress: "0.0.0.0", APIPort: 443,
+		Address: hubIPv4, BindAddress: "0.0.0.0", APIPort: 443, ServiceCIDR: serviceCIDRs,
 		// The hub's address is no loopback one: the API server publishes
 		// it as the kubernetes Service's endpoints (kubeenv turns the
 		// reconciler off), which kube-proxy, when it runs, routes to.

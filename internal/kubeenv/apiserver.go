@@ -95,8 +95,10 @@ type Options struct {
 	// EtcdPort, EtcdPeerPort and APIPort default to 2379, 2380 and 6443
 	// inside NetNS, and to free ports in the caller's own namespace.
 	EtcdPort, EtcdPeerPort, APIPort int
-	// ServiceCIDR is --service-cluster-ip-range; DefaultServiceCIDR by
-	// default.
+	// ServiceCIDR is --service-cluster-ip-range: one CIDR, or two of
+	// different families separated by a comma for a dual-stack cluster,
+	// the first the primary (the kubernetes Service's family);
+	// DefaultServiceCIDR by default.
 	ServiceCIDR string
 	// APIServerArgs are added to kube-apiserver's flags.
 	APIServerArgs []string
@@ -153,7 +155,7 @@ func (o Options) withDefaults() (Options, error) {
 	if o.ServiceCIDR == "" {
 		o.ServiceCIDR = DefaultServiceCIDR
 	}
-	if _, err := netip.ParsePrefix(o.ServiceCIDR); err != nil {
+	if _, err := ServiceCIDRs(o.ServiceCIDR); err != nil {
 		return o, fmt.Errorf("kubeenv: Options.ServiceCIDR: %w", err)
 	}
 	for _, port := range []struct {
@@ -234,7 +236,12 @@ func startAPIServerOnce(ctx context.Context, opts Options) (*APIServer, error) {
 	began := time.Now()
 	host := net.JoinHostPort(opts.Address, strconv.Itoa(opts.APIPort))
 	a := &APIServer{URL: "https://" + host, NetNS: opts.NetNS, Token: DefaultToken, opts: opts}
-	serviceIP := netip.MustParsePrefix(opts.ServiceCIDR).Masked().Addr().Next()
+	cidrs, err := ServiceCIDRs(opts.ServiceCIDR)
+	if err != nil {
+		return nil, fmt.Errorf("kubeenv: Options.ServiceCIDR: %w", err)
+	}
+	// The kubernetes Service is single-stack, of the primary family.
+	serviceIP := cidrs[0].Masked().Addr().Next()
 	a.PKI, err = makePKI(pkiRequest{
 		dir: filepath.Join(opts.Dir, "pki"), serverURL: a.URL, token: a.Token,
 		serverIPs: uniqueIPs("127.0.0.1", opts.Address, serviceIP.String()),
@@ -259,6 +266,28 @@ func startAPIServerOnce(ctx context.Context, opts Options) (*APIServer, error) {
 	}
 	opts.Logf("kube-apiserver ready at %s", time.Since(began).Round(time.Millisecond))
 	return a, nil
+}
+
+// ServiceCIDRs parses a --service-cluster-ip-range value: one CIDR, or
+// two of different families separated by a comma, as kube-apiserver
+// accepts it.
+func ServiceCIDRs(s string) ([]netip.Prefix, error) {
+	parts := strings.Split(s, ",")
+	if len(parts) > 2 {
+		return nil, fmt.Errorf("%q: at most two CIDRs, one per family", s)
+	}
+	var out []netip.Prefix
+	for _, part := range parts {
+		p, err := netip.ParsePrefix(strings.TrimSpace(part))
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, p)
+	}
+	if len(out) == 2 && out[0].Addr().Is4() == out[1].Addr().Is4() {
+		return nil, fmt.Errorf("%q: the two CIDRs must be of different families", s)
+	}
+	return out, nil
 }
 
 func uniqueIPs(addrs ...string) []net.IP {

@@ -20,11 +20,23 @@ func TestOptionsNameTheBadField(t *testing.T) {
 		{Options{}, "Options.Dir"},
 		{Options{Dir: "x", Address: "nope"}, "Options.Address"},
 		{Options{Dir: "x", ServiceCIDR: "10.0.0.0"}, "Options.ServiceCIDR"},
+		{Options{Dir: "x", ServiceCIDR: "198.19.200.0/24,198.19.201.0/24"}, "Options.ServiceCIDR"},
+		{Options{Dir: "x", ServiceCIDR: "198.19.200.0/24,fd00:19:200::/112,fd00:19:201::/112"}, "Options.ServiceCIDR"},
 	} {
 		_, err := c.opts.withDefaults()
 		if err == nil || !strings.Contains(err.Error(), c.field) {
 			t.Errorf("%+v: error %v, want one naming %s", c.opts, err, c.field)
 		}
+	}
+}
+
+func TestServiceCIDRsOfBothFamilies(t *testing.T) {
+	got, err := ServiceCIDRs("198.19.200.0/24,fd00:19:200::/112")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(got) != 2 || got[0].String() != "198.19.200.0/24" || got[1].String() != "fd00:19:200::/112" {
+		t.Fatalf("ServiceCIDRs: %v", got)
 	}
 }
 
