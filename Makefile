@@ -20,7 +20,7 @@ PROTOC_GEN_GO_GRPC_VERSION := v1.5.1
 STATICCHECK_VERSION        := v0.8.2
 CNI_PLUGINS_VERSION         = $(shell awk '$$1 == "require" && $$2 == "github.com/containernetworking/plugins" { print $$3 }' tools/cni-plugins/go.mod)
 
-.PHONY: all build test test-short test-tools runtime-tools fuzz lint generate bench demo clean tools image e2e-kubernetes bench-kubernetes bench-pool kubernetes-tools conformance-tools e2e-conformance
+.PHONY: all build test test-short test-tools runtime-tools fuzz lint generate bench demo clean tools image e2e-kubernetes bench-kubernetes bench-pool kubernetes-tools conformance-tools e2e-conformance e2e-upgrade
 
 all: build
 
@@ -154,10 +154,15 @@ conformance-tools: kubernetes-tools
 	tools/coredns/build.sh
 
 # Kubernetes' own network conformance suite, unmodified, on the three-node
-# cluster: the [sig-network] Conformance tests in pool mode, and the Networking
-# Granular Checks for Pods and Services in pool and node mode (README's table).
-# E2E_CONFORMANCE_RUN picks the tests: .ci/run takes the Conformance tests in
-# pool mode alone (about 10 minutes), not the Granular Checks (20 each).
+# cluster made dual-stack (Service ranges of both families, kube-proxy for
+# both, CoreDNS answering both): in pool mode the [sig-network] Conformance
+# tests and the [Feature:IPv6DualStack] tests but their Granular Checks
+# (TestConformancePool); in pool and node mode the Networking Granular Checks
+# for Pods and Services and the dual-stack Granular Checks of the secondary
+# family, node mode with the other dual-stack tests too (docs/testing.md's
+# table). E2E_CONFORMANCE_RUN picks the tests: .ci/run takes
+# TestConformancePool alone (about 14 minutes), not the Granular Checks (about
+# 35 a mode).
 E2E_CONFORMANCE_RUN ?= ^Test(ConformancePool|GranularChecksPool|GranularChecksNode)$$
 e2e-conformance: conformance-tools runtime-tools
 	SANDBOXIPAM_E2E_KUBERNETES=1 SANDBOXIPAM_E2E_CONFORMANCE=1 $(GO) test -count=1 -timeout 150m -v -run '$(E2E_CONFORMANCE_RUN)' ./e2e/kubernetes/
@@ -171,6 +176,18 @@ e2e-conformance: conformance-tools runtime-tools
 # (components/pool: TestThreeNodePool). Needs root.
 e2e-kubernetes: kubernetes-tools runtime-tools
 	SANDBOXIPAM_E2E_KUBERNETES=1 $(GO) test -count=1 -timeout 60m -v ./e2e/kubernetes/
+
+# Upgrade and rollback on the three-node cluster (issue 45), in pool mode and
+# in node mode: the previous release (internal/release; its image built by its
+# own cmd/mkimage from the repository's history and cached by commit in
+# ${XDG_CACHE_HOME:-$HOME/.cache}/sandboxipam/releases/<commit>/image, its manifests rendered
+# from its own tree) upgraded to this tree, rolled back with kubectl rollout
+# undo, upgraded again and rolled back by applying its manifests again, while
+# 30 agnhost netexec pods reach each other across the nodes every 200 ms
+# (figures: BENCHMARKS.md, "Upgrade and rollback"). Needs root, the history
+# (not a shallow clone) and kubectl and agnhost (conformance-tools).
+e2e-upgrade: conformance-tools
+	SANDBOXIPAM_E2E_KUBERNETES=1 SANDBOXIPAM_E2E_UPGRADE=1 $(GO) test -count=1 -timeout 45m -v -run '^TestUpgrade(Manifests|Pool|Node)$$' ./e2e/kubernetes/
 
 # On the three-node cluster: 110 pods on one node from an API scale to all
 # Running, sandboxipam against the bridge + host-local reference plugins, and
