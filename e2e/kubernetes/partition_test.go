@@ -60,22 +60,12 @@ type partitioned struct {
 // node's ipamd before the cut, and after the Node's deletion names node 2
 // as not compared, out of reach.
 func TestThreeNodePartition(t *testing.T) {
-	c := startCluster(t)
-	t.Cleanup(func() { c.removeWorkloads(t) })
-	c.installPoolCRDs(t)
-	c.applyPoolFencing(t, partitionFenceAfter)
-	c.waitDaemonSet(t, nil)
-	c.waitReclaimerLeader(t)
-	if err := c.api.create(context.Background(), "/apis/apps/v1/namespaces/default/deployments", spreadDeployment(partitionReplicas, "")); err != nil {
-		t.Fatal(err)
-	}
-	check := c.inNodeBlocks()
-	state := c.waitAgree(t, partitionReplicas, check.check)
+	c, state := startPartitionCluster(t, nil)
 	ipamctl := testsupport.Binary(t, "./cmd/ipamctl")
 	c.checkClusterReadsEveryNode(t, ipamctl, state)
 
 	p := c.partition(t, state, c.nodes[1])
-	c.waitAgree(t, partitionReplicas, check.check)
+	c.waitAgree(t, partitionReplicas, c.inNodeBlocks().check)
 	c.logf(t, "%s's pods replaced on the other nodes, each in its own node's blocks", p.n.name)
 	c.checkClusterCannotReach(t, ipamctl, p)
 	c.partitionKept(t, p)
@@ -107,18 +97,7 @@ func (c *cluster) partition(t *testing.T, state clusterState, n *clusterNode) pa
 	c.logf(t, "%s cut off from the API server alone (%v dropped in its namespace): TCP between %s on %s and %s on %s both ways, both families",
 		n.name, apiServerAddrs, other.Name, other.Node, cut.Name, cut.Node)
 
-	if err := c.api.delete(ctx, "/api/v1/nodes/"+n.name); err != nil {
-		t.Fatal(err)
-	}
-	p.deletedAt = time.Now()
-	testsupport.WaitFor(t, time.Minute, n.name+"'s Node is gone", func(ctx context.Context) error {
-		if _, err := c.getNode(ctx, n.name); !errors.Is(err, errNotFound) {
-			return fmt.Errorf("still there: %v", err)
-		}
-		return nil
-	})
-	c.forceDeletePods(t, p.deadNode)
-	c.forceDeleteReclaimerOn(t, n)
+	p.deletedAt = c.deleteNodeAndPods(t, p.deadNode)
 	c.logf(t, "%s's Node (UID %s) deleted and its pods force-deleted; its %d pods run on, holding %v; its blocks %v",
 		n.name, p.uid, len(p.names), p.addrs, keys(p.blocks))
 	return p
@@ -436,4 +415,46 @@ func (c *cluster) ipamctlCheckCluster(t *testing.T, ipamctl string) (kubesnap.Re
 		t.Fatalf("ipamctl check --cluster -o json: exit %d, %v:\n%s%s", code, err, out, stderr)
 	}
 	return r, code, out + stderr
+}
+
+// deleteNodeAndPods deletes d's Node, as an operator or a controller
+// would, waits until it is gone, and force-deletes its pods and the
+// reclaimer pod on it (PodGC's part; it is off in this cluster). It
+// returns when the delete was sent.
+func (c *cluster) deleteNodeAndPods(t *testing.T, d deadNode) time.Time {
+	t.Helper()
+	if err := c.api.delete(context.Background(), "/api/v1/nodes/"+d.n.name); err != nil {
+		t.Fatal(err)
+	}
+	at := time.Now()
+	testsupport.WaitFor(t, time.Minute, d.n.name+"'s Node is gone", func(ctx context.Context) error {
+		if _, err := c.getNode(ctx, d.n.name); !errors.Is(err, errNotFound) {
+			return fmt.Errorf("still there: %v", err)
+		}
+		return nil
+	})
+	c.forceDeletePods(t, d)
+	c.forceDeleteReclaimerOn(t, d.n)
+	return at
+}
+
+// startPartitionCluster starts the pool-mode cluster the partition tests
+// cut: the CRDs, pool (after prepare, when given, edits it), DaemonSet
+// with partitionFenceAfter and reclaimer, and partitionReplicas pods
+// spread over the nodes, agreeing everywhere.
+func startPartitionCluster(t *testing.T, prepare func(*cluster)) (*cluster, clusterState) {
+	t.Helper()
+	c := startCluster(t)
+	t.Cleanup(func() { c.removeWorkloads(t) })
+	c.installPoolCRDs(t)
+	if prepare != nil {
+		prepare(c)
+	}
+	c.applyPoolFencing(t, partitionFenceAfter)
+	c.waitDaemonSet(t, nil)
+	c.waitReclaimerLeader(t)
+	if err := c.api.create(context.Background(), "/apis/apps/v1/namespaces/default/deployments", spreadDeployment(partitionReplicas, "")); err != nil {
+		t.Fatal(err)
+	}
+	return c, c.waitAgree(t, partitionReplicas, c.inNodeBlocks().check)
 }
