@@ -43,10 +43,7 @@ func previousTree(t *testing.T) string {
 	t.Helper()
 	tree, err := release.Previous.Tree(context.Background(), testsupport.Root(t))
 	if errors.Is(err, release.ErrHistoryAbsent) {
-		if os.Getenv("CI") == "true" {
-			t.Fatalf("CI=true: %v", err)
-		}
-		t.Skipf("cannot build the release to upgrade from: %v", err)
+		testsupport.SkipOrFail(t, "cannot build the release to upgrade from: %v", err)
 	}
 	if err != nil {
 		t.Fatal(err)
