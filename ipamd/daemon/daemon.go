@@ -106,6 +106,9 @@ type Daemon struct {
 	// listed right then.
 	lastListing atomic.Pointer[listing]
 	announced   announcement
+	// readinessSeen is the last readiness answer, so a change is logged
+	// once, with its reasons, whoever asked.
+	readinessSeen readinessLog
 	// startedAt is when the store opened: a sandbox created later cannot
 	// hold an address from before.
 	startedAt time.Time

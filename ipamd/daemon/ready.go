@@ -9,6 +9,7 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"strings"
 	"sync"
 
 	"github.com/sandboxipam/sandboxipam/cniinstall"
@@ -24,6 +25,34 @@ type announcement struct {
 	err     error
 	// withdrawn: ipamd is stopping and writes the conflist no more.
 	withdrawn bool
+}
+
+// readinessLog is the last readiness answer given: its reasons, joined.
+type readinessLog struct {
+	mu      sync.Mutex
+	given   bool
+	reasons string
+}
+
+// logChange logs r when it is not the last answer given: WARN with every
+// reason when ipamd stops being ready (or its reasons change), INFO when
+// it is ready again. Kubernetes records only "probe failed" for /readyz,
+// and the DaemonSet controller replaces an old ipamd that is not ready
+// outside its rollout budget, so the log is where an operator finds why
+// a node had no ready ipamd.
+func (l *readinessLog) logChange(log *slog.Logger, r datastore.Readiness) {
+	reasons := strings.Join(r.Reasons, "; ")
+	l.mu.Lock()
+	changed := !l.given || reasons != l.reasons
+	l.given, l.reasons = true, reasons
+	l.mu.Unlock()
+	switch {
+	case !changed:
+	case r.Ready():
+		log.Info("ready: an ADD for a new pod gets an address", slog.Uint64("free", r.Free))
+	default:
+		log.Warn("not ready: an ADD for a new pod is refused", slog.String("why", reasons), slog.Uint64("free", r.Free))
+	}
 }
 
 // readiness is the one answer to "can ipamd hand out an address to a new
@@ -48,6 +77,7 @@ func (d *Daemon) readiness() datastore.Readiness {
 			r.Add("the CNI conflist " + d.cfg.CNI.ConfListPath + " is not written yet")
 		}
 	}
+	d.readinessSeen.logChange(d.log, r)
 	return r
 }
 
