@@ -33,6 +33,10 @@ type Config struct {
 	// AliveTimeout bounds one probe of a gone node's ipamd on one of the
 	// addresses its Lease records (condition (e)). Default 3s.
 	AliveTimeout time.Duration
+	// WatchReclaimed is how long after its last reclaim the reclaimer
+	// keeps asking a node's ipamd, to report it if it answers again
+	// (returned.go). Default 24h.
+	WatchReclaimed time.Duration
 }
 
 // LeaderElection says which Lease the reclaimers contend for, and its
@@ -58,7 +62,7 @@ func DefaultConfig() Config {
 		Grace: ipamdlease.DefaultReclaimGrace, Interval: 30 * time.Second, CheckInterval: time.Minute,
 		LeaderElection: LeaderElection{Namespace: "kube-system", Name: "sandboxipam-reclaimer",
 			LeaseDuration: 15 * time.Second, RenewDeadline: 10 * time.Second, RetryPeriod: 2 * time.Second},
-		IpamdLeaseNamespace: "kube-system", AliveTimeout: 3 * time.Second,
+		IpamdLeaseNamespace: "kube-system", AliveTimeout: 3 * time.Second, WatchReclaimed: 24 * time.Hour,
 	}
 }
 
@@ -73,7 +77,7 @@ func (c Config) Validate() error {
 		v    time.Duration
 	}{{"interval", c.Interval}, {"checkInterval", c.CheckInterval}, {"leaderElection.leaseDuration", c.LeaderElection.LeaseDuration},
 		{"leaderElection.renewDeadline", c.LeaderElection.RenewDeadline}, {"leaderElection.retryPeriod", c.LeaderElection.RetryPeriod},
-		{"aliveTimeout", c.AliveTimeout}} {
+		{"aliveTimeout", c.AliveTimeout}, {"watchReclaimed", c.WatchReclaimed}} {
 		if d.v <= 0 {
 			errs = append(errs, fmt.Errorf("%s must be positive, got %s", d.name, d.v))
 		}

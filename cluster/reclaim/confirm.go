@@ -168,6 +168,7 @@ func (r *Reclaimer) reclaim(ctx context.Context, b v1alpha1.IPBlock, v Verdict) 
 	}
 	evidence := strings.Join(v.Evidence, "; ")
 	r.metrics.reclaimed.Inc()
+	r.returned.add(b, r.alive.seenFor(b).Addresses, r.clock.Now())
 	r.log.Warn("reclaimer: reclaimed the block of a dead node", "block", b.Name, "cidr", b.Spec.CIDR, "node", b.Spec.NodeName,
 		"nodeUID", b.Spec.NodeUID, "pool", b.Spec.Pool, "evidence", evidence, "reclaimer", r.opts.Identity)
 	if err := r.event(ctx, b, evidence); err != nil {
@@ -180,12 +181,17 @@ func (r *Reclaimer) reclaim(ctx context.Context, b v1alpha1.IPBlock, v Verdict) 
 // maxMessage is the length an Event's message is cut to.
 const maxMessage = 1024
 
-// event records the reclaim as an Event on the block. Events of
-// cluster-scoped objects live in the default namespace, where
-// `kubectl describe ipblock` finds them.
+// event records the reclaim as an Event on the block.
 func (r *Reclaimer) event(ctx context.Context, b v1alpha1.IPBlock, evidence string) error {
-	now := metav1.NewTime(r.clock.Now())
 	msg := fmt.Sprintf("Reclaimed %s of node %s (UID %s): %s", b.Spec.CIDR, b.Spec.NodeName, b.Spec.NodeUID, evidence)
+	return r.recordEvent(ctx, b, corev1.EventTypeNormal, EventReason, "Delete", msg)
+}
+
+// recordEvent records an Event on the block. Events of cluster-scoped
+// objects live in the default namespace, where `kubectl describe ipblock`
+// finds them.
+func (r *Reclaimer) recordEvent(ctx context.Context, b v1alpha1.IPBlock, evType, reason, action, msg string) error {
+	now := metav1.NewTime(r.clock.Now())
 	if len(msg) > maxMessage {
 		msg = msg[:maxMessage]
 	}
@@ -193,18 +199,21 @@ func (r *Reclaimer) event(ctx context.Context, b v1alpha1.IPBlock, evidence stri
 		ObjectMeta: metav1.ObjectMeta{GenerateName: b.Name + ".", Namespace: metav1.NamespaceDefault},
 		InvolvedObject: corev1.ObjectReference{APIVersion: v1alpha1.Group + "/" + v1alpha1.Version, Kind: v1alpha1.IPBlockKind,
 			Name: b.Name, UID: b.UID, ResourceVersion: b.ResourceVersion},
-		Reason: EventReason, Message: msg, Type: corev1.EventTypeNormal, Count: 1,
+		Reason: reason, Message: msg, Type: evType, Count: 1,
 		FirstTimestamp: now, LastTimestamp: now, EventTime: metav1.NewMicroTime(now.Time),
 		Source:              corev1.EventSource{Component: Component, Host: r.opts.Identity},
-		ReportingController: ReportingController, ReportingInstance: r.opts.Identity, Action: "Delete",
+		ReportingController: ReportingController, ReportingInstance: r.opts.Identity, Action: action,
 	}
 	_, err := r.clients.Kube.CoreV1().Events(metav1.NamespaceDefault).Create(ctx, ev, metav1.CreateOptions{})
 	return err
 }
 
-// What the reclaimer's Events say they are.
+// What the reclaimer's Events say they are. EventReasonReturned is the
+// Warning on a reclaimed block another node holds now, when the node it
+// was reclaimed from answers again (returned.go).
 const (
 	EventReason         = "Reclaimed"
+	EventReasonReturned = "ReclaimedNodeAnswers"
 	Component           = "sandboxipam-reclaimer"
 	ReportingController = "sandboxipam.io/reclaimer"
 )

@@ -56,6 +56,13 @@
 // landed first makes ipamd's update fail and the block retire there. Every reclaim is an Event on the
 // block and a log line naming the four pieces of evidence.
 //
+// A node reclaimed on silence may only have been cut off on both planes.
+// For Config.WatchReclaimed after a reclaim the reclaimer keeps asking
+// that node's ipamd, and if it answers again as the node it reclaimed,
+// reports it (returned.go): its old pods may hold addresses another node
+// hands out now, until its kubelet kills them, and its own ipamd cannot
+// say so (the API server refuses its deleted pod's token).
+//
 // One reclaimer acts at a time: Run takes a Lease through client-go's
 // leader election, and only the leader starts informers and passes. It
 // writes nothing but deletes of IPBlocks and Events; pods' addresses are

@@ -16,6 +16,7 @@ type Metrics struct {
 	lastCheck  prometheus.Gauge
 	leader     prometheus.Gauge
 	reclaimed  prometheus.Counter
+	returned   prometheus.Counter
 	waiting    prometheus.Gauge
 	lastPass   prometheus.Gauge
 	errors     *prometheus.CounterVec
@@ -38,6 +39,8 @@ func NewMetrics() *Metrics {
 			Help: "1 while this reclaimer holds the leader Lease and acts, 0 otherwise."}),
 		reclaimed: prometheus.NewCounter(prometheus.CounterOpts{Namespace: "sandboxipam", Subsystem: "reclaimer", Name: "blocks_reclaimed_total",
 			Help: "IPBlocks of dead nodes this reclaimer deleted, each on evidence (an Event on the block and a log line name it)."}),
+		returned: prometheus.NewCounter(prometheus.CounterOpts{Namespace: "sandboxipam", Subsystem: "reclaimer", Name: "reclaimed_nodes_answering_total",
+			Help: "Nodes whose blocks this reclaimer reclaimed as dead and whose ipamd answered again, as the same node, afterwards: their old pods may hold addresses now handed out elsewhere until their kubelet kills them (a Warning Event ReclaimedNodeAnswers on each such block, and a log line)."}),
 		waiting: prometheus.NewGauge(prometheus.GaugeOpts{Namespace: "sandboxipam", Subsystem: "reclaimer", Name: "blocks_awaiting_evidence",
 			Help: "IPBlocks whose Node is gone or registered again but that are kept: the node's Lease is within the grace, or pods still hold addresses in them."}),
 		lastPass: prometheus.NewGauge(prometheus.GaugeOpts{Namespace: "sandboxipam", Subsystem: "reclaimer", Name: "last_pass_timestamp_seconds",
@@ -45,7 +48,7 @@ func NewMetrics() *Metrics {
 		errors: prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: "sandboxipam", Subsystem: "reclaimer", Name: "errors_total",
 			Help: "Failures of the reclaimer, by operation (pass, delete, event)."}, []string{"op"}),
 	}
-	m.registry.MustRegister(m.duplicates, m.findings, m.compared, m.lastCheck, m.leader, m.reclaimed, m.waiting, m.lastPass, m.errors)
+	m.registry.MustRegister(m.duplicates, m.findings, m.compared, m.lastCheck, m.leader, m.reclaimed, m.returned, m.waiting, m.lastPass, m.errors)
 	// Every series exists from the start, at 0: a rule on a missing
 	// series would stay silent.
 	for _, op := range []string{"pass", "delete", "event"} {

@@ -23,6 +23,10 @@ type Pass struct {
 	Decisions []Decision `json:"decisions"`
 	// Reclaimed are the blocks deleted, in name order.
 	Reclaimed []string `json:"reclaimed"`
+	// Returned are the nodes ("name (UID uid)") whose blocks were
+	// reclaimed and whose ipamd answered again as that node this pass
+	// (returned.go), each reported once.
+	Returned []string `json:"returned,omitempty"`
 	// Errors are what went wrong; a block is never reclaimed on an error.
 	Errors []string `json:"errors"`
 }
@@ -88,6 +92,7 @@ func (r *Reclaimer) RunOnce(ctx context.Context) Pass {
 	var candidates []candidate
 	pools := r.poolsByName()
 	r.probeAlive(ctx, objs)
+	p.Returned = r.probeReturned(ctx)
 	for _, obj := range objs {
 		b, err := v1alpha1.BlockFrom(obj.(*unstructured.Unstructured))
 		if err != nil {

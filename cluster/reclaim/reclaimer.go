@@ -64,8 +64,10 @@ type Reclaimer struct {
 	// ipamdSeen is what has been seen of ipamd's own Leases, by name.
 	ipamdSeen *leaseWatch
 	// alive is what gone nodes' ipamds said on the data plane (alive.go).
-	alive   *aliveWatch
-	metrics *Metrics
+	alive *aliveWatch
+	// returned keeps asking the nodes reclaimed from (returned.go).
+	returned *returnWatch
+	metrics  *Metrics
 	// last is the last pass, for Decisions.
 	last atomic.Pointer[Pass]
 
@@ -98,7 +100,7 @@ func New(c Clients, opts Options) (*Reclaimer, error) {
 	}
 	r := &Reclaimer{opts: opts, cfg: opts.Config, clients: c, clock: opts.Clock, log: opts.Logger,
 		leases: newLeaseWatch(opts.Clock), ipamdSeen: newLeaseWatch(opts.Clock), metrics: NewMetrics(),
-		alive: newAliveWatch(opts.Clock, opts.Config.AliveTimeout)}
+		alive: newAliveWatch(opts.Clock, opts.Config.AliveTimeout), returned: newReturnWatch()}
 	r.factory = informers.NewSharedInformerFactory(c.Kube, 0)
 	r.leaseFactory = informers.NewSharedInformerFactoryWithOptions(c.Kube, 0, informers.WithNamespace(corev1.NamespaceNodeLease))
 	r.dynFactory = dynamicinformer.NewDynamicSharedInformerFactory(c.Dynamic, 0)

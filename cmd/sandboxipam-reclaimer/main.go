@@ -69,6 +69,7 @@ func parse(args []string, stderr io.Writer) (flags, error) {
 	fs.StringVar(&f.cfg.IpamdLeaseNamespace, "ipamd-lease-namespace", f.cfg.IpamdLeaseNamespace, "namespace of each node's ipamd Lease (where ipamd's DaemonSet runs)")
 	fs.DurationVar(&f.cfg.Interval, "interval", f.cfg.Interval, "time between reclaim passes")
 	fs.DurationVar(&f.cfg.AliveTimeout, "alive-timeout", f.cfg.AliveTimeout, "bound of one probe of a gone node's ipamd on an address its Lease records (a block is reclaimed only once none has answered for the grace, or an operator confirmed the node gone)")
+	fs.DurationVar(&f.cfg.WatchReclaimed, "watch-reclaimed", f.cfg.WatchReclaimed, "how long after reclaiming a node's blocks the reclaimer keeps asking its ipamd, to report (Warning Event ReclaimedNodeAnswers, log, metric) a node that comes back while another node holds its blocks")
 	fs.DurationVar(&f.cfg.CheckInterval, "check-interval", f.cfg.CheckInterval, "time between cluster checks (the sandboxipam_cluster_* metrics)")
 	fs.StringVar(&le.Namespace, "leader-election-namespace", le.Namespace, "namespace of the leader Lease")
 	fs.StringVar(&le.Name, "leader-election-name", le.Name, "name of the leader Lease")

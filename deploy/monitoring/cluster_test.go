@@ -12,7 +12,7 @@ import (
 )
 
 func TestClusterRulesPassPromtool(t *testing.T) {
-	if out := runPromtool(t, nil, "check", "rules", "cluster.rules.yaml"); !strings.Contains(out, "SUCCESS: 3 rules found") {
+	if out := runPromtool(t, nil, "check", "rules", "cluster.rules.yaml"); !strings.Contains(out, "SUCCESS: 4 rules found") {
 		t.Fatalf("promtool check rules:\n%s", out)
 	}
 	runPromtool(t, nil, "test", "rules", "cluster.rules.test.yaml")
@@ -22,8 +22,8 @@ func TestClusterRulesPassPromtool(t *testing.T) {
 	for _, m := range regexp.MustCompile(`(?m)alertname: (\w+)\n\s+exp_alerts:\n\s+- exp_labels`).FindAllStringSubmatch(tests, -1) {
 		fired[m[1]] = true
 	}
-	if len(alerts) != 3 {
-		t.Fatalf("found %d alerts, want 3", len(alerts))
+	if len(alerts) != 4 {
+		t.Fatalf("found %d alerts, want 4", len(alerts))
 	}
 	for _, a := range alerts {
 		if !fired[a[1]] {

@@ -44,6 +44,9 @@ const (
 	maxFill = 30
 	// foreignLogLine is what ipamd logs beside its ForeignBlock Event.
 	foreignLogLine = "addresses held on this node lie in a block the API server records as another node's"
+	// refusedLogLine is what ipamd logs once the API server refuses its
+	// credentials (its pod deleted with its Node).
+	refusedLogLine = "the API server refuses this ipamd's credentials (Unauthorized)"
 )
 
 // bothPlanes is a node cut off on both planes (every link to the hub
@@ -76,8 +79,9 @@ type bothPlanes struct {
 // is filled until it claims node 2's former blocks and hands out their
 // addresses, and the address pairs held twice are recorded; then the cut
 // heals, and it records (ii) the time from the heal to the kubelet's kill
-// of node 2's old sandboxes and to node 2's ipamd's ForeignBlock report
-// (its Event on the Node, and its log line), both of which must come. It
+// of node 2's old sandboxes and to the reports: the reclaimer's
+// ReclaimedNodeAnswers Event, which must come, node 2's ipamd's refusal
+// line, and its ForeignBlock report if any. It
 // is a measurement, not a CI test: it runs only with
 // SANDBOXIPAM_E2E_BENCH=1.
 func TestThreeNodeBothPlanesMeasured(t *testing.T) {
@@ -361,9 +365,30 @@ func (c *cluster) healAndMeasure(t *testing.T, m *bothPlanes) {
 	m.healed = true
 	c.logf(t, "HEAL at %s: %s's link %s to the hub up, %s after the cut", stamp(m.healAt), m.n.name, m.hostSide, m.healAt.Sub(m.cutAt).Round(time.Millisecond))
 	killed := map[string]time.Time{}
-	var evAt, logAt, lastKill time.Time
-	// seeForeign records the first ForeignBlock Event and log line.
+	var evAt, logAt, lastKill, retAt, refusedAt time.Time
+	// seeForeign records the first report of each kind: the reclaimer's
+	// ReclaimedNodeAnswers Event, ipamd's refusal line, and ipamd's
+	// ForeignBlock Event and log line.
 	seeForeign := func(ctx context.Context, now time.Time) error {
+		if retAt.IsZero() {
+			ev, err := c.returnedEvent(ctx, m)
+			if err != nil {
+				return err
+			}
+			if ev != nil {
+				retAt = ev.EventTime.Time
+				if retAt.IsZero() {
+					retAt = ev.CreationTimestamp.Time
+				}
+				c.logf(t, "RECLAIMEDNODEANSWERS Event on IPBlock %s at %s, %s after the heal: %q", ev.Regarding.Name, stamp(retAt), retAt.Sub(m.healAt).Round(time.Millisecond), ev.Note)
+			}
+		}
+		if refusedAt.IsZero() {
+			if at, line := logLineAt(m.ipamdLog, refusedLogLine); line != "" && !at.Before(m.healAt.Add(-time.Second)) {
+				refusedAt = at
+				c.logf(t, "REFUSED log line of %s's ipamd at %s, %s after the heal: %s", m.n.name, stamp(at), at.Sub(m.healAt).Round(time.Millisecond), line)
+			}
+		}
 		if evAt.IsZero() {
 			ev, err := c.foreignEvent(ctx, m)
 			if err != nil {
@@ -424,37 +449,51 @@ func (c *cluster) healAndMeasure(t *testing.T, m *bothPlanes) {
 		stamp(m.pairsSeen), stamp(lastKill), lastKill.Sub(m.pairsSeen).Round(time.Millisecond), lastKill.Sub(m.healAt).Round(time.Millisecond), m.pairs,
 		m.reclaimedAt.Sub(m.cutAt).Round(time.Millisecond))
 
+	// The report that must come is the reclaimer's: the old ipamd's
+	// token is bound to its pod, force-deleted with the node's others, so
+	// the API server refuses its renews, watches and Events (measured on
+	// 2026-12-07: no ForeignBlock report came) until the kubelet stops
+	// it; it can only log the refusal. The reclaimer hears it answer on
+	// the data plane as the node it reclaimed (docs/safety.md, "The case
+	// left").
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	err := testsupport.Poll(ctx, m.n.name+"'s ipamd reports the block foreign", func(ctx context.Context) error {
+	err := testsupport.Poll(ctx, "the reclaimer reports "+m.n.name+" answering again", func(ctx context.Context) error {
 		if err := seeForeign(ctx, time.Now()); err != nil {
 			return err
 		}
-		switch {
-		case evAt.IsZero() && logAt.IsZero():
-			return errors.New("no ForeignBlock Event or log line")
-		case evAt.IsZero():
-			return fmt.Errorf("the log line came at %s, no Event yet", stamp(logAt))
+		if retAt.IsZero() {
+			return errors.New("no ReclaimedNodeAnswers Event")
 		}
 		return nil
 	})
-	foreign := "no Event"
-	if !evAt.IsZero() {
-		foreign = fmt.Sprintf("Event %s (%s)", stamp(evAt), evAt.Sub(m.healAt).Round(time.Millisecond))
+	seen := func(at time.Time) string {
+		if at.IsZero() {
+			return "none"
+		}
+		return fmt.Sprintf("%s (%s after the heal)", stamp(at), at.Sub(m.healAt).Round(time.Millisecond))
 	}
-	if !logAt.IsZero() {
-		foreign += fmt.Sprintf(", log line %s (%s)", stamp(logAt), logAt.Sub(m.healAt).Round(time.Millisecond))
+	t.Logf("BOTHPLANES (ii) heal %s -> reports: the reclaimer's ReclaimedNodeAnswers Event %s; ipamd's refusal line %s; ipamd's ForeignBlock Event %s, log line %s",
+		stamp(m.healAt), seen(retAt), seen(refusedAt), seen(evAt), seen(logAt))
+	if err != nil {
+		t.Errorf("%v; %s's ipamd's log on the API server since the heal:\n%s", err, m.n.name, strings.Join(apiLines(m.ipamdLog, 40), "\n"))
 	}
-	t.Logf("BOTHPLANES (ii) heal %s -> ForeignBlock: %s", stamp(m.healAt), foreign)
-	if err != nil && logAt.IsZero() {
-		// Measured on 2026-12-07: none comes. The old ipamd's token is
-		// bound to its pod, which was force-deleted with the node's
-		// others, so the API server answers its renew, its watches and
-		// its Event Unauthorized until the kubelet stops it. The kubelet's
-		// kill of the old sandboxes is what ends the double hold
-		// (docs/safety.md, "The case left"); the report is issue 44's gap.
-		t.Logf("BOTHPLANES GAP: %v; %s's ipamd's log on the API server since the heal:\n%s", err, m.n.name, strings.Join(apiLines(m.ipamdLog, 40), "\n"))
+}
+
+// returnedEvent is the reclaimer's ReclaimedNodeAnswers Event naming
+// node m, made after the cut, or nil.
+func (c *cluster) returnedEvent(ctx context.Context, m *bothPlanes) (*eventsv1.Event, error) {
+	var evs eventsv1.EventList
+	if err := c.api.get(ctx, "/apis/events.k8s.io/v1/namespaces/default/events", &evs); err != nil {
+		return nil, err
 	}
+	for i, ev := range evs.Items {
+		if ev.Reason == reclaim.EventReasonReturned && ev.Regarding.Kind == v1alpha1.IPBlockKind && strings.Contains(ev.Note, "node "+m.n.name+" (UID") &&
+			!ev.CreationTimestamp.Time.Before(m.cutAt.Truncate(time.Second)) {
+			return &evs.Items[i], nil
+		}
+	}
+	return nil, nil
 }
 
 // apiLines are the last n lines of the log file at path that speak of

@@ -35,6 +35,7 @@ import (
 	"time"
 
 	coordinationv1 "k8s.io/api/coordination/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/utils/clock"
@@ -82,6 +83,9 @@ type Renewer struct {
 	// lapsed: OnFence was called for the renew at sent.
 	lapsed  bool
 	lastErr error
+	// refused: the API server answers the renews Unauthorized (said once
+	// per run of refusals, at ERROR).
+	refused bool
 }
 
 // New returns a Renewer; nothing is written until Run or Renew.
@@ -137,7 +141,9 @@ func (r *Renewer) Duration() time.Duration {
 func (r *Renewer) Run(ctx context.Context) {
 	for {
 		if err := r.Renew(ctx); err != nil && ctx.Err() == nil {
-			r.log.Warn("could not renew this ipamd's Lease; trying again", slog.String("lease", r.Name()), slog.Any("error", err))
+			r.logRenewError(err)
+		} else if err == nil {
+			r.refused = false
 		}
 		r.checkLapse()
 		select {
@@ -146,6 +152,29 @@ func (r *Renewer) Run(ctx context.Context) {
 		case <-r.opts.Clock.After(r.wait()):
 		}
 	}
+}
+
+// logRenewError says why a renew failed. A refusal of the credentials is
+// said once, at ERROR, with what it likely means: ipamd's token is bound
+// to its pod, and a pod deleted (with its Node, by PodGC or by hand)
+// makes every request of its ipamd Unauthorized, so this ipamd can
+// neither renew nor read its blocks nor record an Event. Its blocks may
+// be reclaimed and handed out elsewhere while its node's pods still use
+// their addresses, until the kubelet kills them (issue 44); the
+// reclaimer, which can still write, reports a reclaimed node that
+// answers again (Event ReclaimedNodeAnswers).
+func (r *Renewer) logRenewError(err error) {
+	if apierrors.IsUnauthorized(err) {
+		if !r.refused {
+			r.refused = true
+			r.log.Error("the API server refuses this ipamd's credentials (Unauthorized): if its pod was deleted, its blocks may be reclaimed "+
+				"and handed out on another node while this node's pods still use their addresses; this ipamd hands out no address once its Lease lapses",
+				slog.String("lease", r.Name()), slog.Any("error", err))
+		}
+		return
+	}
+	r.refused = false
+	r.log.Warn("could not renew this ipamd's Lease; trying again", slog.String("lease", r.Name()), slog.Any("error", err))
 }
 
 // wait is the time until the next renew: RenewInterval, or less when the
