@@ -70,8 +70,10 @@ func nodeDead(in Input) (string, bool) {
 	where := strings.Join(a.Addresses, ", ")
 	switch {
 	case !a.AliveAt.IsZero() && in.Now.Sub(a.AliveAt) <= in.Grace:
+		// A pass's time is taken before its probes, so an answer of this
+		// pass is "0s ago", not a negative time.
 		return fmt.Sprintf("the ipamd of %s answered alive %s ago (%s), within the grace %s: the node may still run pods on %s",
-			node, in.Now.Sub(a.AliveAt), a.AliveBy, in.Grace, in.BlockCIDR), false
+			node, max(in.Now.Sub(a.AliveAt), 0), a.AliveBy, in.Grace, in.BlockCIDR), false
 	case a.Confirmed == in.BlockNodeUID:
 		return fmt.Sprintf("an operator confirmed %s gone (annotation %s on the block)", node, ipamdlease.ConfirmNodeGoneAnnotation), true
 	case len(a.Addresses) == 0:

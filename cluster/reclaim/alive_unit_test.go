@@ -28,6 +28,8 @@ func TestNodeDead(t *testing.T) {
 			"an operator confirmed node n1 (UID uid-1) gone (annotation sandboxipam.io/confirm-node-gone on the block)"},
 		{"confirmed, but answered within the grace", AliveSeen{Confirmed: "uid-1", Addresses: addrs, AliveAt: t0.Add(5 * time.Minute), AliveBy: "10.0.0.1:61682: node n1"}, false,
 			"the ipamd of node n1 (UID uid-1) answered alive 5m0s ago (10.0.0.1:61682: node n1), within the grace 5m0s: the node may still run pods on 198.18.0.0/26"},
+		{"answered during this pass, after its time was taken", AliveSeen{Addresses: addrs, AliveAt: t0.Add(10*time.Minute + 2*time.Millisecond), AliveBy: "10.0.0.1:61682: node n1"}, false,
+			"the ipamd of node n1 (UID uid-1) answered alive 0s ago (10.0.0.1:61682: node n1)"},
 		{"confirmed, the last answer past the grace", AliveSeen{Confirmed: "uid-1", Addresses: addrs, AliveAt: t0.Add(5*time.Minute - time.Second)}, true,
 			"an operator confirmed node n1 (UID uid-1) gone"},
 		{"not yet asked", AliveSeen{Addresses: addrs}, false, "the ipamd of node n1 (UID uid-1) not yet asked on 10.0.0.1:61682, [fd00::1]:61682"},
