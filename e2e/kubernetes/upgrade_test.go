@@ -65,8 +65,8 @@ func TestUpgradeManifests(t *testing.T) {
 //
 // Each rollout goes node by node (the DaemonSet deletes a ready ipamd
 // only once the new one of each node it took before was ready: see
-// budgetWatch) and adds six pods while it runs. After each: every pod kept its sandbox
-// and addresses exactly, the new pods got theirs, the API server, every
+// budgetWatch) and adds six pods while it runs. After each: every pod
+// kept its sandbox and addresses exactly, the new pods got theirs, the API server, every
 // runtime and every ipamd (ipamctl pods) agree and no address is held
 // twice (nor ever during the rollout, as the API server shows it), no
 // probe failed, and `ipamctl check --cluster` finds nothing. With every

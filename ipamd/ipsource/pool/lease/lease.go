@@ -84,7 +84,7 @@ type Renewer struct {
 	lapsed  bool
 	lastErr error
 	// refused: the API server answers the renews Unauthorized (said once
-	// per run of refusals, at ERROR).
+	// per run of refusals, at ERROR). Run's goroutine alone reads it.
 	refused bool
 }
 
