@@ -93,6 +93,16 @@ func (r Report) Count(kind Kind) int {
 // Kinds are every kind of finding, in report order.
 func Kinds() []Kind { return slices.Clone(kindOrder) }
 
+// heldKinds are the kinds only what the nodes hold can show
+// (Snapshot.FromNodes).
+var heldKinds = []Kind{HeldOnTwoNodes, HeldByAnotherNode, HeldOutsideNode}
+
+// APIKinds are the kinds a check of the API's objects alone can find, in
+// report order: Kinds without the ones that need what the nodes hold.
+func APIKinds() []Kind {
+	return slices.DeleteFunc(Kinds(), func(k Kind) bool { return slices.Contains(heldKinds, k) })
+}
+
 // Compare judges s. With s.FromNodes it joins what each node's ipamd
 // holds with the API's view too (compareHeld). It is pure: the same snapshot gives the same report,
 // findings in a fixed order (by kind, then by what they name).

@@ -43,6 +43,25 @@ func TestCheckExportsDuplicates(t *testing.T) {
 	if got := gauge(t, reg, "sandboxipam_cluster_findings", "kind=duplicate-address"); got != 1 {
 		t.Errorf("sandboxipam_cluster_findings{kind=duplicate-address} %v, want 1", got)
 	}
+	// One findings series per kind the API alone can show; none for the
+	// kinds only a read of the nodes finds, which this check never makes.
+	mfs, err := reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var kinds []string
+	for _, mf := range mfs {
+		if mf.GetName() == "sandboxipam_cluster_findings" {
+			for _, m := range mf.GetMetric() {
+				kinds = append(kinds, m.GetLabel()[0].GetValue())
+			}
+		}
+	}
+	slices.Sort(kinds)
+	want := []string{"block-node-gone", "block-outside-pool", "block-overlap", "duplicate-address", "pod-outside-node", "pool-overlap", "unreadable"}
+	if !slices.Equal(kinds, want) {
+		t.Errorf("sandboxipam_cluster_findings kinds %v, want %v", kinds, want)
+	}
 	if got := gauge(t, reg, "sandboxipam_cluster_check_last_run_timestamp_seconds"); got != float64(t0.Unix()) {
 		t.Errorf("sandboxipam_cluster_check_last_run_timestamp_seconds %v, want %d", got, t0.Unix())
 	}

@@ -54,7 +54,10 @@ func NewMetrics() *Metrics {
 	for _, op := range []string{"pass", "delete", "event"} {
 		m.errors.WithLabelValues(op)
 	}
-	for _, k := range clustercheck.Kinds() {
+	// The reclaimer's check reads the API alone (it has no pods/exec into
+	// ipamd), so the kinds only what the nodes hold can show are not
+	// exported: a series that is always 0 would claim a check never run.
+	for _, k := range clustercheck.APIKinds() {
 		m.findings.WithLabelValues(string(k))
 	}
 	return m
@@ -65,7 +68,7 @@ func (m *Metrics) Registry() *prometheus.Registry { return m.registry }
 
 func (m *Metrics) observeCheck(r clustercheck.Report, at float64) {
 	m.duplicates.Set(float64(r.Count(clustercheck.DuplicateAddress)))
-	for _, k := range clustercheck.Kinds() {
+	for _, k := range clustercheck.APIKinds() {
 		m.findings.WithLabelValues(string(k)).Set(float64(r.Count(k)))
 	}
 	for kind, n := range map[string]int{"pools": r.Pools, "blocks": r.Blocks, "nodes": r.Nodes, "pods": r.Pods, "addresses": r.Addresses} {
