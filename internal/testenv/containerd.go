@@ -234,6 +234,16 @@ func createNetNS(ctx context.Context, path string) error {
 	if err := runCommand(ctx, "nsenter", "--net="+path, "ip", "link", "set", "lo", "up"); err != nil {
 		return fmt.Errorf("netns loopback: %w", err)
 	}
+	// The default CNI bridge, made here with its MAC set. A bridge the
+	// bridge plugin creates takes the lowest MAC among its ports, so a
+	// pod's veth joining changes it, and the plugin's CHECK of a pod added
+	// just before fails ("Bridge interface sbxipam0 Mac doesn't match",
+	// CRI-O's status check after a concurrent ADD, seen once in CI). A
+	// MAC set when the link is made stays; the plugin adopts a bridge that
+	// exists.
+	if err := runCommand(ctx, "nsenter", "--net="+path, "ip", "link", "add", defaultBridgeName, "address", defaultBridgeMAC, "type", "bridge"); err != nil {
+		return fmt.Errorf("netns bridge %s: %w", defaultBridgeName, err)
+	}
 	return nil
 }
 

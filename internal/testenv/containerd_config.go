@@ -85,6 +85,9 @@ const (
 	// defaultBridgeName is the bridge the default CNI config creates, in
 	// the instance's own network namespace.
 	defaultBridgeName = "sbxipam0"
+	// defaultBridgeMAC is its MAC (locally administered), set when
+	// createNetNS makes it so that no port changes it.
+	defaultBridgeMAC = "02:53:42:58:00:01"
 	// defaultPodSubnet is inside 198.19.0.0/16 (198.18.0.0/15 is reserved
 	// for benchmarks, never routed on the internet).
 	defaultPodSubnet = "198.19.0.0/24"

@@ -99,7 +99,9 @@ func TestStartRejectsForeignDir(t *testing.T) {
 }
 
 // assertBridgeOnlyInNetNS checks the default CNI bridge was created in the
-// daemon's network namespace and not in the host's.
+// daemon's network namespace and not in the host's, and that with a pod's
+// veth on it it kept the MAC it was made with (a bridge that took its
+// port's MAC fails the bridge plugin's CHECK of the pod added before).
 func assertBridgeOnlyInNetNS(t *testing.T, netns string) {
 	t.Helper()
 	const bridge = "sbxipam0"
@@ -108,6 +110,14 @@ func assertBridgeOnlyInNetNS(t *testing.T, netns string) {
 		t.Errorf("bridge %s not in the daemon's netns: %v: %s", bridge, err, out)
 	} else if !strings.Contains(string(out), "inet 198.19.0.1/24") {
 		t.Errorf("bridge %s address: %s, want 198.19.0.1/24", bridge, out)
+	}
+	out, err = exec.Command("nsenter", "--net="+netns, "ip", "-o", "link", "show", "master", bridge).CombinedOutput()
+	if err != nil || !strings.Contains(string(out), "veth") {
+		t.Errorf("no pod's veth on bridge %s: %v: %s", bridge, err, out)
+	}
+	out, err = exec.Command("nsenter", "--net="+netns, "ip", "-o", "link", "show", "dev", bridge).CombinedOutput()
+	if err != nil || !strings.Contains(string(out), "link/ether 02:53:42:58:00:01 ") {
+		t.Errorf("bridge %s: %v: %s, want its MAC kept at 02:53:42:58:00:01", bridge, err, out)
 	}
 	if _, err := net.InterfaceByName(bridge); err == nil {
 		t.Errorf("bridge %s exists in the host's network namespace", bridge)
