@@ -51,6 +51,25 @@ func manifestObjects(r deploy.Rendered) []apiObject {
 		apiObject{"/apis/apps/v1/namespaces/" + ns + "/daemonsets", r.DaemonSet})
 }
 
+// policyObjects are components/pool's admission policies and their
+// bindings, with their API paths; none without it. They are applied as an
+// operator applies them: every ipamd's IPBlock, Lease and Event write,
+// with the token its kubelet projects, goes through them.
+func policyObjects(r deploy.Rendered) []apiObject {
+	const base = "/apis/admissionregistration.k8s.io/v1/"
+	tm := metav1.TypeMeta{APIVersion: "admissionregistration.k8s.io/v1"}
+	var out []apiObject
+	for i := range r.Policies {
+		r.Policies[i].TypeMeta, r.Policies[i].Kind = tm, "ValidatingAdmissionPolicy"
+		out = append(out, apiObject{base + "validatingadmissionpolicies", &r.Policies[i]})
+	}
+	for i := range r.PolicyBindings {
+		r.PolicyBindings[i].TypeMeta, r.PolicyBindings[i].Kind = tm, "ValidatingAdmissionPolicyBinding"
+		out = append(out, apiObject{base + "validatingadmissionpolicybindings", &r.PolicyBindings[i]})
+	}
+	return out
+}
+
 // reclaimerObjects are components/reclaimer's objects in the order
 // "kubectl apply" creates them, with their API paths; none without it.
 func reclaimerObjects(r deploy.Rendered) []apiObject {

@@ -183,12 +183,13 @@ func (c *cluster) applyPoolFencing(t *testing.T, fenceAfter time.Duration) {
 		}
 	}
 	configureReclaimer(r)
-	for _, o := range append(manifestObjects(r), reclaimerObjects(r)...) {
+	objs := append(policyObjects(r), manifestObjects(r)...)
+	for _, o := range append(objs, reclaimerObjects(r)...) {
 		if err := c.api.create(ctx, o.path, o.obj); err != nil {
 			t.Fatal(err)
 		}
 	}
-	c.logf(t, "pool mode applied: IPPool default, the DaemonSet and the reclaimer created")
+	c.logf(t, "pool mode applied: IPPool default, the admission policies, the DaemonSet and the reclaimer created")
 }
 
 // handedOut checks that pods on node n got addresses of block p, and

@@ -118,6 +118,8 @@ type releaseManifests struct {
 // test must learn to apply it.
 var releaseKinds = []struct{ kind, resource string }{
 	{"CustomResourceDefinition", "customresourcedefinitions"},
+	{"ValidatingAdmissionPolicy", "validatingadmissionpolicies"},
+	{"ValidatingAdmissionPolicyBinding", "validatingadmissionpolicybindings"},
 	{"ServiceAccount", "serviceaccounts"},
 	{"ClusterRole", "clusterroles"},
 	{"ClusterRoleBinding", "clusterrolebindings"},
@@ -134,9 +136,8 @@ var releaseKinds = []struct{ kind, resource string }{
 // operator's kustomization naming them would, and makes the edits the
 // pool test makes: ipamd's watermarks and return grace, the reclaimer's
 // grace and intervals. The images stay as the release names them. The
-// admission policies are left out, as the pool test leaves them (their
-// node binding is tested against a real API server in
-// ipamd/ipsource/pool).
+// admission policies are applied with the rest: the ipamds of both
+// releases write their blocks, Leases and Events through them.
 func renderRelease(t *testing.T, version, root string, pool bool) releaseManifests {
 	t.Helper()
 	components := []string{"routes"}
@@ -167,9 +168,6 @@ func renderRelease(t *testing.T, version, root string, pool bool) releaseManifes
 	images := map[string]bool{}
 	for _, res := range resources.Resources() {
 		kind := res.GetKind()
-		if kind == "ValidatingAdmissionPolicy" || kind == "ValidatingAdmissionPolicyBinding" {
-			continue
-		}
 		if !slices.ContainsFunc(releaseKinds, func(k struct{ kind, resource string }) bool { return k.kind == kind }) {
 			t.Fatalf("%s's manifests hold a %s (%s): the upgrade test does not apply that kind", version, kind, res.GetName())
 		}
